@@ -1,0 +1,21 @@
+# kiln: `make run` starts the server on :4040, `make test` runs the suite. Both set up the machine
+# first (scripts/setup.sh), idempotently.
+VENV := .venv
+PYTEST_ARGS ?=
+
+.PHONY: setup run test bench langs clean
+
+setup:
+	@scripts/setup.sh
+
+run: setup
+	$(VENV)/bin/kiln serve
+
+test: setup
+	$(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
+
+bench: setup
+	$(VENV)/bin/python bench/latency.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,0 +1,44 @@
+#!/bin/sh
+# Prepares this machine for `make run` and `make test`: Debian packages, then .venv built from the
+# system Python (never a pyenv shim: hosts and CI must match production). Idempotent and silent
+# when everything is already in place.
+set -eu
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES="libcap-dev libseccomp2 python3-venv python3-dev gcc make nodejs"
+
+missing=""
+for pkg in $APT_PACKAGES; do
+    status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+    case "$status" in
+        *"ok installed") ;;
+        *) missing="$missing $pkg" ;;
+    esac
+done
+if [ -n "$missing" ]; then
+    if [ "$(id -u)" != 0 ]; then
+        echo "setup: these Debian packages are missing:$missing (run as root, or install them)" >&2
+        exit 1
+    fi
+    echo "setup: installing$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q --no-install-recommends $missing >/dev/null \
+        || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends $missing >/dev/null; }
+fi
+
+VENV=.venv
+STAMP=$VENV/.kiln-installed
+want=$(cat pyproject.toml | sha256sum | cut -d' ' -f1)
+if [ ! -x $VENV/bin/python ]; then
+    echo "setup: creating $VENV from /usr/bin/python3"
+    /usr/bin/python3 -m venv $VENV
+fi
+if [ "$(cat $STAMP 2>/dev/null || true)" != "$want" ]; then
+    echo "setup: installing kiln and its dependencies into $VENV"
+    log=$(mktemp)
+    if ! $VENV/bin/pip install -q --disable-pip-version-check -e '.[test]' >"$log" 2>&1; then
+        cat "$log" >&2; rm -f "$log"; exit 1
+    fi
+    rm -f "$log"
+    echo "$want" > $STAMP
+fi
