@@ -1,0 +1,3 @@
+from kiln.cli import main
+import sys
+sys.exit(main())

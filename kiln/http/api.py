@@ -1,0 +1,256 @@
+"""The HTTP contract of DESIGN.md as a WSGI application (werkzeug routing, gevent underneath)."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import time
+import uuid
+
+import gevent
+import gevent.socket
+from werkzeug.exceptions import MethodNotAllowed, NotFound
+from werkzeug.routing import Map, Rule
+from werkzeug.wrappers import Response
+
+from kiln.http.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from kiln.http.metrics import Metrics
+from kiln.http.pool import Busy, NoWarmSlot, SlotPool, WarmSlot
+from kiln.http.validate import ApiError, RunRequest, parse_run
+from kiln.log import Log
+from kiln.runtime import Runtime
+from kiln.zygote import protocol
+from kiln.zygote.protocol import ProtocolError
+
+JSON = "application/json"
+_compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+# a slot enforces the run's timeout itself; this only bounds a slot that stopped answering
+SLOT_SILENCE_GRACE_S = 10.0
+CLIENT_GONE = 499  # logged only: nobody is left to read it
+
+
+class App:
+    def __init__(self, runtime: Runtime, pool: SlotPool, log: Log, on_shutdown):
+        self.runtime = runtime
+        self.config = runtime.config
+        self.pool = pool
+        self.log = log
+        self.metrics = Metrics(pool)
+        self.on_shutdown = on_shutdown
+        self.shutting_down = False
+        self.result_limit = 2 * self.config.output_max + protocol.MAX_HEADER + 64
+        self.url_map = Map(
+            [
+                Rule("/run", endpoint="run", methods=["POST"]),
+                Rule("/health", endpoint="health", methods=["GET"]),
+                Rule("/languages", endpoint="languages", methods=["GET"]),
+                Rule("/metrics", endpoint="metrics", methods=["GET"]),
+                Rule("/shutdown", endpoint="shutdown", methods=["POST"]),
+            ]
+        )
+
+    # -- WSGI entry -------------------------------------------------------------------------
+    def __call__(self, environ, start_response):
+        started = time.monotonic()
+        request_id = _request_id(environ.get("HTTP_X_REQUEST_ID"))
+        info: dict = {}
+        route = "unknown"
+        try:
+            endpoint, _args = self.url_map.bind_to_environ(environ).match()
+            route = endpoint
+            response = getattr(self, f"on_{endpoint}")(environ, info)
+        except ApiError as error:
+            response = error_response(error.status, error.error)
+        except NotFound:
+            response = error_response(404, "not found")
+        except MethodNotAllowed as error:
+            response = error_response(405, "method not allowed")
+            response.headers["Allow"] = ", ".join(error.valid_methods or ())
+        except Exception as error:  # noqa: BLE001 - any bug is a logged 500, never a dropped connection
+            self.log.error("internal error", request_id=request_id, error=repr(error))
+            response = error_response(500, "internal")
+        response.headers["X-Request-Id"] = request_id
+        status = info.get("status", response.status_code)
+        self.metrics.requests.labels(route, str(status), info.get("lang", "")).inc()
+        self.log.info(
+            "request",
+            method=environ.get("REQUEST_METHOD"),
+            path=environ.get("PATH_INFO"),
+            status=status,
+            lang=info.get("lang"),
+            outcome=info.get("outcome"),
+            wall_ms=info.get("wall_ms"),
+            duration_ms=round((time.monotonic() - started) * 1000, 2),
+            slot=info.get("slot"),
+            request_id=request_id,
+        )
+        if self.log.debug_enabled:
+            self.log.debug("request headers", request_id=request_id, headers={k[5:]: v for k, v in environ.items() if k.startswith("HTTP_") and k != "HTTP_AUTHORIZATION"})
+        return response(environ, start_response)
+
+    # -- routes -----------------------------------------------------------------------------
+    def on_run(self, environ, info) -> Response:
+        self._authorize(environ)
+        raw = self._read_body(environ)
+        request = parse_run(raw, self.runtime)
+        info["lang"] = request.slug
+        if self.shutting_down:
+            raise ApiError(503, "shutting down")
+        try:
+            slot = self.pool.acquire()
+        except Busy:
+            self.metrics.busy_refusals.inc()
+            raise ApiError(429, "runner busy") from None
+        except NoWarmSlot as error:
+            self.log.error("no warm slot", error=str(error))
+            raise ApiError(503, "no warm slot") from None
+        info["slot"] = slot.index
+        try:
+            frame = self._run_on(slot, request, environ.get("kiln.socket"))
+        finally:
+            self.pool.release(slot)  # before the response is written
+        return self._result_response(frame, request, info)
+
+    def on_health(self, environ, info) -> Response:
+        if self.shutting_down:
+            return Response("shutting down\n", 503, content_type="text/plain")
+        healthy, text = self.pool.healthy()
+        return Response(text + "\n", 200 if healthy else 503, content_type="text/plain")
+
+    def on_languages(self, environ, info) -> Response:
+        self._authorize(environ)
+        config = self.config
+        served = [
+            {
+                "slug": w.slug,
+                "checker": w.language.has_checker,
+                "version": self.runtime.versions.get(w.slug),
+                "tmp_size_bytes": w.tmp_size,
+                "memory_max_bytes": w.memory_max,
+                "pids_max": w.pids_max,
+            }
+            for w in self.runtime.workloads.values()
+        ]
+        body = {
+            "languages": served,
+            "unserved": [{"slug": u.slug, "reason": u.reason} for u in self.runtime.unserved],
+            "limits": {"timeout_max_ms": config.timeout_max_ms, "input_max_bytes": config.input_max, "output_max_bytes": config.output_max, "concurrency": config.concurrency},
+        }
+        return json_response(200, body)
+
+    def on_metrics(self, environ, info) -> Response:
+        return Response(self.metrics.render(), 200, content_type=METRICS_CONTENT_TYPE)
+
+    def on_shutdown(self, environ, info) -> Response:
+        if not self.config.allow_shutdown:
+            raise NotFound()
+        self._authorize(environ)
+        gevent.spawn(self.on_shutdown)
+        return json_response(200, {"status": "shutting down"})
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _authorize(self, environ) -> None:
+        keys = self.config.api_keys
+        if not keys:
+            return
+        scheme, _, given = environ.get("HTTP_AUTHORIZATION", "").partition(" ")
+        given = given.strip().encode()
+        if scheme.lower() != "bearer" or not any(hmac.compare_digest(given, key.encode()) for key in keys):
+            raise ApiError(401, "unauthorized")
+
+    def _read_body(self, environ) -> bytes:
+        encoding = environ.get("HTTP_CONTENT_ENCODING", "").strip().lower()
+        if encoding not in ("", "identity"):
+            raise ApiError(415, "content-encoding not supported")
+        limit = self.config.input_max
+        length = environ.get("CONTENT_LENGTH") or None
+        if length is not None:
+            if not length.isdigit():
+                raise ApiError(400, "Content-Length is not a number")
+            if int(length) > limit:
+                raise ApiError(413, "payload too large")
+        stream = environ["wsgi.input"]
+        data = stream.read(int(length)) if length is not None else stream.read(limit + 1)
+        if len(data) > limit:
+            raise ApiError(413, "payload too large")
+        return data
+
+    def _run_on(self, slot: WarmSlot, request: RunRequest, client) -> tuple[dict, list[bytes]] | None:
+        names = [name for name, _ in request.files]
+        blobs = [content for _, content in request.files]
+        header = {"op": "job", "slug": request.slug, "timeout_ms": request.timeout_ms, "files": names, "stdin": request.stdin is not None}
+        if request.stdin is not None:
+            blobs.append(request.stdin)
+        watcher = gevent.spawn(_cancel_when_client_leaves, client, slot.sock) if client is not None else None
+        frame, failure = None, None
+        try:
+            with gevent.Timeout(request.timeout_ms / 1000 + SLOT_SILENCE_GRACE_S):
+                protocol.send_frame(slot.sock, header, blobs)
+                frame = protocol.recv_frame(slot.sock, self.result_limit)
+        except (OSError, ProtocolError, gevent.Timeout) as error:
+            failure = error
+        if watcher is not None:
+            if watcher.ready() and watcher.value is True:
+                return None  # the client left and the run was cancelled
+            watcher.kill(block=False)
+        if frame is None:
+            raise RuntimeError(f"slot {slot.index} ended without a result ({failure!r})")
+        return frame
+
+    def _result_response(self, frame, request: RunRequest, info) -> Response:
+        if frame is None:
+            info.update(status=CLIENT_GONE, outcome="cancelled")
+            return error_response(500, "internal")  # never read: the client is gone
+        header, blobs = frame
+        if header.get("op") != "result" or len(blobs) != 2:
+            raise RuntimeError(f"slot answered {header!r}")
+        outcome = header["outcome"]
+        info.update(outcome=outcome, wall_ms=header["wall_ms"])
+        self.metrics.runs.labels(request.slug, outcome).inc()
+        self.metrics.run_seconds.labels(request.slug).observe(header["wall_ms"] / 1000)
+        if header.get("output_overflow"):
+            return error_response(413, "output too large")
+        body = {
+            "exit_code": header["exit_code"],
+            "stdout": blobs[0].decode("utf-8", "replace"),
+            "stderr": blobs[1].decode("utf-8", "replace"),
+            "stats": {
+                "outcome": outcome,
+                "wall_ms": header["wall_ms"],
+                "cpu_ms": header["cpu_ms"],
+                "memory_peak_bytes": header["memory_peak_bytes"],
+                "signal": header["signal"],
+            },
+        }
+        return json_response(200, body)
+
+
+def _cancel_when_client_leaves(client, slot_sock) -> bool:
+    """Returns True after cancelling the run because the client closed its connection."""
+    while True:
+        gevent.socket.wait_read(client.fileno())
+        try:
+            peeked = client.recv(1, gevent.socket.MSG_PEEK)
+        except OSError:
+            peeked = b""
+        if peeked:
+            return False  # a pipelined next request, not a hang-up: stop watching
+        try:
+            slot_sock.shutdown(gevent.socket.SHUT_WR)  # the slot reads end-of-file: cancel
+        except OSError:
+            pass
+        return True
+
+
+def _request_id(given: str | None) -> str:
+    if given and len(given) <= 200 and given.isascii() and given.isprintable():
+        return given
+    return uuid.uuid4().hex
+
+
+def json_response(status: int, body) -> Response:
+    return Response(_compact(body), status, content_type=JSON)
+
+
+def error_response(status: int, error: str) -> Response:
+    return json_response(status, {"error": error})

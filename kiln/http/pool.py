@@ -1,0 +1,115 @@
+"""The front's view of the slots: warm slots handed over by the zygote, and runs in flight.
+
+RUN_CONCURRENCY bounds the runs in flight. A request that finds no warm slot while fewer runs
+are in flight waits (briefly) for the replacement the zygote is warming; only a request that
+would exceed RUN_CONCURRENCY is refused at once.
+"""
+
+from __future__ import annotations
+
+import os
+import socket as stdlib_socket
+import time
+from dataclasses import dataclass
+
+import gevent
+import gevent.event
+import gevent.queue
+import gevent.socket
+
+from kiln.log import Log
+from kiln.zygote import protocol
+from kiln.zygote.protocol import ProtocolError
+
+WARM_WAIT_S = 2.0
+
+
+class Busy(Exception):
+    """RUN_CONCURRENCY runs are in flight."""
+
+
+class NoWarmSlot(Exception):
+    """No slot became warm in time (warm-ups failing or far behind)."""
+
+
+@dataclass
+class WarmSlot:
+    index: int
+    pid: int
+    sock: gevent.socket.socket
+
+
+class SlotPool:
+    def __init__(self, zygote: stdlib_socket.socket, concurrency: int, log: Log, on_zygote_lost):
+        self.zygote = gevent.socket.socket(fileno=zygote.detach())
+        self.concurrency = concurrency
+        self.log = log
+        self.on_zygote_lost = on_zygote_lost
+        self.warm: gevent.queue.Queue[WarmSlot] = gevent.queue.Queue()
+        self.in_flight = 0
+        self.all_warm = gevent.event.Event()
+        self.last_warm_error: str | None = None
+        self.last_warm_error_at = 0.0
+        self.last_warm_ok = 0.0
+        self.warm_ms: list[float] = []  # recent warm-up durations, for /metrics
+        self.reader = gevent.spawn(self._read_zygote)
+
+    def acquire(self) -> WarmSlot:
+        if self.in_flight >= self.concurrency:
+            raise Busy
+        self.in_flight += 1
+        try:
+            return self.warm.get(timeout=WARM_WAIT_S)
+        except gevent.queue.Empty:
+            self.in_flight -= 1
+            raise NoWarmSlot(self.last_warm_error or "no slot became warm in time") from None
+
+    def release(self, slot: WarmSlot) -> None:
+        self.in_flight -= 1
+        slot.sock.close()
+
+    @property
+    def warm_count(self) -> int:
+        return self.warm.qsize()
+
+    def healthy(self) -> tuple[bool, str]:
+        if self.warm_count or self.in_flight:
+            return True, "ok"
+        if self.last_warm_error and self.last_warm_error_at > self.last_warm_ok:
+            return False, f"no warm slot: {self.last_warm_error}"
+        return True, "ok"
+
+    def send_shutdown(self) -> None:
+        try:
+            protocol.send_frame(self.zygote, {"op": "shutdown"})
+        except OSError:
+            pass
+        while not self.warm.empty():
+            self.warm.get_nowait().sock.close()
+
+    def _read_zygote(self) -> None:
+        fds: list[int] = []
+        while True:
+            try:
+                frame = protocol.recv_frame(self.zygote, protocol.MAX_HEADER + 8, fds)
+            except (ProtocolError, OSError) as error:
+                self.log.error("bad frame from the zygote", error=str(error))
+                frame = None
+            if frame is None:
+                self.on_zygote_lost()
+                return
+            header = frame[0]
+            op = header.get("op")
+            if op == "slot" and fds:
+                sock = gevent.socket.socket(fileno=fds.pop(0))
+                self.warm.put(WarmSlot(header["index"], header["pid"], sock))
+                self.last_warm_ok = time.monotonic()
+                self.warm_ms = [*self.warm_ms[-99:], float(header.get("warm_ms", 0.0))]
+            elif op == "warm_failed":
+                self.last_warm_error = str(header.get("error"))
+                self.last_warm_error_at = time.monotonic()
+            elif op == "ready":
+                self.all_warm.set()
+            for stray in fds:  # a descriptor without its message: never keep it open
+                os.close(stray)
+            fds.clear()

@@ -1,0 +1,92 @@
+"""The front: gevent's WSGI server running the API, unprivileged, talking to slots directly."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+
+import gevent
+import gevent.socket
+from gevent.pywsgi import WSGIHandler, WSGIServer
+
+from kiln.http.api import App
+from kiln.http.pool import SlotPool
+from kiln.log import Log
+from kiln.runtime import Runtime
+
+ZYGOTE_EXIT_WAIT_S = 10.0
+
+
+class Handler(WSGIHandler):
+    """Exposes the client's socket, so a run is cancelled when its client hangs up."""
+
+    def get_environ(self):
+        environ = super().get_environ()
+        environ["kiln.socket"] = self.socket
+        return environ
+
+
+class Front:
+    def __init__(self, runtime: Runtime, zygote: socket.socket, zygote_pid: int, listener: socket.socket, log: Log):
+        self.runtime = runtime
+        self.zygote_pid = zygote_pid
+        self.log = log
+        self.pool = SlotPool(zygote, runtime.config.concurrency, log, self._zygote_lost)
+        self.app = App(runtime, self.pool, log, self.shutdown)
+        listener = gevent.socket.socket(fileno=listener.detach())  # cooperative accept()
+        self.server = WSGIServer(listener, self.app, handler_class=Handler, log=None, error_log=None)
+        self.exit_code = 0
+
+    def run(self, uid: int, gid: int) -> int:
+        drop_privileges(uid, gid)
+        gevent.signal_handler(signal.SIGTERM, lambda: gevent.spawn(self.shutdown))
+        gevent.signal_handler(signal.SIGINT, lambda: gevent.spawn(self.shutdown))
+        self.server.start()
+        self.log.info("listening", address=f"{self.runtime.config.host}:{self.server.server_port}", uid=uid)
+        gevent.spawn(self._announce_ready)
+        self.server.serve_forever()  # returns once shutdown() stops the server
+        return self.exit_code
+
+    def _announce_ready(self) -> None:
+        self.pool.all_warm.wait()
+        self.log.info("slots warm", slots=self.runtime.config.concurrency)
+
+    def shutdown(self) -> None:
+        """Stop taking runs, let those in flight finish (up to RUN_SHUTDOWN_GRACE), stop the
+        zygote (it kills what is left and cleans up), then stop serving."""
+        if self.app.shutting_down:
+            return
+        self.app.shutting_down = True
+        grace_s = self.runtime.config.shutdown_grace_ms / 1000
+        self.log.info("shutting down", in_flight=self.pool.in_flight, grace_s=grace_s)
+        deadline = gevent.get_hub().loop.now() + grace_s
+        while self.pool.in_flight and gevent.get_hub().loop.now() < deadline:
+            gevent.sleep(0.02)
+        self.pool.send_shutdown()
+        self._wait_for_zygote()
+        self.server.stop(timeout=1)
+        self.log.info("stopped", exit_code=self.exit_code)
+
+    def _wait_for_zygote(self) -> None:
+        for _ in range(int(ZYGOTE_EXIT_WAIT_S / 0.01)):
+            pid, status = os.waitpid(self.zygote_pid, os.WNOHANG)
+            if pid:
+                if os.waitstatus_to_exitcode(status) != 0:
+                    self.exit_code = 1
+                return
+            gevent.sleep(0.01)
+        self.log.error("the zygote did not exit in time")
+        self.exit_code = 1
+
+    def _zygote_lost(self) -> None:
+        if self.app.shutting_down:
+            return  # expected: the zygote exits at the end of a shutdown
+        self.log.error("the zygote died; exiting so the service restarts whole")
+        os._exit(1)
+
+
+def drop_privileges(uid: int, gid: int) -> None:
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)

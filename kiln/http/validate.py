@@ -1,0 +1,107 @@
+"""POST /run's body, checked field by field into a RunRequest (or an ApiError with the status
+and message the HTTP contract gives)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from kiln.runtime import Runtime
+from kiln.units import format_duration_ms, parse_duration_ms
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, error: str):
+        super().__init__(error)
+        self.status = status
+        self.error = error
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    slug: str
+    timeout_ms: int
+    files: tuple[tuple[str, bytes], ...]  # ("solution" | "checker" | "asserts", UTF-8 bytes)
+    stdin: bytes | None
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+_decoder = json.JSONDecoder(parse_constant=_reject_constant)
+_compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+
+
+def _utf8(field: str, text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ApiError(400, f"{field} is not valid UTF-8 text (it contains a lone surrogate)") from None
+
+
+def _optional_text(body: dict, field: str) -> str | None:
+    value = body.get(field)
+    if value is not None and not isinstance(value, str):
+        raise ApiError(400, f"{field} must be a string or null")
+    return value
+
+
+def parse_run(raw: bytes, runtime: Runtime) -> RunRequest:
+    try:
+        body = _decoder.decode(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ApiError(400, "body is not UTF-8") from None
+    except ValueError:
+        raise ApiError(400, "body is not valid JSON") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "body must be a JSON object")
+    slug = body.get("lang_slug")
+    if slug is None:
+        raise ApiError(400, "lang_slug is required")
+    if not isinstance(slug, str):
+        raise ApiError(400, "lang_slug must be a string")
+    solution = body.get("solution_text")
+    if solution is None:
+        raise ApiError(400, "solution_text is required")
+    if not isinstance(solution, str):
+        raise ApiError(400, "solution_text must be a string")
+    checker = _optional_text(body, "checker_text")
+    stdin = _optional_text(body, "stdin")
+    asserts = body.get("asserts")
+    if isinstance(asserts, (list, dict)):
+        asserts = _compact(asserts)
+    elif asserts is not None and not isinstance(asserts, str):
+        raise ApiError(400, "asserts must be a string, an array, an object or null")
+    timeout_ms = _timeout(body.get("timeout"), runtime.config)
+    files = [("solution", _utf8("solution_text", solution))]
+    checker_bytes = None if checker is None else _utf8("checker_text", checker)
+    asserts_bytes = None if asserts is None else _utf8("asserts", asserts)
+    stdin_bytes = None if stdin is None else _utf8("stdin", stdin)
+
+    workload = runtime.workloads.get(slug)
+    if workload is None:
+        raise ApiError(400, "unsupported lang_slug")
+    if workload.language.has_checker:
+        if checker_bytes is None:
+            raise ApiError(400, "checker_text is required")
+        files.append(("checker", checker_bytes))
+    if asserts_bytes is not None:
+        files.append(("asserts", asserts_bytes))
+    return RunRequest(slug=slug, timeout_ms=timeout_ms, files=tuple(files), stdin=stdin_bytes)
+
+
+def _timeout(value, config) -> int:
+    if value is None:
+        return config.default_timeout_ms
+    if not isinstance(value, str):
+        raise ApiError(400, 'timeout must be a string such as "500ms", "10s" or "2m"')
+    try:
+        timeout_ms = parse_duration_ms(value)
+    except ValueError:
+        raise ApiError(400, f'timeout {value[:40]!r} is not a duration such as "500ms", "10s" or "2m"') from None
+    if timeout_ms == 0:
+        raise ApiError(400, "timeout must be above zero")
+    if timeout_ms > config.timeout_max_ms:
+        raise ApiError(400, f"timeout {value} is above the limit of {format_duration_ms(config.timeout_max_ms)}")
+    return timeout_ms

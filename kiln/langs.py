@@ -1,0 +1,82 @@
+"""The language table: which files a request's texts become, and what each language needs.
+
+A slug's workspace is `<RUN_WORKSPACE>/<slug>/` (a Makefile whose `test` target is the test
+command, and a harness in `check/`). The request's texts are written below `/sandbox`, at the
+paths given here, and `asserts.json` goes next to the solution file.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+
+KiB = 1024
+MiB = 1024 * KiB
+GiB = 1024 * MiB
+
+
+@dataclass(frozen=True)
+class Language:
+    slug: str
+    solution_file: str  # relative to /sandbox
+    checker_file: str | None  # None: the language has no client checker
+    tmp_size: int  # bytes, for both the workspace upper layer and /tmp
+    toolchain: tuple[str, ...]  # executables that must be found on the sandbox PATH
+    version_command: tuple[str, ...] = ()
+    readonly_paths: tuple[str, ...] = ()  # host paths the toolchain needs besides /usr
+    env: tuple[tuple[str, str], ...] = ()
+    pids_max: int | None = None  # None: RUN_PIDS_MAX
+    memory_max: int | None = None  # None: RUN_CGROUP_MEMORY_MAX
+
+    @property
+    def has_checker(self) -> bool:
+        return self.checker_file is not None
+
+    @property
+    def asserts_file(self) -> str:
+        return posixpath.join(posixpath.dirname(self.solution_file), "asserts.json")
+
+    @property
+    def check_dir(self) -> str:
+        return posixpath.dirname(self.solution_file)
+
+
+def _lang(slug, solution, checker, tmp_size, toolchain, version=(), **extra) -> Language:
+    folder = "lib" if slug == "dart" else "check"
+    return Language(
+        slug=slug,
+        solution_file=f"{folder}/{solution}",
+        checker_file=f"{folder}/{checker}" if checker else None,
+        tmp_size=tmp_size,
+        toolchain=tuple(toolchain),
+        version_command=tuple(version),
+        **extra,
+    )
+
+
+LANGUAGES: dict[str, Language] = {
+    lang.slug: lang
+    for lang in (
+        _lang("clojure", "solution.clj", None, 256 * MiB, ["clojure", "java"], ["clojure", "-e", "(clojure-version)"]),
+        _lang("cpp", "solution.cpp", "checker.cpp", 512 * MiB, ["g++"], ["g++", "-dumpfullversion"]),
+        _lang("csharp", "Solution.cs", "Checker.cs", 1 * GiB, ["mcs", "mono"], ["mono", "--version"]),
+        _lang("dart", "solution.dart", "checker.dart", 128 * MiB, ["dart"], ["dart", "--version"]),
+        _lang("elixir", "solution.exs", None, 128 * MiB, ["elixir"], ["elixir", "--short-version"]),
+        _lang("golang", "solution.go", "checker.go", 512 * MiB, ["go"], ["go", "version"]),
+        _lang("haskell", "Solution.hs", "Checker.hs", 256 * MiB, ["ghc"], ["ghc", "--numeric-version"]),
+        _lang("java", "Solution.java", "Checker.java", 256 * MiB, ["javac", "java"], ["javac", "-version"]),
+        _lang("js", "solution.js", None, 64 * MiB, ["node"], ["node", "--version"]),
+        _lang("kotlin", "solution.kt", "checker.kt", 256 * MiB, ["kotlinc", "java"], ["kotlinc", "-version"]),
+        _lang("php", "solution.php", None, 64 * MiB, ["php"], ["php", "-r", "echo PHP_VERSION;"]),
+        _lang("python", "solution.py", None, 256 * MiB, ["python3"], ["python3", "--version"]),
+        _lang("ruby", "solution.rb", None, 64 * MiB, ["ruby"], ["ruby", "--version"]),
+        _lang("rust", "solution.rs", "checker.rs", 256 * MiB, ["cargo", "rustc"], ["rustc", "--version"]),
+        _lang("swift", "solution.swift", "checker.swift", 256 * MiB, ["swiftc"], ["swiftc", "--version"]),
+        _lang("ts", "solution.js", None, 64 * MiB, ["node"], ["node", "--version"]),
+        _lang("zig", "solution.zig", "checker.zig", 128 * MiB, ["zig"], ["zig", "version"]),
+    )
+}
+
+
+def get(slug: str) -> Language | None:
+    return LANGUAGES.get(slug)

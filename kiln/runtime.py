@@ -1,0 +1,222 @@
+"""What `kiln serve` works out once at startup, before forking: the served languages with their
+test commands, the host paths the sandbox binds, where slots stage their root.
+
+Both the zygote and the front are forks of the process that built the Runtime, so they share
+it without any message.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from kiln import langs
+from kiln.config import Config
+from kiln.langs import Language
+from kiln.sandbox.plan import MERGED_USR_LINKS, WORKSPACES_DIR, HostPath
+
+
+class StartupError(Exception):
+    """kiln cannot start as configured; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A served language: its table entry and what this host resolved for it."""
+
+    language: Language
+    lower: str  # the overlay's lower layer, inside the slot's root
+    script: str  # the test command: the lines `make -n -s test` printed
+    tmp_size: int
+    memory_max: int
+    pids_max: int
+
+    @property
+    def slug(self) -> str:
+        return self.language.slug
+
+
+@dataclass(frozen=True)
+class Unserved:
+    slug: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Runtime:
+    config: Config
+    workloads: dict[str, Workload]
+    unserved: tuple[Unserved, ...]
+    host_paths: tuple[HostPath, ...]
+    staging_dir: str
+    cpus: int
+    versions: dict[str, str]
+
+    @property
+    def runtime_dir(self) -> str:
+        return posixpath.dirname(self.staging_dir)
+
+
+def single_workspace(config: Config) -> bool:
+    """A RUN_WORKSPACE with its own Makefile serves every slug, as in the original runner."""
+    return (config.workspace / "Makefile").is_file()
+
+
+def test_command(folder: Path) -> str:
+    """The lines of `make -n -s test`, after checking `test` is phony with phony prerequisites
+    only: the command is taken once, so a file target would make it depend on the host."""
+    database = _make(folder, "-p", "-n", "-s", "-r", "-R", "test")
+    phony = set()
+    for line in database.splitlines():
+        if line.startswith(".PHONY:"):
+            phony.update(line.split(":", 1)[1].split())
+    if "test" not in phony:
+        raise StartupError(f"{folder}/Makefile: `test` must be declared .PHONY")
+    rule = re.search(r"^test:(.*)$", database, re.MULTILINE)
+    prerequisites = rule.group(1).split("|")[0].split() if rule else []
+    files = [p for p in prerequisites if p not in phony]
+    if files:
+        raise StartupError(f"{folder}/Makefile: `test` depends on files {files}; only .PHONY prerequisites are allowed")
+    script = _make(folder, "-n", "-s", "test").strip("\n")
+    if not script.strip():
+        raise StartupError(f"{folder}/Makefile: `make -n -s test` printed no command")
+    return script
+
+
+def _make(folder: Path, *args: str) -> str:
+    try:
+        done = subprocess.run(["make", "--no-print-directory", *args], cwd=folder, capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"})
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise StartupError(f"{folder}: cannot run make: {error}") from None
+    if done.returncode != 0:
+        raise StartupError(f"{folder}: `make {' '.join(args)}` failed: {done.stderr.strip()}")
+    return done.stdout
+
+
+def find_toolchain(language: Language, config: Config) -> str | None:
+    """None when every executable is found on the sandbox PATH and visible inside the sandbox,
+    else the reason the language cannot be served."""
+    visible = visible_roots(config, (language,))
+    for exe in language.toolchain:
+        for folder in config.sandbox_path.split(":"):
+            candidate = os.path.join(folder, exe)
+            if os.access(candidate, os.X_OK):
+                real = os.path.realpath(candidate)
+                if any(real == root or real.startswith(root + "/") for root in visible):
+                    break
+                return f"{candidate} resolves to {real}, which the sandbox does not see"
+        else:
+            return f"{exe} not found on {config.sandbox_path}"
+    return None
+
+
+def visible_roots(config: Config, languages) -> tuple[str, ...]:
+    roots = list(config.readonly_paths)
+    for language in languages:
+        roots.extend(language.readonly_paths)
+    return tuple(dict.fromkeys(roots))
+
+
+def describe_host_path(path: str) -> HostPath:
+    if os.path.islink(path):
+        return HostPath(path, "link", os.readlink(path))
+    if os.path.isdir(path):
+        return HostPath(path, "dir")
+    if os.path.isfile(path):
+        return HostPath(path, "file")
+    return HostPath(path, "missing")
+
+
+def check_install_layout(config: Config, roots: tuple[str, ...]) -> None:
+    """kiln's own code, venv and workspaces must not be visible to tasks through a bound path."""
+    own = {"kiln's code": os.path.dirname(os.path.abspath(__file__)), "the Python environment": sys.prefix, "RUN_WORKSPACE": str(config.workspace)}
+    for what, path in own.items():
+        real = os.path.realpath(path)
+        for root in roots:
+            real_root = os.path.realpath(root)
+            if real == real_root or real.startswith(real_root.rstrip("/") + "/"):
+                raise StartupError(f"{what} ({real}) is under {root}, which every sandbox sees read-only; install kiln elsewhere (e.g. /opt/kiln)")
+
+
+def build(config: Config) -> Runtime:
+    single = single_workspace(config)
+    wanted = config.langs or tuple(langs.LANGUAGES)
+    workloads: dict[str, Workload] = {}
+    unserved: list[Unserved] = []
+    shared_script = test_command(config.workspace) if single else None
+    for slug in wanted:
+        language = langs.LANGUAGES[slug]
+        folder = config.workspace if single else config.workspace / slug
+        reason = None
+        if not single:
+            if not (folder / "Makefile").is_file():
+                reason = f"no workspace at {folder}"
+            else:
+                reason = find_toolchain(language, config)
+        if reason is None:
+            try:
+                script = shared_script or test_command(folder)
+            except StartupError as error:
+                reason = str(error)
+        if reason is not None:
+            unserved.append(Unserved(slug, reason))
+            continue
+        workloads[slug] = Workload(
+            language=language,
+            lower=WORKSPACES_DIR if single else f"{WORKSPACES_DIR}/{slug}",
+            script=script,
+            tmp_size=config.tmp_size_for(slug),
+            memory_max=config.memory_max_for(slug),
+            pids_max=config.pids_max_for(slug),
+        )
+    if config.langs:
+        missing = [u for u in unserved if u.slug in config.langs]
+        if missing:
+            raise StartupError("RUN_LANGS names languages this host cannot serve:\n" + "\n".join(f"  {u.slug}: {u.reason}" for u in missing))
+    if not workloads:
+        raise StartupError(f"no language can be served from {config.workspace}")
+    roots = visible_roots(config, [w.language for w in workloads.values()])
+    check_install_layout(config, roots)
+    host_paths = tuple(describe_host_path(p) for p in (*MERGED_USR_LINKS, *roots))
+    return Runtime(
+        config=config,
+        workloads=workloads,
+        unserved=tuple(unserved),
+        host_paths=host_paths,
+        staging_dir=f"/run/{config.instance}/root",
+        cpus=len(os.sched_getaffinity(0)),
+        versions=toolchain_versions([w.language for w in workloads.values()], config),
+    )
+
+
+def toolchain_versions(languages, config: Config, timeout_s: float = 20.0) -> dict[str, str]:
+    """Each language's version line (first non-empty output line), all asked at once."""
+    env = {"PATH": config.sandbox_path, "HOME": "/tmp", "LC_ALL": "C"}
+    running = {}
+    for language in languages:
+        if language.version_command:
+            try:
+                running[language.slug] = subprocess.Popen(language.version_command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, text=True, errors="replace")
+            except OSError as error:
+                running[language.slug] = error
+    versions = {}
+    deadline = time.monotonic() + timeout_s
+    for slug, proc in running.items():
+        if isinstance(proc, OSError):
+            versions[slug] = f"unknown ({proc.strerror})"
+            continue
+        try:
+            out, _ = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
+            lines = [line.strip() for line in out.splitlines() if line.strip()]
+            versions[slug] = lines[0] if lines else "unknown"
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            versions[slug] = "unknown (version command timed out)"
+    return versions

@@ -1,0 +1,143 @@
+"""The sandbox, step by step: every step of a slot's life in the order it is applied.
+
+- build_root: while warming, in the slot's init (PID 1 of fresh mount, pid, ipc, uts, net and
+  cgroup namespaces), before any request exists;
+- prepare_job: per request, in init: the workspace overlay, /tmp's size, the request's files;
+- enter_task: per request, in the task process, from root to the test command.
+
+A step that fails raises SetupError naming itself; init reports it as infrastructure_failure.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import NoReturn
+
+from kiln.sandbox import files, identity, libc, mounts, rlimits, seccomp
+from kiln.sandbox.mounts import under
+from kiln.sandbox.plan import SANDBOX_DIR, UPPER_DIR, WORKSPACES_DIR, JobPlan, RootPlan, TaskPlan
+
+
+class SetupError(Exception):
+    def __init__(self, step: str, error: BaseException):
+        super().__init__(f"sandbox step '{step}' failed: {error}")
+        self.step = step
+
+
+class _Step:
+    """`with step("name"):` turns any error inside into a SetupError that names the step."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, kind, error, _tb) -> None:
+        if error is not None and not isinstance(error, SetupError):
+            raise SetupError(self.name, error) from error
+
+
+step = _Step
+
+
+def build_root(plan: RootPlan, staging: str) -> None:
+    with step("make mounts private"):
+        mounts.make_private()
+    with step("mount the root tmpfs"):
+        mounts.mount_tmpfs(staging, plan.root)
+        for directory in plan.directories:
+            mounts.make_directory(staging, directory)
+        for link in plan.links:
+            mounts.make_link(staging, link)
+    for bind in plan.binds:
+        with step(f"bind {bind.source}"):
+            mounts.make_mount_point(staging, bind)
+            mounts.bind_readonly(bind.source, under(staging, bind.path), bind.recursive)
+    with step("write /etc"):
+        for file in plan.files:
+            mounts.write_file(staging, file)
+    with step("build /dev"):
+        mounts.mount_tmpfs(under(staging, plan.dev.path), plan.dev)
+        for device in plan.devices:
+            mounts.make_device(staging, device)
+        for link in plan.dev_links:
+            mounts.make_link(staging, link)
+        mounts.make_readonly(under(staging, plan.dev.path), plan.dev)
+    with step("mount /tmp"):
+        mounts.mount_tmpfs(under(staging, plan.tmp.path), plan.tmp)
+    with step("mount /proc"):
+        mounts.mount_proc(under(staging, "/proc"))
+    with step("mount /sys"):
+        mounts.mount_tmpfs(under(staging, plan.sys.path), plan.sys)
+        mounts.make_readonly(under(staging, plan.sys.path), plan.sys)
+    with step("bind the workspaces"):
+        ws = plan.workspaces
+        mounts.bind_readonly(ws.source, under(staging, ws.path), ws.recursive)
+    with step("pivot_root"):
+        mounts.pivot_into(staging)
+    with step("set the hostname"):
+        socket.sethostname(plan.hostname)
+    with step("make the root read-only"):
+        mounts.make_readonly("/", plan.root)
+
+
+def prepare_job(plan: JobPlan) -> None:
+    upper, work = f"{UPPER_DIR}/upper", f"{UPPER_DIR}/work"
+    with step("mount the workspace"):
+        mounts.mount_tmpfs(UPPER_DIR, plan.upper)
+        os.mkdir(upper, 0o755)
+        os.chown(upper, plan.uid, plan.gid)  # the overlay's root takes the upper dir's owner
+        os.mkdir(work, 0o700)
+        mounts.mount_overlay(SANDBOX_DIR, plan.lower, upper, work)
+    with step("hide the workspaces"):
+        # the overlay keeps its lower layer; nothing else of the workspaces stays reachable
+        mounts.detach(WORKSPACES_DIR)
+    with step("size /tmp"):
+        mounts.resize_tmpfs(plan.tmp.path, plan.tmp)
+    with step("write the request's files"):
+        root_fd = files.open_dir(SANDBOX_DIR)
+        try:
+            for relpath in plan.writable_dirs:
+                files.ensure_dir(root_fd, relpath, plan.uid, plan.gid)
+                files.make_writable(root_fd, relpath, plan.uid, plan.gid)
+            for relpath, content in plan.files:
+                files.write_file(root_fd, relpath, content, plan.uid, plan.gid)
+        finally:
+            os.close(root_fd)
+
+
+def enter_task(plan: TaskPlan, stdio: tuple[int, int, int], report_fd: int, seccomp_filter: bytes | None) -> NoReturn:
+    """In the forked task: from root to the test command. Never returns; a failure is written
+    to `report_fd` (close-on-exec, so init reads end-of-file when the exec succeeded)."""
+    try:
+        with step("set up stdio"):
+            for target, fd in enumerate(stdio):
+                os.dup2(fd, target)
+        with step("close descriptors"):
+            libc.close_all_except({report_fd})
+        with step("set rlimits"):
+            rlimits.apply(plan.rlimits)
+        with step("enter the workspace"):
+            os.chdir(plan.cwd)
+        with step("drop capabilities"):
+            identity.drop_bounding_set()
+        with step("drop to the slot's user"):
+            identity.become(plan.uid, plan.gid)
+            identity.clear_capabilities()
+        with step("set no_new_privs"):
+            identity.set_no_new_privs()
+        if seccomp_filter is not None:
+            with step("load seccomp"):
+                seccomp.load(seccomp_filter)
+        with step("exec the test command"):
+            os.execve(plan.argv[0], plan.argv, dict(plan.env))
+    except BaseException as error:  # noqa: BLE001 - everything must reach init, then exit
+        try:
+            os.write(report_fd, str(error).encode(errors="replace")[:4000])
+        finally:
+            os._exit(127)
+    os._exit(127)

@@ -1,0 +1,60 @@
+"""Who the task is: its uid and gid, no groups, no capabilities, no way to gain privileges."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+from kiln.sandbox.libc import _check, _libc
+
+PR_SET_PDEATHSIG = 1
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+
+with open("/proc/sys/kernel/cap_last_cap") as _f:  # read at import: /proc is gone after pivot
+    CAP_LAST_CAP = int(_f.read())
+
+
+def prctl(option: int, arg2: int = 0, arg3: int = 0) -> None:
+    result = _libc.prctl(option, ctypes.c_ulong(arg2), ctypes.c_ulong(arg3), ctypes.c_ulong(0), ctypes.c_ulong(0))
+    _check(result, f"prctl({option}, {arg2})")
+
+
+def set_parent_death_signal(signal: int) -> None:
+    prctl(PR_SET_PDEATHSIG, signal)
+
+
+def drop_bounding_set() -> None:
+    """While still root: with an empty bounding set no exec (file capabilities, setuid root
+    binaries) can hand a capability back."""
+    for cap in range(CAP_LAST_CAP + 1):
+        prctl(PR_CAPBSET_DROP, cap)
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def clear_capabilities() -> None:
+    """setuid away from root clears the permitted and effective sets but not the inheritable one."""
+    header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (_CapData * 2)()
+    _check(_libc.capset(ctypes.byref(header), data), "capset")
+
+
+def become(uid: int, gid: int) -> None:
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+
+
+def set_no_new_privs() -> None:
+    prctl(PR_SET_NO_NEW_PRIVS, 1)

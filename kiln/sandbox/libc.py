@@ -1,0 +1,126 @@
+"""Thin ctypes wrappers for the syscalls Python's os module does not offer (on 3.11).
+
+Each wrapper raises OSError with errno and the call's arguments, so a failed step names itself.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_syscall = _libc.syscall
+_syscall.restype = ctypes.c_long
+
+# x86_64 syscall numbers; kiln targets x86_64 Linux (the seccomp policy is x86_64-only too).
+SYS_pivot_root = 155
+SYS_setns = 308
+SYS_close_range = 436
+SYS_openat2 = 437
+SYS_mount_setattr = 442
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWCGROUP = 0x02000000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+
+MS_RDONLY = 0x1
+MS_NOSUID = 0x2
+MS_NODEV = 0x4
+MS_NOEXEC = 0x8
+MS_REMOUNT = 0x20
+MS_BIND = 0x1000
+MS_REC = 0x4000
+MS_PRIVATE = 0x40000
+
+MNT_DETACH = 0x2
+
+AT_FDCWD = -100
+AT_RECURSIVE = 0x8000
+MOUNT_ATTR_RDONLY = 0x1
+MOUNT_ATTR_NOSUID = 0x2
+MOUNT_ATTR_NODEV = 0x4
+MOUNT_ATTR_NOEXEC = 0x8
+
+RESOLVE_NO_XDEV = 0x01
+RESOLVE_NO_MAGICLINKS = 0x02
+RESOLVE_NO_SYMLINKS = 0x04
+RESOLVE_BENEATH = 0x08
+
+
+def _check(result: int, what: str) -> int:
+    if result < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    return result
+
+
+def _c(text: str | None) -> bytes | None:
+    return None if text is None else os.fsencode(text)
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int = 0, data: str | None = None) -> None:
+    result = _libc.mount(_c(source), _c(target), _c(fstype), ctypes.c_ulong(flags), _c(data))
+    _check(result, f"mount({source!r}, {target!r}, {fstype!r}, {flags:#x}, {data!r})")
+
+
+def umount2(target: str, flags: int = 0) -> None:
+    _check(_libc.umount2(_c(target), flags), f"umount2({target!r}, {flags:#x})")
+
+
+def pivot_root(new_root: str, put_old: str) -> None:
+    _check(_syscall(SYS_pivot_root, _c(new_root), _c(put_old)), f"pivot_root({new_root!r}, {put_old!r})")
+
+
+def unshare(flags: int) -> None:
+    _check(_libc.unshare(flags), f"unshare({flags:#x})")
+
+
+def setns(fd: int, nstype: int = 0) -> None:
+    _check(_syscall(SYS_setns, fd, nstype), f"setns({fd}, {nstype:#x})")
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [
+        ("attr_set", ctypes.c_uint64),
+        ("attr_clr", ctypes.c_uint64),
+        ("propagation", ctypes.c_uint64),
+        ("userns_fd", ctypes.c_uint64),
+    ]
+
+
+def mount_setattr(path: str, attr_set: int, recursive: bool = True) -> None:
+    """Set mount attributes on a whole mount tree: a remount of a recursive bind only changes
+    the top mount, this changes every submount too."""
+    attr = _MountAttr(attr_set, 0, 0, 0)
+    flags = AT_RECURSIVE if recursive else 0
+    result = _syscall(SYS_mount_setattr, AT_FDCWD, _c(path), flags, ctypes.byref(attr), ctypes.sizeof(attr))
+    _check(result, f"mount_setattr({path!r}, {attr_set:#x})")
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+
+
+def openat2(dirfd: int, path: str, flags: int, mode: int, resolve: int) -> int:
+    how = _OpenHow(flags, mode, resolve)
+    result = _syscall(SYS_openat2, dirfd, _c(path), ctypes.byref(how), ctypes.sizeof(how))
+    return _check(result, f"openat2({path!r})")
+
+
+def close_range(first: int, last: int = 0xFFFFFFFF) -> None:
+    """Close every descriptor from `first` to `last`, in one syscall."""
+    _check(_syscall(SYS_close_range, ctypes.c_uint(first), ctypes.c_uint(last), 0), "close_range")
+
+
+def close_all_except(keep: set[int]) -> None:
+    """Close every descriptor above 2 that is not in `keep`."""
+    first = 3
+    for fd in sorted(fd for fd in keep if fd >= 3):
+        if fd > first:
+            close_range(first, fd - 1)
+        first = fd + 1
+    close_range(first)

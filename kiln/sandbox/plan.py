@@ -1,0 +1,257 @@
+"""The sandbox as plain data: what to mount, create and set, decided before any syscall.
+
+Three plans, one per moment of a slot's life:
+- RootPlan: the slot's root filesystem, built while warming (no request yet).
+- JobPlan: what a request adds: the workspace overlay, /tmp's size, the request's files.
+- TaskPlan: the identity, limits and command of the process that runs the test command.
+
+Builders here are pure (they read nothing but their arguments), so the whole sandbox layout is
+unit-testable without root; `kiln.sandbox.contain` applies the plans in order.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import resource
+from dataclasses import dataclass
+
+# Inside the new root: root-only (0700) folder that holds the workspaces bind and the per-request
+# upper layer. overlayfs needs its layers visible in the mounting process's mount namespace.
+KILN_DIR = "/.kiln"
+WORKSPACES_DIR = f"{KILN_DIR}/ws"
+UPPER_DIR = f"{KILN_DIR}/upper"
+SANDBOX_DIR = "/sandbox"
+HOSTNAME = "kiln"
+TASK_USER = "runner"
+
+MERGED_USR_LINKS = ("/bin", "/lib", "/lib64", "/sbin")
+
+
+@dataclass(frozen=True)
+class Directory:
+    path: str
+    mode: int = 0o755
+
+
+@dataclass(frozen=True)
+class Link:
+    path: str
+    target: str
+
+
+@dataclass(frozen=True)
+class Bind:
+    """A read-only, nosuid, nodev bind of a host path (file or directory) at the same path."""
+
+    source: str
+    path: str
+    is_dir: bool
+    recursive: bool = True
+
+
+@dataclass(frozen=True)
+class File:
+    path: str
+    content: bytes
+    mode: int = 0o644
+
+
+@dataclass(frozen=True)
+class Device:
+    path: str
+    major: int
+    minor: int
+    mode: int = 0o666
+
+
+@dataclass(frozen=True)
+class Tmpfs:
+    path: str
+    size: int
+    inodes: int
+    mode: int
+    noexec: bool = False
+    nodev: bool = True
+    readonly: bool = False
+
+    @property
+    def options(self) -> str:
+        return f"size={self.size},nr_inodes={self.inodes},mode={self.mode:o}"
+
+
+@dataclass(frozen=True)
+class RootPlan:
+    root: Tmpfs  # at the staging directory on the host, then pivoted to "/"
+    directories: tuple[Directory, ...]
+    links: tuple[Link, ...]
+    binds: tuple[Bind, ...]
+    files: tuple[File, ...]
+    dev: Tmpfs
+    devices: tuple[Device, ...]
+    dev_links: tuple[Link, ...]
+    tmp: Tmpfs
+    sys: Tmpfs
+    workspaces: Bind  # the workspaces folder, at WORKSPACES_DIR
+    hostname: str = HOSTNAME
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    upper: Tmpfs  # holds the overlay's upper and work dirs
+    lower: str  # the language's workspace, below WORKSPACES_DIR
+    tmp: Tmpfs  # /tmp remounted at the language's size
+    writable_dirs: tuple[str, ...]  # below /sandbox, chowned to the task (copied up)
+    files: tuple[tuple[str, bytes], ...]  # below /sandbox
+    uid: int
+    gid: int
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    uid: int
+    gid: int
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    cwd: str
+    rlimits: tuple[tuple[int, int], ...]  # (resource, limit): soft = hard
+
+
+@dataclass(frozen=True)
+class HostPath:
+    """What the plan builder needs to know of one host path (gathered by the caller)."""
+
+    path: str
+    kind: str  # "dir", "file", "link", "missing"
+    link_target: str = ""
+
+
+def root_plan(
+    *,
+    uid: int,
+    gid: int,
+    host_paths: tuple[HostPath, ...],
+    workspaces: str,
+    tmp_size: int,
+    tmp_inodes: int,
+) -> RootPlan:
+    """The root filesystem of a slot whose task runs as uid/gid.
+
+    `host_paths` describes /bin /lib /lib64 /sbin and every read-only path (RUN_READONLY_PATHS
+    and the languages' extras): links are recreated as links (merged-/usr Debian), real
+    directories and files are bound read-only, missing ones are left out.
+    """
+    directories = [
+        Directory("/etc"),
+        Directory(SANDBOX_DIR),
+        Directory("/tmp", 0o1777),
+        Directory("/dev"),
+        Directory("/proc", 0o555),
+        Directory("/sys", 0o555),
+        Directory(KILN_DIR, 0o700),
+        Directory(WORKSPACES_DIR, 0o700),
+        Directory(UPPER_DIR, 0o700),
+    ]
+    links: list[Link] = []
+    binds: list[Bind] = []
+    for host in host_paths:
+        if host.kind == "link":
+            links.append(Link(host.path, host.link_target))
+        elif host.kind in ("dir", "file"):
+            binds.append(Bind(host.path, host.path, is_dir=host.kind == "dir"))
+    known = {d.path for d in directories}
+    for bind in binds:  # parents of bind targets, e.g. /etc/java-17-openjdk needs /etc
+        parent = posixpath.dirname(bind.path if not bind.is_dir else bind.path.rstrip("/"))
+        chain = []
+        while parent not in ("/", "") and parent not in known:
+            chain.append(parent)
+            parent = posixpath.dirname(parent)
+        for path in reversed(chain):
+            directories.append(Directory(path))
+            known.add(path)
+    return RootPlan(
+        root=Tmpfs("/", size=1024 * 1024, inodes=1024, mode=0o755),
+        directories=tuple(directories),
+        links=tuple(links),
+        binds=tuple(binds),
+        files=(
+            File("/etc/passwd", _passwd(uid, gid)),
+            File("/etc/group", _group(gid)),
+            File("/etc/hosts", f"127.0.0.1\tlocalhost {HOSTNAME}\n::1\tlocalhost\n".encode()),
+        ),
+        dev=Tmpfs("/dev", size=64 * 1024, inodes=64, mode=0o755, noexec=True, nodev=False, readonly=True),
+        devices=(
+            Device("/dev/null", 1, 3),
+            Device("/dev/zero", 1, 5),
+            Device("/dev/full", 1, 7),
+            Device("/dev/random", 1, 8),
+            Device("/dev/urandom", 1, 9),
+        ),
+        dev_links=(
+            Link("/dev/fd", "/proc/self/fd"),
+            Link("/dev/stdin", "/proc/self/fd/0"),
+            Link("/dev/stdout", "/proc/self/fd/1"),
+            Link("/dev/stderr", "/proc/self/fd/2"),
+            Link("/dev/shm", "/tmp"),
+        ),
+        tmp=Tmpfs("/tmp", size=tmp_size, inodes=tmp_inodes, mode=0o1777),
+        sys=Tmpfs("/sys", size=4096, inodes=4, mode=0o555, noexec=True, readonly=True),
+        workspaces=Bind(workspaces, WORKSPACES_DIR, is_dir=True, recursive=False),
+    )
+
+
+def _passwd(uid: int, gid: int) -> bytes:
+    return (
+        "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+        f"{TASK_USER}:x:{uid}:{gid}:{TASK_USER}:{SANDBOX_DIR}:/bin/sh\n"
+        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+    ).encode()
+
+
+def _group(gid: int) -> bytes:
+    return f"root:x:0:\n{TASK_USER}:x:{gid}:\nnogroup:x:65534:\n".encode()
+
+
+def job_plan(
+    *,
+    lower: str,
+    size: int,
+    inodes: int,
+    uid: int,
+    gid: int,
+    writable_dirs: tuple[str, ...],
+    files: tuple[tuple[str, bytes], ...],
+) -> JobPlan:
+    return JobPlan(
+        upper=Tmpfs(UPPER_DIR, size=size, inodes=inodes, mode=0o700),
+        lower=lower,
+        tmp=Tmpfs("/tmp", size=size, inodes=inodes, mode=0o1777),
+        writable_dirs=writable_dirs,
+        files=files,
+        uid=uid,
+        gid=gid,
+    )
+
+
+def task_rlimits(*, timeout_ms: int, cpus: int, pids_max: int, memory_max: int) -> tuple[tuple[int, int], ...]:
+    """RLIMIT_CPU is only a backstop behind the wall-clock timeout: multi-threaded runtimes burn
+    more CPU time than wall time. RLIMIT_NPROC is per uid and checked before the pids cgroup,
+    so it sits above RUN_PIDS_MAX, or the cgroup's limit could never be observed."""
+    cpu_seconds = -(-timeout_ms // 1000) * max(cpus, 1) + 1
+    limits = [
+        (resource.RLIMIT_CPU, cpu_seconds),
+        (resource.RLIMIT_NOFILE, 256),
+        (resource.RLIMIT_NPROC, pids_max + 64),
+        (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_FSIZE, 64 * 1024 * 1024),
+    ]
+    if memory_max:
+        limits.append((resource.RLIMIT_AS, memory_max))
+    return tuple(limits)
+
+
+def task_env(*, path: str, inherited: tuple[tuple[str, str], ...], language: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    env = {"PATH": path, "HOME": SANDBOX_DIR, "USER": TASK_USER, "LOGNAME": TASK_USER}
+    env.update(inherited)
+    env.update(language)
+    env["PATH"], env["HOME"] = path, SANDBOX_DIR  # never overridden by inherited or language keys
+    return tuple(env.items())

@@ -1,0 +1,100 @@
+"""The syscall policy: compiled once to BPF in the zygote, loaded by each task just before exec.
+
+Default allow, with a deny list of what no judged program needs and a sandbox escape would:
+namespaces and mounts, kernel modules and keyrings, tracing other processes, raw I/O ports.
+The task runs with no_new_privs and no capabilities already; this closes the kernel attack
+surface those do not.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import struct
+
+from kiln.sandbox.libc import CLONE_NEWCGROUP, CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER, CLONE_NEWUTS, _check, _syscall
+
+KILLED = (
+    "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "seccomp", "bpf",
+    "keyctl", "add_key", "request_key", "init_module", "finit_module", "delete_module",
+    "kexec_load", "kexec_file_load", "swapon", "swapoff", "reboot", "acct", "quotactl",
+    "perf_event_open", "ptrace", "process_vm_readv", "process_vm_writev", "kcmp",
+    "userfaultfd", "iopl", "ioperm", "name_to_handle_at", "open_by_handle_at",
+    "lookup_dcookie", "nfsservctl", "open_tree", "move_mount", "fsopen", "fsconfig",
+    "fsmount", "fspick", "mount_setattr", "pidfd_getfd", "syslog", "fanotify_init",
+)  # fmt: skip
+REFUSED_EPERM = ("io_uring_setup", "io_uring_enter", "io_uring_register")
+# clone3 passes its flags in memory, where BPF cannot look: ENOSYS makes libc fall back to
+# clone, whose flags the filter checks.
+REFUSED_ENOSYS = ("clone3",)
+CLONE_NAMESPACE_FLAGS = (CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET)
+PER_LINUX = 0
+PERSONALITY_QUERY = 0xFFFFFFFF
+
+SECCOMP_SET_MODE_FILTER = 1
+SECCOMP_RET_KILL_PROCESS = 0x80000000
+SECCOMP_RET_ALLOW = 0x7FFF0000
+AUDIT_ARCH_X86_64 = 0xC000003E
+SYS_seccomp = 317
+SYS_personality = 135
+
+
+def compile_filter() -> bytes:
+    """Build the policy with libseccomp and export it as a BPF program (bytes)."""
+    import pyseccomp as sc  # the zygote compiles; tasks only load bytes
+
+    policy = sc.SyscallFilter(defaction=sc.ALLOW)
+    # libseccomp's default for a foreign ABI (i386, x32) kills only the thread
+    policy.set_attr(sc.Attr.ACT_BADARCH, sc.KILL_PROCESS)
+    for name in KILLED:
+        policy.add_rule(sc.KILL_PROCESS, name)
+    for name in REFUSED_EPERM:
+        policy.add_rule(sc.ERRNO(errno.EPERM), name)
+    for name in REFUSED_ENOSYS:
+        policy.add_rule(sc.ERRNO(errno.ENOSYS), name)
+    for flag in CLONE_NAMESPACE_FLAGS:
+        policy.add_rule(sc.KILL_PROCESS, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+    with os.fdopen(os.memfd_create("kiln-seccomp", os.MFD_CLOEXEC), "w+b") as sink:
+        policy.export_bpf(sink)
+        sink.seek(0)
+        program = sink.read()
+    if not program or len(program) % 8:
+        raise RuntimeError(f"libseccomp exported a BPF program of {len(program)} bytes")
+    return _personality_guard() + program
+
+
+def _personality_guard() -> bytes:
+    """BPF placed before libseccomp's program: personality() may only query or set PER_LINUX.
+
+    libseccomp cannot say "arg0 != A and arg0 != B" in one rule, so this check is written by
+    hand. Anything else (READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE, other execution domains) weakens
+    the process and is killed; every other syscall falls through to libseccomp's program.
+    """
+    ld_abs, jeq, ret = 0x20, 0x15, 0x06
+
+    def insn(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
+        return struct.pack("<HBBI", code, jt, jf, k)
+
+    return b"".join((
+        insn(ld_abs, 4),  # seccomp_data.arch
+        insn(jeq, AUDIT_ARCH_X86_64, jf=7),  # foreign ABI: libseccomp's program kills it
+        insn(ld_abs, 0),  # seccomp_data.nr
+        insn(jeq, SYS_personality, jf=5),  # not personality: on to libseccomp's program
+        insn(ld_abs, 16),  # low half of args[0]; the kernel ignores the high half
+        insn(jeq, PER_LINUX, jt=2),
+        insn(jeq, PERSONALITY_QUERY, jt=1),
+        insn(ret, SECCOMP_RET_KILL_PROCESS),
+        insn(ret, SECCOMP_RET_ALLOW),
+    ))  # fmt: skip
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def load(program: bytes) -> None:
+    """Install a BPF program exported by compile_filter (needs no_new_privs or CAP_SYS_ADMIN)."""
+    buffer = ctypes.create_string_buffer(program, len(program))
+    prog = _SockFprog(len(program) // 8, ctypes.addressof(buffer))
+    _check(_syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, ctypes.byref(prog)), "seccomp(SET_MODE_FILTER)")

@@ -1,0 +1,104 @@
+"""`kiln serve`: parse the configuration, resolve the languages, fork the zygote (before gevent
+is imported or any thread exists), then become the front."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import socket
+import sys
+from pathlib import Path
+
+from kiln import config as config_module
+from kiln import runtime as runtime_module
+from kiln.config import Config, ConfigError
+from kiln.log import Log
+from kiln.runtime import StartupError
+
+CAP_SYS_ADMIN = 21
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def has_sys_admin() -> bool:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("CapEff:"):
+                return bool(int(line.split()[1], 16) >> CAP_SYS_ADMIN & 1)
+    return False
+
+
+def resolve_user(name: str) -> tuple[int, int]:
+    try:
+        entry = pwd.getpwnam(name) if not name.isdigit() else pwd.getpwuid(int(name))
+    except KeyError:
+        raise StartupError(f"RUN_FRONT_USER={name!r}: no such user; create it (e.g. `useradd --system kiln`) or pick another") from None
+    if entry.pw_uid == 0:
+        raise StartupError(f"RUN_FRONT_USER={name!r} is root; the front only parses HTTP and must not keep root")
+    return entry.pw_uid, entry.pw_gid
+
+
+def listen(config: Config) -> socket.socket:
+    family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((config.host, config.port))
+    except OSError as error:
+        raise StartupError(f"cannot listen on {config.host}:{config.port}: {error.strerror}") from None
+    listener.listen(1024)
+    return listener
+
+
+def serve(environ: dict[str, str]) -> int:
+    log = Log()
+    try:
+        config = config_module.load(environ, REPO_ROOT)
+    except ConfigError as error:
+        log.error("bad configuration", problems=str(error))
+        print(f"kiln: bad configuration:\n{error}", file=sys.stderr)
+        return 2
+    log = Log(config.log_format, config.debug)
+    for warning in config.warnings:
+        log.warning(warning)
+    if not has_sys_admin():
+        log.error("kiln serve needs root (CAP_SYS_ADMIN) to build sandboxes; there is no unsandboxed mode")
+        return 1
+    try:
+        runtime = runtime_module.build(config)
+        uid, gid = resolve_user(config.front_user)
+        listener = listen(config)
+    except StartupError as error:
+        log.error("cannot start", error=str(error))
+        return 1
+    log.info("configuration", **config.summary())
+    for workload in runtime.workloads.values():
+        log.info("language", slug=workload.slug, version=runtime.versions.get(workload.slug), command=workload.script)
+    for unserved in runtime.unserved:
+        log.warning("language not served", slug=unserved.slug, reason=unserved.reason)
+
+    from kiln.sandbox import seccomp  # noqa: PLC0415
+
+    seccomp_filter = seccomp.compile_filter()
+    os.makedirs(runtime.runtime_dir, 0o755, exist_ok=True)
+    front_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        listener.close()
+        front_end.close()
+        from kiln.zygote.zygote import Zygote  # noqa: PLC0415
+
+        code = 70
+        try:
+            code = Zygote(runtime, zygote_end, log, seccomp_filter).run()
+        except BaseException as error:  # noqa: BLE001 - log it, never return into the front's code
+            import traceback  # noqa: PLC0415
+
+            log.error("the zygote failed", error=repr(error), traceback=traceback.format_exc())
+        finally:
+            os._exit(code)
+    zygote_end.close()
+    from kiln.http.server import Front  # noqa: PLC0415 - gevent only after the fork
+
+    return Front(runtime, front_end, pid, listener, log).run(uid, gid)

@@ -1,0 +1,269 @@
+"""One request inside a warm slot: check the job, prepare the workspace, run the task, supervise
+it to the end, answer with one result frame.
+
+Runs in the slot's init (PID 1 of the slot's pid namespace, root): kill(-1) reaches exactly the
+task's processes, and everything left dies with init when it exits after the result.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import resource
+import select
+import signal
+import time
+from dataclasses import dataclass
+
+from kiln.runtime import Runtime, Workload
+from kiln.sandbox import contain, plan
+from kiln.sandbox.contain import SetupError
+
+FILE_PARTS = ("solution", "checker", "asserts")
+READ_CHUNK = 65536
+POLL_IN = select.POLLIN | select.POLLHUP | select.POLLERR
+# After the task is gone (or killed), its pipes reach end-of-file as soon as the last process of
+# the namespace dies; this only bounds a kernel that is slow to tear them down.
+DRAIN_GRACE_S = 2.0
+
+
+class JobError(Exception):
+    """The frame from the front is not a valid job (the root side trusts nothing)."""
+
+
+@dataclass(frozen=True)
+class Job:
+    workload: Workload
+    timeout_ms: int
+    files: tuple[tuple[str, bytes], ...]  # part name -> bytes
+    stdin: bytes | None
+
+
+def parse(header: dict, blobs: list[bytes], runtime: Runtime) -> Job:
+    config = runtime.config
+    workload = runtime.workloads.get(header.get("slug"))
+    if workload is None:
+        raise JobError(f"unknown slug {header.get('slug')!r}")
+    timeout_ms = header.get("timeout_ms")
+    if type(timeout_ms) is not int or not 0 < timeout_ms <= config.timeout_max_ms:
+        raise JobError(f"bad timeout_ms {timeout_ms!r}")
+    parts = header.get("files")
+    if not isinstance(parts, list) or len(set(parts)) != len(parts) or not set(parts) <= set(FILE_PARTS):
+        raise JobError(f"bad files {parts!r}")
+    has_stdin = header.get("stdin") is True
+    if len(blobs) != len(parts) + has_stdin:
+        raise JobError("blob count does not match the job")
+    if any(len(blob) > config.input_max for blob in blobs):
+        raise JobError("a part is larger than RUN_INPUT_MAX")
+    if "solution" not in parts:
+        raise JobError("no solution")
+    if workload.language.has_checker != ("checker" in parts):
+        raise JobError("checker present for a language without one, or missing")
+    return Job(workload, timeout_ms, tuple(zip(parts, blobs)), blobs[-1] if has_stdin else None)
+
+
+def _paths(job: Job) -> tuple[tuple[str, bytes], ...]:
+    language = job.workload.language
+    where = {"solution": language.solution_file, "checker": language.checker_file, "asserts": language.asserts_file}
+    return tuple((where[part], content) for part, content in job.files)
+
+
+def plans(job: Job, runtime: Runtime, uid: int) -> tuple[plan.JobPlan, plan.TaskPlan]:
+    config, workload = runtime.config, job.workload
+    job_plan = plan.job_plan(
+        lower=workload.lower,
+        size=workload.tmp_size,
+        inodes=config.tmp_inodes,
+        uid=uid,
+        gid=uid,
+        writable_dirs=(workload.language.check_dir,),
+        files=_paths(job),
+    )
+    task_plan = plan.TaskPlan(
+        uid=uid,
+        gid=uid,
+        argv=("/bin/sh", "-e", "-c", workload.script),
+        env=plan.task_env(path=config.sandbox_path, inherited=config.sandbox_env, language=workload.language.env),
+        cwd=plan.SANDBOX_DIR,
+        rlimits=plan.task_rlimits(timeout_ms=job.timeout_ms, cpus=runtime.cpus, pids_max=workload.pids_max, memory_max=config.memory_max),
+    )
+    return job_plan, task_plan
+
+
+def _stdin_fd(data: bytes | None) -> int:
+    """A sealed memfd: the task reads it like a file, and cannot change it for a re-read."""
+    if data is None:
+        return os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
+    fd = os.memfd_create("stdin", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+    return fd
+
+
+def kill_all() -> None:
+    """From PID 1 of the namespace: every process of the run, and nothing else."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+class Supervisor:
+    """Drains stdout/stderr (each capped), enforces the deadline, reaps, and notices a cancel."""
+
+    def __init__(self, task_pid: int, out_fd: int, err_fd: int, report_fd: int, cancel_sock, wake_fd: int, output_max: int):
+        self.task_pid = task_pid
+        self.output_max = output_max
+        self.streams = {out_fd: bytearray(), err_fd: bytearray()}
+        self.out_fd, self.err_fd, self.report_fd, self.wake_fd = out_fd, err_fd, report_fd, wake_fd
+        self.cancel_sock = cancel_sock
+        self.setup_error = bytearray()
+        self.status: int | None = None
+        self.rusage = None
+        self.ended_at = 0.0
+        self.timed_out = self.overflow = self.cancelled = False
+        self.poller = select.poll()
+        for fd in (out_fd, err_fd, report_fd, cancel_sock.fileno(), wake_fd):
+            self.poller.register(fd, POLL_IN)
+        self.open_fds = {out_fd, err_fd, report_fd}
+
+    def run(self, deadline: float) -> None:
+        drain_until = None
+        while self.open_fds or self.status is None:
+            now = time.monotonic()
+            if drain_until is None and (self.status is not None or self.timed_out or self.overflow):
+                drain_until = now + DRAIN_GRACE_S
+            limit = drain_until if drain_until is not None else deadline
+            if now >= limit:
+                if drain_until is not None:
+                    break  # a process the kernel has not finished killing still holds a pipe
+                self.timed_out = True
+                kill_all()
+                continue
+            for fd, _event in self.poller.poll(max(0, (limit - now) * 1000) + 1):
+                if fd == self.wake_fd:
+                    self._reap()
+                elif fd == self.cancel_sock.fileno():
+                    self.cancelled = True
+                    kill_all()
+                    return
+                else:
+                    self._read(fd)
+
+    def _read(self, fd: int) -> None:
+        try:
+            data = os.read(fd, READ_CHUNK)
+        except OSError as error:
+            if error.errno == errno.EAGAIN:
+                return
+            data = b""
+        if not data:
+            self._close(fd)
+        elif fd == self.report_fd:
+            self.setup_error += data
+        else:
+            buffer = self.streams[fd]
+            buffer += data
+            if len(buffer) > self.output_max:
+                del buffer[self.output_max :]
+                self.overflow = True
+                kill_all()
+                for stream in (self.out_fd, self.err_fd):
+                    self._close(stream)
+
+    def _close(self, fd: int) -> None:
+        if fd in self.open_fds:
+            self.open_fds.discard(fd)
+            self.poller.unregister(fd)
+            os.close(fd)
+
+    def _reap(self) -> None:
+        try:
+            while os.read(self.wake_fd, 512):
+                pass
+        except BlockingIOError:
+            pass
+        while True:
+            try:
+                pid, status, rusage = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid == self.task_pid:
+                self.status, self.rusage, self.ended_at = status, rusage, time.monotonic()
+                kill_all()  # background processes end with the test command
+
+
+def outcome(sup: Supervisor, cpu_limit_ms: int) -> tuple[str, int | None, int | None]:
+    """(outcome, exit_code, signal) by DESIGN.md's precedence."""
+    if sup.setup_error:
+        return "infrastructure_failure", None, None
+    status = sup.status
+    cpu_ms = _cpu_ms(sup.rusage)
+    killed_by = os.WTERMSIG(status) if status is not None and os.WIFSIGNALED(status) else None
+    exit_code = os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None
+    rlimit_cpu = cpu_ms >= cpu_limit_ms - 50 and (
+        killed_by in (signal.SIGXCPU, signal.SIGKILL) or exit_code in (128 + signal.SIGXCPU, 128 + signal.SIGKILL)
+    )
+    if sup.timed_out or status is None or rlimit_cpu:
+        return "timed_out", None, killed_by
+    if killed_by is not None:
+        return ("policy_violation" if killed_by == signal.SIGSYS else "signaled"), 128 + killed_by, killed_by
+    if exit_code == 128 + signal.SIGSYS:  # a seccomp kill of a child of `sh -c`
+        return "policy_violation", exit_code, int(signal.SIGSYS)
+    return "exited", exit_code, None
+
+
+def _cpu_ms(rusage) -> float:
+    return 0.0 if rusage is None else (rusage.ru_utime + rusage.ru_stime) * 1000
+
+
+def execute(job: Job, runtime: Runtime, uid: int, cancel_sock, wake_fd: int, seccomp_filter: bytes | None) -> tuple[dict, list[bytes]] | None:
+    """Run the job; the result frame (header, [stdout, stderr]), or None if it was cancelled."""
+    job_plan, task_plan = plans(job, runtime, uid)
+    try:
+        contain.prepare_job(job_plan)
+        stdin_fd = _stdin_fd(job.stdin)
+    except SetupError as error:
+        return _failure(str(error))
+    out_r, out_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+    err_r, err_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+    report_r, report_w = os.pipe2(os.O_CLOEXEC)
+    os.set_blocking(out_w, True)
+    os.set_blocking(err_w, True)
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        contain.enter_task(task_plan, (stdin_fd, out_w, err_w), report_w, seccomp_filter)
+    for fd in (out_w, err_w, report_w, stdin_fd):
+        os.close(fd)
+    sup = Supervisor(pid, out_r, err_r, report_r, cancel_sock, wake_fd, runtime.config.output_max)
+    sup.run(started + job.timeout_ms / 1000)
+    if sup.cancelled:
+        return None
+    cpu_limit_ms = dict(task_plan.rlimits).get(resource.RLIMIT_CPU, 0) * 1000
+    kind, exit_code, killed_by = outcome(sup, cpu_limit_ms)
+    stderr = bytes(sup.streams[err_r])
+    if kind == "infrastructure_failure":
+        stderr = b"kiln: " + bytes(sup.setup_error) + b"\n"
+    header = {
+        "op": "result",
+        "exit_code": exit_code,
+        "outcome": kind,
+        "wall_ms": round(((sup.ended_at or time.monotonic()) - started) * 1000, 1),
+        "cpu_ms": round(_cpu_ms(sup.rusage), 1),
+        "memory_peak_bytes": sup.rusage.ru_maxrss * 1024 if sup.rusage else 0,
+        "signal": killed_by,
+        "output_overflow": sup.overflow,
+    }
+    return header, [bytes(sup.streams[out_r]), stderr]
+
+
+def _failure(message: str) -> tuple[dict, list[bytes]]:
+    header = {"op": "result", "exit_code": None, "outcome": "infrastructure_failure", "wall_ms": 0.0, "cpu_ms": 0.0, "memory_peak_bytes": 0, "signal": None, "output_overflow": False}
+    return header, [b"", f"kiln: {message}\n".encode()]

@@ -1,0 +1,114 @@
+"""The frames every kiln process exchanges (front, zygote, slot), and their one codec.
+
+A frame on a SOCK_STREAM Unix socket is:
+
+    u32 size of the rest | u32 size of the header | header (compact JSON object) | blobs
+
+Blobs carry bulk bytes (source files, stdin, stdout, stderr) without JSON escaping; the header
+lists their sizes under "blobs". A frame may carry descriptors (SCM_RIGHTS) on its first byte:
+that is how the zygote hands a warm slot's socket to the front.
+
+Receivers bound every size: the root side trusts nothing the front sends.
+"""
+
+from __future__ import annotations
+
+import array
+import json
+import socket
+import struct
+
+_PREFIX = struct.Struct(">II")
+MAX_HEADER = 64 * 1024
+_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_loads = json.JSONDecoder().decode
+
+
+class ProtocolError(Exception):
+    pass
+
+
+def encode(header: dict, blobs: tuple[bytes, ...] | list[bytes] = ()) -> bytes:
+    if blobs:
+        header = {**header, "blobs": [len(b) for b in blobs]}
+    head = _dumps(header).encode()
+    size = 4 + len(head) + sum(len(b) for b in blobs)
+    return b"".join((_PREFIX.pack(size, len(head)), head, *blobs))
+
+
+def decode(payload: memoryview | bytes, head_size: int) -> tuple[dict, list[bytes]]:
+    """`payload` is the frame after its first u32 (so it starts with the header size)."""
+    payload = memoryview(payload)
+    if head_size > MAX_HEADER or head_size > len(payload) - 4:
+        raise ProtocolError(f"header of {head_size} bytes does not fit the frame")
+    try:
+        header = _loads(str(payload[4 : 4 + head_size], "utf-8"))
+    except (UnicodeDecodeError, ValueError) as error:
+        raise ProtocolError(f"header is not JSON: {error}") from None
+    if not isinstance(header, dict):
+        raise ProtocolError("header is not a JSON object")
+    sizes = header.get("blobs", [])
+    if not isinstance(sizes, list) or not all(type(n) is int and n >= 0 for n in sizes):
+        raise ProtocolError("bad blob sizes")
+    blobs, offset = [], 4 + head_size
+    for n in sizes:
+        blobs.append(bytes(payload[offset : offset + n]))
+        offset += n
+    if offset != len(payload):
+        raise ProtocolError("blob sizes do not add up to the frame size")
+    return header, blobs
+
+
+def _recv_exactly(sock: socket.socket, size: int, fds: list[int] | None) -> memoryview | None:
+    buffer = bytearray(size)
+    view = memoryview(buffer)
+    got = 0
+    while got < size:
+        if fds is None:
+            n = sock.recv_into(view[got:])
+        else:
+            n = _recv_into_with_fds(sock, view[got:], fds)
+        if n == 0:
+            if got == 0:
+                return None
+            raise ProtocolError("connection closed inside a frame")
+        got += n
+    return view
+
+
+_FD_SPACE = socket.CMSG_SPACE(16 * array.array("i").itemsize)
+
+
+def _recv_into_with_fds(sock: socket.socket, view: memoryview, fds: list[int]) -> int:
+    n, ancdata, _flags, _addr = sock.recvmsg_into([view], _FD_SPACE)
+    for level, kind, data in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            received = array.array("i")
+            received.frombytes(data[: len(data) - len(data) % received.itemsize])
+            fds.extend(received)
+    return n
+
+
+def recv_frame(sock: socket.socket, max_size: int, fds: list[int] | None = None) -> tuple[dict, list[bytes]] | None:
+    """Read one frame; None on a clean end of stream before it. Descriptors that arrive are
+    appended to `fds` (in order), when given."""
+    prefix = _recv_exactly(sock, 4, fds)
+    if prefix is None:
+        return None
+    (size,) = struct.unpack(">I", prefix)
+    if size < 4 or size > max_size:
+        raise ProtocolError(f"frame of {size} bytes (limit {max_size})")
+    body = _recv_exactly(sock, size, fds)
+    if body is None:
+        raise ProtocolError("connection closed inside a frame")
+    (head_size,) = struct.unpack(">I", body[:4])
+    return decode(body, head_size)
+
+
+def send_frame(sock: socket.socket, header: dict, blobs: tuple[bytes, ...] | list[bytes] = (), fds: tuple[int, ...] = ()) -> None:
+    data = encode(header, blobs)
+    if fds:
+        sent = sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+        data = data[sent:]
+    if data:
+        sock.sendall(data)

@@ -1,0 +1,230 @@
+"""The zygote: a root, single-threaded pre-fork master that keeps RUN_CONCURRENCY slots warm.
+
+Its loop, like a pre-fork arbiter's: handle signals, reap dead slots, spawn slots up to the
+target, wait for something to happen. A slot that reports ready is handed to the front (its
+socket travels over SCM_RIGHTS); from then on the front and the slot talk directly, and the
+zygote only learns that the slot died (SIGCHLD) and warms a replacement with the same index.
+
+Messages to the front: {"op": "slot", "index", "pid"} + the slot's socket;
+{"op": "warm_failed", "index", "error"}; {"op": "ready"} once every slot was warm once.
+From the front: {"op": "shutdown"}, or end-of-file when the front is gone; both stop the zygote.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import select
+import signal
+import socket
+import time
+from dataclasses import dataclass, field
+
+from kiln.log import Log
+from kiln.runtime import Runtime
+from kiln.sandbox import identity, plan
+from kiln.zygote import protocol, slot
+from kiln.zygote.protocol import ProtocolError
+
+PR_SET_CHILD_SUBREAPER = 36
+MAX_BACKOFF_S = 5.0
+STOP_TIMEOUT_S = 5.0
+
+
+@dataclass
+class Slot:
+    index: int
+    forker_pid: int
+    sock: socket.socket | None  # the zygote's end, until handed to the front
+    started: float
+    pid: int | None = None  # init's pid, once the forker reports it
+    ready: bool = False
+
+
+@dataclass
+class Backoff:
+    failures: int = 0
+    not_before: float = 0.0
+
+
+@dataclass
+class Zygote:
+    runtime: Runtime
+    front: socket.socket
+    log: Log
+    seccomp_filter: bytes | None
+    slots: dict[int, Slot] = field(default_factory=dict)
+    backoff: dict[int, Backoff] = field(default_factory=dict)
+    ever_ready: set[int] = field(default_factory=set)
+    stopping: bool = False
+
+    def run(self) -> int:
+        self._setup()
+        while not self.stopping:
+            self._reap()
+            self._spawn_to_target()
+            self._wait()
+        self._stop_slots()
+        return 0
+
+    def _setup(self) -> None:
+        identity.prctl(PR_SET_CHILD_SUBREAPER, 1)
+        # the front is our parent: if it dies (even by SIGKILL), stop and clean up
+        identity.set_parent_death_signal(signal.SIGTERM)
+        self.wake_r, wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        signal.signal(signal.SIGCHLD, lambda _s, _f: None)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._on_stop_signal)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        slot.set_title("kiln: zygote")
+        if os.getppid() == 1:  # the front died before the death signal was armed
+            self.stopping = True
+        os.makedirs(self.runtime.staging_dir, 0o700, exist_ok=True)
+        self.specs = {i: self._spec(i) for i in range(self.runtime.config.concurrency)}
+        # objects that exist now are never collected: forked slots do not copy their pages
+        gc.collect()
+        gc.freeze()
+
+    def _on_stop_signal(self, _sig, _frame) -> None:
+        self.stopping = True
+
+    def _spec(self, index: int) -> slot.SlotSpec:
+        config = self.runtime.config
+        uid = config.uid_base + index
+        root = plan.root_plan(
+            uid=uid,
+            gid=uid,
+            host_paths=self.runtime.host_paths,
+            workspaces=str(config.workspace),
+            tmp_size=max(w.tmp_size for w in self.runtime.workloads.values()),
+            tmp_inodes=config.tmp_inodes,
+        )
+        return slot.SlotSpec(index=index, uid=uid, root=root)
+
+    # -- reap -----------------------------------------------------------------------------
+    def _reap(self) -> None:
+        """A dead init ends its slot (forkers exit by design; their failures show on the socket)."""
+        inits = {s.pid: s for s in self.slots.values() if s.pid is not None}
+        while True:
+            try:
+                pid, _status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            s = inits.get(pid)
+            if s is not None:
+                if s.sock is not None:
+                    self._warm_failed(s, "slot died while warming")
+                del self.slots[s.index]
+
+    def _warm_failed(self, s: Slot, error: str) -> None:
+        backoff = self.backoff.setdefault(s.index, Backoff())
+        backoff.failures += 1
+        delay = min(MAX_BACKOFF_S, 0.05 * 2**backoff.failures)
+        backoff.not_before = time.monotonic() + delay
+        self.log.error("slot warm-up failed", slot=s.index, error=error, retry_in_s=round(delay, 2))
+        self._tell_front({"op": "warm_failed", "index": s.index, "error": error})
+        s.sock.close()
+        s.sock = None
+        if s.pid is not None:
+            _kill(s.pid)  # reaped by _reap, which ends the slot
+        else:
+            del self.slots[s.index]  # the forker failed: there is no init to reap
+
+    # -- spawn ----------------------------------------------------------------------------
+    def _spawn_to_target(self) -> None:
+        now = time.monotonic()
+        for index, spec in self.specs.items():
+            if index in self.slots or self.backoff.get(index, Backoff()).not_before > now:
+                continue
+            forker_pid, sock = slot.spawn(spec, self.runtime, self.seccomp_filter)
+            self.slots[index] = Slot(index=index, forker_pid=forker_pid, sock=sock, started=now)
+
+    # -- wait -----------------------------------------------------------------------------
+    def _wait(self) -> None:
+        warming = {s.sock: s for s in self.slots.values() if s.sock is not None}
+        timeout = self._next_backoff_in()
+        readable, _, _ = select.select([self.wake_r, self.front, *warming], [], [], timeout)
+        for source in readable:
+            if source == self.wake_r:
+                _drain(self.wake_r)
+            elif source is self.front:
+                self._from_front()
+            else:
+                self._from_slot(warming[source])
+
+    def _next_backoff_in(self) -> float | None:
+        waiting = [b.not_before for i, b in self.backoff.items() if i not in self.slots]
+        return max(0.0, min(waiting) - time.monotonic()) if waiting else None
+
+    def _from_front(self) -> None:
+        try:
+            frame = protocol.recv_frame(self.front, protocol.MAX_HEADER + 8)
+        except (ProtocolError, OSError) as error:
+            self.log.error("bad frame from the front", error=str(error))
+            frame = None
+        if frame is None or frame[0].get("op") == "shutdown":
+            self.stopping = True
+
+    def _from_slot(self, s: Slot) -> None:
+        try:
+            frame = protocol.recv_frame(s.sock, protocol.MAX_HEADER + 8)
+        except (ProtocolError, OSError) as error:
+            frame = ({"op": "failed", "error": f"bad frame from the slot: {error}"}, [])
+        header = frame[0] if frame is not None else {"op": "failed", "error": "slot exited while warming"}
+        if header.get("op") == "spawned" and type(header.get("pid")) is int and s.pid is None:
+            s.pid = header["pid"]
+        elif header.get("op") == "ready" and s.pid is not None:
+            self._hand_over(s)
+        else:
+            self._warm_failed(s, str(header.get("error", header)))
+
+    def _hand_over(self, s: Slot) -> None:
+        s.ready = True
+        self.backoff.pop(s.index, None)
+        self._tell_front({"op": "slot", "index": s.index, "pid": s.pid, "warm_ms": round((time.monotonic() - s.started) * 1000, 2)}, fds=(s.sock.fileno(),))
+        s.sock.close()
+        s.sock = None
+        if s.index not in self.ever_ready:
+            self.ever_ready.add(s.index)
+            if len(self.ever_ready) == len(self.specs):
+                self._tell_front({"op": "ready"})
+
+    def _tell_front(self, header: dict, fds: tuple[int, ...] = ()) -> None:
+        try:
+            protocol.send_frame(self.front, header, fds=fds)
+        except OSError:
+            self.stopping = True  # the front is gone
+
+    # -- stop -----------------------------------------------------------------------------
+    def _stop_slots(self) -> None:
+        for s in self.slots.values():
+            for pid in (s.pid, s.forker_pid):
+                if pid is not None:
+                    _kill(pid)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while time.monotonic() < deadline:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                time.sleep(0.005)
+        self.slots.clear()
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, 512):
+            pass
+    except BlockingIOError:
+        pass
