@@ -86,7 +86,25 @@ def test_command(folder: Path) -> str:
     script = _make(folder, "-n", "-s", "test").strip("\n")
     if not script.strip():
         raise StartupError(f"{folder}/Makefile: `make -n -s test` printed no command")
-    return script
+    return exec_last_command(script)
+
+
+_SHELL_SYNTAX = set(";&|<>()`$\\\n*?[]{}~#!'\"")
+_SHELL_BUILTINS = {"cd", "echo", "printf", "test", "[", "exit", "export", "set", "unset", "shift", "return", "break", "continue", "eval", "exec", "trap", "wait", "read", ".", ":", "alias", "umask", "ulimit", "local", "readonly", "times", "type", "command", "getopts", "hash", "if", "for", "while", "until", "case"}
+
+
+def exec_last_command(script: str) -> str:
+    """Prefix the script's last line with `exec` when it is a plain command (words only).
+
+    Debian's dash does not exec the last command of `sh -c` itself, so without this the
+    program is sh's child: one more fork per run, and a program killed by a signal reads as
+    sh's exit status 128+N instead of the signal.
+    """
+    *head, last = script.split("\n")
+    words = last.split()
+    if not words or _SHELL_SYNTAX & set(last) or "=" in words[0] or words[0] in _SHELL_BUILTINS:
+        return script
+    return "\n".join([*head, "exec " + last.strip()])
 
 
 def _make(folder: Path, *args: str) -> str:

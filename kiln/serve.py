@@ -50,11 +50,9 @@ def listen(config: Config) -> socket.socket:
 
 
 def serve(environ: dict[str, str]) -> int:
-    log = Log()
     try:
         config = config_module.load(environ, REPO_ROOT)
     except ConfigError as error:
-        log.error("bad configuration", problems=str(error))
         print(f"kiln: bad configuration:\n{error}", file=sys.stderr)
         return 2
     log = Log(config.log_format, config.debug)

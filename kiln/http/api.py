@@ -30,13 +30,13 @@ CLIENT_GONE = 499  # logged only: nobody is left to read it
 
 
 class App:
-    def __init__(self, runtime: Runtime, pool: SlotPool, log: Log, on_shutdown):
+    def __init__(self, runtime: Runtime, pool: SlotPool, log: Log, request_shutdown):
         self.runtime = runtime
         self.config = runtime.config
         self.pool = pool
         self.log = log
         self.metrics = Metrics(pool)
-        self.on_shutdown = on_shutdown
+        self.request_shutdown = request_shutdown
         self.shutting_down = False
         self.result_limit = 2 * self.config.output_max + protocol.MAX_HEADER + 64
         self.url_map = Map(
@@ -145,7 +145,7 @@ class App:
         if not self.config.allow_shutdown:
             raise NotFound()
         self._authorize(environ)
-        gevent.spawn(self.on_shutdown)
+        gevent.spawn(self.request_shutdown)
         return json_response(200, {"status": "shutting down"})
 
     # -- helpers ----------------------------------------------------------------------------

@@ -5,15 +5,15 @@
 
 The forker exists because a process cannot put itself in a new pid namespace: unshare(NEWPID)
 applies to its children. Once it has exited, init is the zygote's child (the zygote is a
-subreaper); only then does init set its parent-death signal (a parent change would fire it).
+subreaper); only then does init set its parent-death signal, since a change of parent fires it.
 """
 
 from __future__ import annotations
 
 import os
-import select
 import signal
 import socket
+import time
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -65,9 +65,8 @@ def _forker(spec: SlotSpec, runtime: Runtime, seccomp_filter: bytes | None, slot
     signal.set_wakeup_fd(-1)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
-    zygote_fd = os.pidfd_open(zygote_pid)
     # nothing of the zygote's (other slots' sockets, the front's channel) may stay open in a slot
-    libc.close_all_except({slot_end.fileno(), zygote_fd})
+    libc.close_all_except({slot_end.fileno()})
     try:
         libc.unshare(NAMESPACES)
         gate_r, gate_w = os.pipe2(os.O_CLOEXEC)
@@ -77,14 +76,14 @@ def _forker(spec: SlotSpec, runtime: Runtime, seccomp_filter: bytes | None, slot
         os._exit(1)
     if pid == 0:
         os.close(gate_w)
-        _init(spec, runtime, seccomp_filter, slot_end, zygote_fd, gate_r)
+        _init(spec, runtime, seccomp_filter, slot_end, zygote_pid, gate_r)
     protocol.send_frame(slot_end, {"op": "spawned", "pid": pid})
     os._exit(0)
 
 
-def _init(spec: SlotSpec, runtime: Runtime, seccomp_filter: bytes | None, sock: socket.socket, zygote_fd: int, gate_r: int) -> NoReturn:
+def _init(spec: SlotSpec, runtime: Runtime, seccomp_filter: bytes | None, sock: socket.socket, zygote_pid: int, gate_r: int) -> NoReturn:
     try:
-        _become_init(spec.index, zygote_fd, gate_r)
+        _become_init(spec.index, zygote_pid, gate_r)
         wake_fd = _watch_children()
         try:
             contain.build_root(spec.root, runtime.staging_dir)
@@ -100,14 +99,25 @@ def _init(spec: SlotSpec, runtime: Runtime, seccomp_filter: bytes | None, sock: 
     os._exit(0)
 
 
-def _become_init(index: int, zygote_fd: int, gate_r: int) -> None:
-    os.read(gate_r, 1)  # end-of-file once the forker has exited and the zygote is our parent
+def _become_init(index: int, zygote_pid: int, gate_r: int) -> None:
+    os.read(gate_r, 1)  # end-of-file: the forker is exiting
     os.close(gate_r)
+    # The forker's files close before its children are re-parented: wait for the zygote to be
+    # our parent. getppid() says 0 from inside the new pid namespace; the host's /proc (still
+    # mounted) shows the real parent.
+    while _host_parent() != zygote_pid:
+        if _host_parent() in (0, 1):
+            os._exit(0)  # the zygote is gone
+        time.sleep(0.0002)
     identity.set_parent_death_signal(signal.SIGKILL)
-    if select.select([zygote_fd], [], [], 0)[0]:  # the zygote died before the signal was set
+    if _host_parent() != zygote_pid:  # the zygote died before the signal was armed
         os._exit(0)
-    os.close(zygote_fd)
     set_title(f"kiln: slot {index} warming")
+
+
+def _host_parent() -> int:
+    with open("/proc/self/stat", "rb") as stat:
+        return int(stat.read().rsplit(b")", 1)[1].split()[1])
 
 
 def _watch_children() -> int:

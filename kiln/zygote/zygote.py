@@ -213,6 +213,11 @@ class Zygote:
             if pid == 0:
                 time.sleep(0.005)
         self.slots.clear()
+        for folder in (self.runtime.staging_dir, self.runtime.runtime_dir):
+            try:
+                os.rmdir(folder)
+            except OSError:
+                pass  # not empty (another kiln's, or an operator's file): leave it
 
 
 def _kill(pid: int) -> None:

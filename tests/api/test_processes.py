@@ -1,0 +1,155 @@
+"""The process model: warm slots in their own namespaces, privilege split, who dies with whom."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import KILN, free_port
+
+NAMESPACES = ("mnt", "pid", "ipc", "uts", "net", "cgroup")
+
+
+def children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except FileNotFoundError:
+        return []
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def slot_pids(server) -> list[int]:
+    return [pid for pid in children(server.pids()["zygote"]) if "kiln: slot" in Path(f"/proc/{pid}/cmdline").read_text()]
+
+
+def wait_until(predicate, timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return predicate()
+
+
+def test_slots_are_warm_in_their_own_namespaces_before_any_request(start_server):
+    srv = start_server(RUN_CONCURRENCY="3")
+    zygote = srv.pids()["zygote"]
+    slots = slot_pids(srv)
+    assert len(slots) == 3
+    for pid in slots:
+        assert "warm" in Path(f"/proc/{pid}/cmdline").read_text()
+        for ns in NAMESPACES:
+            assert os.readlink(f"/proc/{pid}/ns/{ns}") != os.readlink(f"/proc/{zygote}/ns/{ns}"), ns
+        # the slot's init is PID 1 of its pid namespace
+        status = Path(f"/proc/{pid}/status").read_text()
+        nspid = [line for line in status.splitlines() if line.startswith("NSpid:")][0].split()
+        assert nspid[-1] == "1"
+    # every slot has its own namespaces
+    assert len({os.readlink(f"/proc/{pid}/ns/mnt") for pid in slots}) == 3
+
+
+def test_front_drops_root_and_zygote_keeps_it(server):
+    pids = server.pids()
+    uid_line = lambda pid: [l for l in Path(f"/proc/{pid}/status").read_text().splitlines() if l.startswith("Uid:")][0]  # noqa: E731
+    assert uid_line(pids["front"]).split()[1:] == ["65534"] * 4
+    assert uid_line(pids["zygote"]).split()[1] == "0"
+    cap_eff = [l for l in Path(f"/proc/{pids['front']}/status").read_text().splitlines() if l.startswith("CapEff:")][0]
+    assert int(cap_eff.split()[1], 16) == 0
+
+
+def test_one_job_per_slot_then_a_replacement_with_the_same_uid(start_server):
+    srv = start_server(RUN_CONCURRENCY="1", RUN_UID_BASE="20000")
+    before = slot_pids(srv)
+    first = srv.run(solution_text="import os\nprint(os.getuid(), os.getgid(), os.getgroups())").json()
+    assert first["stdout"] == "20000 20000 []\n"
+    assert wait_until(lambda: slot_pids(srv) and slot_pids(srv) != before)
+    second = srv.run(solution_text="import os\nprint(os.getuid())").json()
+    assert second["stdout"] == "20000\n"
+
+
+def test_uids_follow_the_slot_index(start_server):
+    srv = start_server(RUN_CONCURRENCY="3", RUN_UID_BASE="30000")
+    seen = {srv.run(solution_text="import os\nprint(os.getuid())").json()["stdout"] for _ in range(8)}
+    assert seen <= {"30000\n", "30001\n", "30002\n"}
+
+
+def test_refuses_to_start_without_cap_sys_admin(tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "PORT": str(free_port()), "RUN_INSTANCE": "kiln-test-nocap"}
+    done = subprocess.run(["setpriv", "--bounding-set=-sys_admin", "--inh-caps=-sys_admin", "--", str(KILN), "serve"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "CAP_SYS_ADMIN" in done.stderr and "no unsandboxed mode" in done.stderr
+
+
+def test_bad_configuration_stops_startup_naming_the_variable():
+    done = subprocess.run([str(KILN), "serve"], env={"PATH": "/usr/bin:/bin", "RUN_CONCURRENCY": "lots", "RUN_CGROUP": "v3"}, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "RUN_CONCURRENCY='lots'" in done.stderr and "RUN_CGROUP='v3'" in done.stderr
+
+
+def _everything(server) -> list[int]:
+    pids = server.pids()
+    return [pids["front"], pids["zygote"], *slot_pids(server)]
+
+
+def test_sigterm_when_idle_exits_0_and_leaves_nothing(start_server):
+    srv = start_server()
+    everything = _everything(srv)
+    assert srv.stop() == 0
+    assert wait_until(lambda: not any(alive(pid) for pid in everything))
+    assert not Path(f"/run/{srv.instance}").exists()
+
+
+def test_zygote_killed_makes_the_front_exit_non_zero(start_server):
+    srv = start_server()
+    everything = _everything(srv)
+    os.kill(srv.pids()["zygote"], signal.SIGKILL)
+    assert srv.proc.wait(10) != 0
+    assert wait_until(lambda: not any(alive(pid) for pid in everything), 10)
+    assert srv.logged("the zygote died; exiting so the service restarts whole")
+
+
+def test_front_killed_takes_zygote_and_slots_with_it(start_server):
+    srv = start_server()
+    everything = _everything(srv)
+    os.kill(srv.proc.pid, signal.SIGKILL)
+    srv.proc.wait(10)
+    assert wait_until(lambda: not any(alive(pid) for pid in everything), 10)
+
+
+def test_shutdown_endpoint(start_server):
+    srv = start_server(ALLOW_SHUTDOWN="true")
+    everything = _everything(srv)
+    response = srv.client.post("/shutdown")
+    assert response.status_code == 200 and response.json() == {"status": "shutting down"}
+    assert srv.proc.wait(30) == 0
+    assert wait_until(lambda: not any(alive(pid) for pid in everything))
+
+
+@pytest.mark.parametrize("value", ["false", "0", "no"])
+def test_shutdown_endpoint_is_404_unless_allowed(start_server, value):
+    srv = start_server(ALLOW_SHUTDOWN=value)
+    assert srv.client.post("/shutdown").status_code == 404
+    assert srv.proc.poll() is None
+
+
+def test_health_and_languages(server):
+    health = server.client.get("/health")
+    assert health.status_code == 200 and health.text == "ok\n"
+    languages = server.client.get("/languages").json()
+    served = {lang["slug"]: lang for lang in languages["languages"]}
+    assert {"python", "js"} <= set(served)
+    assert served["python"]["checker"] is False
+    assert served["python"]["version"].startswith("Python 3")
+    assert languages["limits"]["timeout_max_ms"] == 300_000

@@ -1,0 +1,173 @@
+"""What a run reports: exit codes, signals, timeouts, output, stdin, keep-alive, cancellation."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+
+import httpx
+import pytest
+
+from test_status_codes import busy_slots
+
+
+def test_original_runner_payload_answers_exactly(server):
+    solution = "import json\n\nwith open('asserts.json') as f:\n    data = json.load(f)\nprint(data['a'] + data['b'])\n"
+    response = server.run(solution_text=solution, asserts='{"a": 2, "b": 3}', timeout="10s")
+    assert response.status_code == 200
+    assert response.text.startswith('{"exit_code":0,"stdout":"5\\n","stderr":"","stats":{')
+
+
+def test_asserts_as_json_value_is_serialised(server):
+    solution = "import json\nprint(json.load(open('asserts.json')))\n"
+    response = server.run(solution_text=solution, asserts={"a": [1, 2], "b": "é"})
+    assert response.json()["stdout"] == "{'a': [1, 2], 'b': 'é'}\n"
+
+
+@pytest.mark.parametrize("code", [0, 1, 3, 42, 255])
+def test_exit_code_propagates(server, code):
+    body = server.run(solution_text=f"import sys\nprint('bye')\nsys.exit({code})\n").json()
+    assert body["exit_code"] == code
+    assert body["stats"]["outcome"] == "exited"
+    assert body["stats"]["signal"] is None
+    assert body["stdout"] == "bye\n"
+
+
+@pytest.mark.parametrize(("sig", "name"), [(9, "SIGKILL"), (11, "SIGSEGV"), (15, "SIGTERM"), (6, "SIGABRT")])
+def test_signal_propagates(server, sig, name):
+    body = server.run(solution_text=f"import os, signal\nos.kill(os.getpid(), signal.{name})\n").json()
+    assert body["exit_code"] == 128 + sig
+    assert body["stats"]["signal"] == sig
+    assert body["stats"]["outcome"] == "signaled"
+
+
+def test_uncaught_exception_is_exit_1_with_traceback(server):
+    body = server.run(solution_text="raise ValueError('boom')\n").json()
+    assert body["exit_code"] == 1
+    assert "ValueError: boom" in body["stderr"]
+    assert body["stats"]["outcome"] == "exited"
+
+
+def test_timeout_keeps_partial_output(server):
+    solution = "import sys, time\nprint('partial', flush=True)\nsys.stderr.write('err\\n'); sys.stderr.flush()\ntime.sleep(30)\nprint('never')\n"
+    body = server.run(solution_text=solution, timeout="700ms").json()
+    assert body["exit_code"] is None
+    assert body["stats"]["outcome"] == "timed_out"
+    assert body["stdout"] == "partial\n"
+    assert body["stderr"] == "err\n"
+    assert body["stats"]["wall_ms"] >= 700
+
+
+def test_timeout_kills_children_holding_stdout(server):
+    solution = "import subprocess, time\nsubprocess.Popen(['sleep', '120'])\nsubprocess.Popen(['sh', '-c', 'sleep 120; echo late'])\nprint('forked', flush=True)\ntime.sleep(120)\n"
+    started = time.monotonic()
+    body = server.run(solution_text=solution, timeout="1s").json()
+    assert body["stats"]["outcome"] == "timed_out"
+    assert body["stdout"] == "forked\n"
+    assert time.monotonic() - started < 60
+
+
+def test_background_processes_end_with_the_test_command(server):
+    solution = "import subprocess\nsubprocess.Popen(['sh', '-c', 'sleep 60; echo late'])\nprint('main done')\n"
+    started = time.monotonic()
+    body = server.run(solution_text=solution, timeout="2m").json()
+    assert body["exit_code"] == 0 and body["stats"]["outcome"] == "exited"
+    assert body["stdout"] == "main done\n"
+    assert time.monotonic() - started < 30  # not the 60 s the orphan would keep stdout open
+
+
+def test_binary_output_is_replaced_not_an_error(server):
+    solution = "import sys\nsys.stdout.buffer.write(b'ok\\xff\\xfe\\x00end')\nsys.stderr.buffer.write(b'\\xc3\\x28')\n"
+    response = server.run(solution_text=solution)
+    assert response.status_code == 200
+    body = response.json()
+    assert body["stdout"] == "ok\ufffd\ufffd\x00end"
+    assert body["stderr"] == "\ufffd("
+
+
+def test_unicode_round_trip(server):
+    text = "héllo wörld ✓ 日本 😀"
+    body = server.run(solution_text=f"print({text!r})").json()
+    assert body["stdout"] == text + "\n"
+
+
+def test_stdin_is_fed_and_defaults_to_dev_null(server):
+    solution = "import sys\ndata = sys.stdin.read()\nprint(repr(data))\n"
+    assert server.run(solution_text=solution, stdin="1 2\nthree\n").json()["stdout"] == "'1 2\\nthree\\n'\n"
+    assert server.run(solution_text=solution).json()["stdout"] == "''\n"
+    assert server.run(solution_text=solution, stdin=None).json()["stdout"] == "''\n"
+    big = "x" * 300_000  # larger than a pipe buffer
+    assert server.run(solution_text="import sys\nprint(len(sys.stdin.read()))", stdin=big).json()["stdout"] == "300000\n"
+
+
+def test_stdin_cannot_be_rewritten_by_the_task(server):
+    solution = "import os\ntry:\n    os.write(0, b'x')\n    print('wrote')\nexcept OSError as e:\n    print('refused', e.errno)\n"
+    assert server.run(solution_text=solution, stdin="abc").json()["stdout"].startswith("refused")
+
+
+def test_keep_alive_serves_several_requests_on_one_connection(server):
+    body = json.dumps({"lang_slug": "python", "solution_text": "print(6 * 7)"}).encode()
+    request = b"POST /run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as conn:
+        reader = conn.makefile("rb")
+        for _ in range(3):
+            conn.sendall(request)
+            status = reader.readline()
+            assert status.startswith(b"HTTP/1.1 200")
+            headers = {}
+            while (line := reader.readline()) != b"\r\n":
+                key, _, value = line.decode().partition(":")
+                headers[key.strip().lower()] = value.strip()
+            payload = json.loads(reader.read(int(headers["content-length"])))
+            assert payload["stdout"] == "42\n"
+            assert headers.get("connection", "keep-alive").lower() != "close"
+
+
+def test_client_that_hangs_up_cancels_its_run(server):
+    body = json.dumps({"lang_slug": "python", "solution_text": "import time\ntime.sleep(60)\n", "timeout": "2m"}).encode()
+    conn = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+    conn.sendall(b"POST /run HTTP/1.1\r\nHost: x\r\nX-Request-Id: hang-up-1\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    deadline = time.monotonic() + 20
+    while not busy_slots(server) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert busy_slots(server)
+    conn.close()
+    deadline = time.monotonic() + 20
+    while busy_slots(server) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not busy_slots(server), "the run was not cancelled"
+    deadline = time.monotonic() + 5
+    while not any(r.get("request_id") == "hang-up-1" for r in server.logged("request")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    line = [r for r in server.logged("request") if r.get("request_id") == "hang-up-1"]
+    assert line and line[0]["status"] == 499 and line[0]["outcome"] == "cancelled"
+
+
+def test_parallel_requests_get_200_or_429_and_waves_all_succeed(start_server):
+    srv = start_server(RUN_CONCURRENCY="10")
+    solution = "import time\ntime.sleep(0.3)\nprint('ok')\n"
+
+    def fire(count: int) -> list[httpx.Response]:
+        results: list = [None] * count
+
+        def one(i: int) -> None:
+            with httpx.Client(base_url=srv.url, timeout=60) as client:
+                results[i] = client.post("/run", json={"lang_slug": "python", "solution_text": solution})
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(count)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return results
+
+    burst = fire(30)
+    assert {r.status_code for r in burst} <= {200, 429}
+    assert sum(r.status_code == 200 for r in burst) >= 10
+    assert all(r.json()["stdout"] == "ok\n" for r in burst if r.status_code == 200)
+    assert all(r.json() == {"error": "runner busy"} for r in burst if r.status_code == 429)
+    for _ in range(3):
+        wave = fire(10)
+        assert [r.status_code for r in wave] == [200] * 10

@@ -1,0 +1,258 @@
+"""Every row of DESIGN.md's status table, against a real server."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+SLOW = "import time\nprint('started', flush=True)\ntime.sleep({seconds})\nprint('done')\n"
+
+
+def post_raw(server, body: bytes, headers: dict | None = None) -> httpx.Response:
+    return server.client.post("/run", content=body, headers={"Content-Type": "application/json", **(headers or {})})
+
+
+def test_200_result_has_the_contract_keys_in_order(server):
+    response = server.run(solution_text="print(2 + 3)")
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+    assert list(response.json()) == ["exit_code", "stdout", "stderr", "stats"]
+    assert response.text.startswith('{"exit_code":0,"stdout":"5\\n","stderr":"","stats":{"outcome":"exited",')
+    stats = response.json()["stats"]
+    assert list(stats) == ["outcome", "wall_ms", "cpu_ms", "memory_peak_bytes", "signal"]
+    assert stats["signal"] is None and stats["wall_ms"] > 0 and stats["memory_peak_bytes"] > 0
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (b"{not json", "body is not valid JSON"),
+        (b"", "body is not valid JSON"),
+        (b"\xff\xfe", "body is not UTF-8"),
+        (b"[1, 2]", "body must be a JSON object"),
+        (b'"text"', "body must be a JSON object"),
+        (b'{"solution_text": "x"}', "lang_slug is required"),
+        (b'{"lang_slug": null, "solution_text": "x"}', "lang_slug is required"),
+        (b'{"lang_slug": 7, "solution_text": "x"}', "lang_slug must be a string"),
+        (b'{"lang_slug": "python"}', "solution_text is required"),
+        (b'{"lang_slug": "python", "solution_text": ["x"]}', "solution_text must be a string"),
+        (b'{"lang_slug": "python", "solution_text": "x", "checker_text": 1}', "checker_text must be a string or null"),
+        (b'{"lang_slug": "python", "solution_text": "x", "stdin": {}}', "stdin must be a string or null"),
+        (b'{"lang_slug": "python", "solution_text": "x", "asserts": 5}', "asserts must be a string, an array, an object or null"),
+        (b'{"lang_slug": "python", "solution_text": "x", "timeout": 10}', 'timeout must be a string such as "500ms", "10s" or "2m"'),
+        (b'{"lang_slug": "python", "solution_text": "\\ud800"}', "solution_text is not valid UTF-8 text (it contains a lone surrogate)"),
+        (b'{"lang_slug": "python", "solution_text": "x", "stdin": "\\udfff"}', "stdin is not valid UTF-8 text (it contains a lone surrogate)"),
+        (b'{"lang_slug": "python", "solution_text": "x", "asserts": [NaN]}', "body is not valid JSON"),
+    ],
+)
+def test_400_bad_bodies(server, body, error):
+    response = post_raw(server, body)
+    assert response.status_code == 400
+    assert response.json() == {"error": error}
+
+
+@pytest.mark.parametrize("timeout", ["10", "1h", "1.5s", "", "-1s", "0s", "0ms", " 1s", "1 s", "5m1s", "301s", "6m"])
+def test_400_bad_or_too_long_timeouts(server, timeout):
+    response = server.run(solution_text="print(1)", timeout=timeout)
+    assert response.status_code == 400
+    assert "timeout" in response.json()["error"]
+
+
+@pytest.mark.parametrize("timeout", ["900ms", "2s", "1m", "5m", "300s"])
+def test_good_timeouts(server, timeout):
+    assert server.run(solution_text="print(1)", timeout=timeout).status_code == 200
+
+
+def test_400_unsupported_lang_slug(server):
+    assert server.run(lang_slug="cobol", solution_text="x").json() == {"error": "unsupported lang_slug"}
+    # a slug of the table that this server does not serve (no workspace for it in langs/)
+    unserved = [u["slug"] for u in server.client.get("/languages").json()["unserved"]]
+    assert unserved, "expected at least one unserved slug on this host"
+    response = server.run(lang_slug=unserved[0], solution_text="x", checker_text="")
+    assert response.status_code == 400 and response.json() == {"error": "unsupported lang_slug"}
+
+
+def test_400_order_type_errors_before_slug_before_checker(start_server, workspace):
+    srv = start_server(RUN_WORKSPACE=workspace("@cat check/checker.cpp"))  # every slug served
+    assert srv.run(lang_slug="cobol", solution_text="x", timeout="1h").json()["error"].startswith("timeout")
+    assert srv.run(lang_slug="cobol", solution_text="x").json() == {"error": "unsupported lang_slug"}
+    assert srv.run(lang_slug="cpp", solution_text="x").json() == {"error": "checker_text is required"}
+    assert srv.run(lang_slug="cpp", solution_text="x", checker_text=None).json() == {"error": "checker_text is required"}
+    ok = srv.run(lang_slug="cpp", solution_text="x", checker_text="// checker")
+    assert ok.status_code == 200 and ok.json()["stdout"] == "// checker"
+    # a language without a checker ignores checker_text
+    assert srv.run(lang_slug="python", solution_text="x", checker_text="ignored").status_code == 200
+
+
+def test_401_with_api_keys(start_server):
+    srv = start_server(RUN_API_KEYS="first-key,second-key")
+    body = {"lang_slug": "python", "solution_text": "print(1)"}
+    assert srv.client.post("/run", json=body).json() == {"error": "unauthorized"}
+    assert srv.client.post("/run", json=body).status_code == 401
+    assert srv.client.post("/run", json=body, headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert srv.client.post("/run", json=body, headers={"Authorization": "Basic first-key"}).status_code == 401
+    # 401 comes before every other check
+    assert srv.client.post("/run", content=b"{bad", headers={"Content-Encoding": "gzip"}).status_code == 401
+    assert srv.client.get("/languages").status_code == 401
+    assert srv.client.get("/health").status_code == 200  # health checks need no key
+    for key in ("first-key", "second-key"):
+        response = srv.client.post("/run", json=body, headers={"Authorization": f"Bearer {key}"})
+        assert response.status_code == 200
+        assert response.json()["stdout"] == "1\n"
+    assert srv.client.get("/languages", headers={"Authorization": "Bearer second-key"}).status_code == 200
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "br", "x-unknown"])
+def test_415_content_encoding(server, encoding):
+    response = post_raw(server, b"{}", {"Content-Encoding": encoding})
+    assert response.status_code == 415
+    assert response.json() == {"error": "content-encoding not supported"}
+
+
+def test_identity_encoding_is_accepted(server):
+    response = post_raw(server, json.dumps({"lang_slug": "python", "solution_text": "print(1)"}).encode(), {"Content-Encoding": "identity"})
+    assert response.status_code == 200
+
+
+def _body_of_size(size: int) -> bytes:
+    base = {"lang_slug": "python", "solution_text": ""}
+    padding = size - len(json.dumps(base, separators=(",", ":")))
+    body = json.dumps({"lang_slug": "python", "solution_text": "#" * padding}, separators=(",", ":")).encode()
+    assert len(body) == size
+    return body
+
+
+def test_413_payload_too_large_and_exactly_the_limit_is_fine(start_server):
+    srv = start_server(RUN_INPUT_MAX="2k")
+    assert post_raw(srv, _body_of_size(2048)).status_code == 200
+    too_large = post_raw(srv, _body_of_size(2049))
+    assert too_large.status_code == 413
+    assert too_large.json() == {"error": "payload too large"}
+
+    def chunks(body):
+        for i in range(0, len(body), 500):
+            yield body[i : i + 500]
+
+    # without Content-Length (chunked transfer encoding) the limit still holds
+    assert srv.client.post("/run", content=chunks(_body_of_size(2048))).status_code == 200
+    assert srv.client.post("/run", content=chunks(_body_of_size(4000))).status_code == 413
+
+
+def test_413_output_too_large_kills_the_run_at_once(start_server):
+    srv = start_server(RUN_OUTPUT_MAX="1k")
+    started = time.monotonic()
+    response = srv.run(solution_text="import sys, time\nsys.stdout.write('x' * 5000)\nsys.stdout.flush()\ntime.sleep(60)\n", timeout="2m")
+    assert response.status_code == 413
+    assert response.json() == {"error": "output too large"}
+    assert time.monotonic() - started < 30  # not the 60 s the program would sleep
+    # stderr has its own cap
+    assert srv.run(solution_text="import sys\nsys.stderr.write('e' * 2000)\n").status_code == 413
+    # exactly the cap is fine
+    exact = srv.run(solution_text="import sys\nsys.stdout.write('x' * 1024)\n")
+    assert exact.status_code == 200 and len(exact.json()["stdout"]) == 1024
+
+
+def test_output_cap_zero_lifts_it(start_server):
+    srv = start_server(RUN_OUTPUT_MAX="0")
+    response = srv.run(solution_text="import sys\nsys.stdout.write('y' * (3 * 1024 * 1024))\n")
+    assert response.status_code == 200 and len(response.json()["stdout"]) == 3 * 1024 * 1024
+
+
+def test_429_when_every_slot_runs(start_server):
+    srv = start_server(RUN_CONCURRENCY="1")
+    slow = threading.Thread(target=srv.run, kwargs={"solution_text": SLOW.format(seconds=3)})
+    slow.start()
+    _wait_for_busy(srv, 1)
+    with httpx.Client(base_url=srv.url) as other:
+        response = other.post("/run", json={"lang_slug": "python", "solution_text": "print(1)"})
+    assert response.status_code == 429
+    assert response.json() == {"error": "runner busy"}
+    slow.join()
+    assert srv.run(solution_text="print(1)").status_code == 200
+
+
+def _wait_for_busy(srv, count: int, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if len(busy_slots(srv)) >= count:
+            return
+        time.sleep(0.01)
+    raise AssertionError("runs did not start")
+
+
+def busy_slots(srv) -> list[int]:
+    """pids of this server's slots that are running a job (their title says `busy`)."""
+    zygote = srv.pids()["zygote"]
+    children = Path(f"/proc/{zygote}/task/{zygote}/children").read_text().split()
+    busy = []
+    for pid in children:
+        try:
+            if " busy " in Path(f"/proc/{pid}/cmdline").read_text():
+                busy.append(int(pid))
+        except FileNotFoundError:
+            pass
+    return busy
+
+
+def test_503_while_shutting_down_and_in_flight_run_finishes(start_server):
+    srv = start_server(RUN_SHUTDOWN_GRACE="30s")
+    results = {}
+    slow = threading.Thread(target=lambda: results.update(r=srv.run(solution_text=SLOW.format(seconds=2))))
+    slow.start()
+    _wait_for_busy(srv, 1)
+    srv.proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while not srv.logged("shutting down") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with httpx.Client(base_url=srv.url) as other:
+        refused = other.post("/run", json={"lang_slug": "python", "solution_text": "print(1)"})
+        health = other.get("/health")
+    assert refused.status_code == 503 and refused.json() == {"error": "shutting down"}
+    assert health.status_code == 503
+    slow.join()
+    assert results["r"].status_code == 200
+    assert results["r"].json()["stdout"] == "started\ndone\n"
+    assert srv.proc.wait(30) == 0
+
+
+def test_500_when_the_slot_is_killed_during_a_run(server):
+    results = {}
+    runner = threading.Thread(target=lambda: results.update(r=server.run(solution_text=SLOW.format(seconds=20))))
+    runner.start()
+    _wait_for_busy(server, 1)
+    for pid in busy_slots(server):
+        Path(f"/proc/{pid}")  # the slot's init: PID 1 of its namespace, killed from outside
+        import os
+
+        os.kill(pid, signal.SIGKILL)
+    runner.join()
+    assert results["r"].status_code == 500
+    assert results["r"].json() == {"error": "internal"}
+    # the slot is replaced: the server keeps serving
+    assert server.run(solution_text="print(7)").json()["stdout"] == "7\n"
+
+
+def test_404_and_405(server):
+    assert server.client.get("/nope").status_code == 404
+    assert server.client.get("/nope").json() == {"error": "not found"}
+    wrong = server.client.get("/run")
+    assert wrong.status_code == 405 and wrong.json() == {"error": "method not allowed"}
+    assert "POST" in wrong.headers["allow"]
+    assert server.client.post("/health").status_code == 405
+    assert server.client.post("/shutdown").status_code == 404  # ALLOW_SHUTDOWN is off
+
+
+def test_request_id_is_echoed_or_made(server):
+    given = server.client.post("/run", json={"lang_slug": "python", "solution_text": "print(1)"}, headers={"X-Request-Id": "abc-123"})
+    assert given.headers["x-request-id"] == "abc-123"
+    made = server.client.get("/health").headers["x-request-id"]
+    assert len(made) >= 16
+    assert server.client.get("/nope").headers["x-request-id"]
+    assert post_raw(server, b"{").headers["x-request-id"]
+    assert any(r.get("request_id") == "abc-123" and r.get("status") == 200 for r in server.logged("request"))
