@@ -21,6 +21,13 @@ ZYGOTE_EXIT_WAIT_S = 10.0
 class Handler(WSGIHandler):
     """Exposes the client's socket, so a run is cancelled when its client hangs up."""
 
+    def handle(self):
+        # headers and body leave in separate writes: without NODELAY, Nagle holds the body back
+        # until the client's delayed ACK (40 ms) on every keep-alive request after the first
+        if self.socket.family in (socket.AF_INET, socket.AF_INET6):
+            self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return super().handle()
+
     def get_environ(self):
         environ = super().get_environ()
         environ["kiln.socket"] = self.socket
