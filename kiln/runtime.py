@@ -68,7 +68,7 @@ def single_workspace(config: Config) -> bool:
     return (config.workspace / "Makefile").is_file()
 
 
-def test_command(folder: Path) -> str:
+def read_test_command(folder: Path) -> str:
     """The lines of `make -n -s test`, after checking `test` is phony with phony prerequisites
     only: the command is taken once, so a file target would make it depend on the host."""
     database = _make(folder, "-p", "-n", "-s", "-r", "-R", "test")
@@ -167,7 +167,7 @@ def build(config: Config) -> Runtime:
     wanted = config.langs or tuple(langs.LANGUAGES)
     workloads: dict[str, Workload] = {}
     unserved: list[Unserved] = []
-    shared_script = test_command(config.workspace) if single else None
+    shared_script = read_test_command(config.workspace) if single else None
     for slug in wanted:
         language = langs.LANGUAGES[slug]
         folder = config.workspace if single else config.workspace / slug
@@ -179,7 +179,7 @@ def build(config: Config) -> Runtime:
                 reason = find_toolchain(language, config)
         if reason is None:
             try:
-                script = shared_script or test_command(folder)
+                script = shared_script or read_test_command(folder)
             except StartupError as error:
                 reason = str(error)
         if reason is not None:

@@ -42,14 +42,15 @@ class Job:
 
 def parse(header: dict, blobs: list[bytes], runtime: Runtime) -> Job:
     config = runtime.config
-    workload = runtime.workloads.get(header.get("slug"))
+    slug = header.get("slug")
+    workload = runtime.workloads.get(slug) if isinstance(slug, str) else None
     if workload is None:
         raise JobError(f"unknown slug {header.get('slug')!r}")
     timeout_ms = header.get("timeout_ms")
     if type(timeout_ms) is not int or not 0 < timeout_ms <= config.timeout_max_ms:
         raise JobError(f"bad timeout_ms {timeout_ms!r}")
     parts = header.get("files")
-    if not isinstance(parts, list) or len(set(parts)) != len(parts) or not set(parts) <= set(FILE_PARTS):
+    if not isinstance(parts, list) or not all(p in FILE_PARTS for p in parts) or len(set(parts)) != len(parts):
         raise JobError(f"bad files {parts!r}")
     has_stdin = header.get("stdin") is True
     if len(blobs) != len(parts) + has_stdin:

@@ -1,0 +1,155 @@
+"""The frame codec, and the job checks the root side makes on every frame from the front."""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import threading
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kiln import config, runtime
+from kiln.zygote import job, protocol
+from kiln.zygote.protocol import ProtocolError
+
+REPO = Path(__file__).resolve().parents[2]
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def roundtrip(header: dict, blobs: list[bytes], fds=()) -> tuple[tuple[dict, list[bytes]], list[int]]:
+    a, b = socket.socketpair()
+    received: list[int] = []
+    try:
+        sender = threading.Thread(target=protocol.send_frame, args=(a, header, blobs, fds))
+        sender.start()
+        frame = protocol.recv_frame(b, 64 << 20, received)
+        sender.join()
+        return frame, received
+    finally:
+        a.close()
+        b.close()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.text(max_size=10).filter(lambda k: k != "blobs"), json_values, max_size=6), st.lists(st.binary(max_size=300), max_size=4))
+def test_round_trip(header, blobs):
+    (got_header, got_blobs), _ = roundtrip(header, blobs)
+    expected = dict(header, blobs=[len(b) for b in blobs]) if blobs else header
+    assert got_header == expected
+    assert got_blobs == blobs
+
+
+def test_large_blob_and_descriptor_passing():
+    big = os.urandom(3 << 20)
+    r, w = os.pipe()
+    try:
+        (header, blobs), fds = roundtrip({"op": "slot"}, [big], fds=(r,))
+        assert header["op"] == "slot" and blobs == [big]
+        assert len(fds) == 1
+        os.write(w, b"x")
+        assert os.read(fds[0], 1) == b"x"  # the same pipe, through another descriptor
+        os.close(fds[0])
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_clean_end_of_stream_is_none_and_mid_frame_is_an_error():
+    a, b = socket.socketpair()
+    a.close()
+    assert protocol.recv_frame(b, 1024) is None
+    b.close()
+    a, b = socket.socketpair()
+    a.sendall(protocol.encode({"op": "x"})[:7])
+    a.close()
+    with pytest.raises(ProtocolError):
+        protocol.recv_frame(b, 1024)
+    b.close()
+
+
+def test_oversized_frame_is_refused_before_reading_it():
+    a, b = socket.socketpair()
+    a.sendall(struct.pack(">II", 10 << 20, 2))
+    with pytest.raises(ProtocolError, match="limit"):
+        protocol.recv_frame(b, 1 << 20)
+    a.close()
+    b.close()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200))
+def test_garbage_never_crashes_the_decoder(data):
+    a, b = socket.socketpair()
+    try:
+        a.sendall(data)
+        a.close()
+        try:
+            protocol.recv_frame(b, 1 << 16)
+        except ProtocolError:
+            pass
+    finally:
+        b.close()
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        struct.pack(">I", 6) + b"{}",  # header size larger than the frame
+        struct.pack(">I", 2) + b"[]",  # not an object
+        struct.pack(">I", 2) + b"\xff\xfe",  # not UTF-8
+        struct.pack(">I", 12) + b'{"blobs":[9]}',  # blob sizes do not add up
+        struct.pack(">I", 15) + b'{"blobs":[-1]}',
+    ],
+)
+def test_malformed_frames(payload):
+    with pytest.raises(ProtocolError):
+        protocol.decode(payload, struct.unpack(">I", payload[:4])[0])
+
+
+@pytest.fixture(scope="module")
+def rt():
+    return runtime.build(config.load({"RUN_INPUT_MAX": "1k", "RUN_TIMEOUT_MAX": "10s"}, REPO))
+
+
+def job_header(**overrides) -> dict:
+    return {"op": "job", "slug": "python", "timeout_ms": 1000, "files": ["solution"], "stdin": False, **overrides}
+
+
+def test_a_valid_job(rt):
+    parsed = job.parse(job_header(files=["solution", "asserts"], stdin=True), [b"print(1)", b"{}", b"in"], rt)
+    assert parsed.workload.slug == "python" and parsed.timeout_ms == 1000
+    assert parsed.files == (("solution", b"print(1)"), ("asserts", b"{}"))
+    assert parsed.stdin == b"in"
+
+
+@pytest.mark.parametrize(
+    ("header", "blobs", "message"),
+    [
+        (job_header(slug="cobol"), [b""], "unknown slug"),
+        (job_header(slug=["python"]), [b""], "unknown slug"),
+        (job_header(timeout_ms=0), [b""], "bad timeout_ms"),
+        (job_header(timeout_ms=10_001), [b""], "bad timeout_ms"),
+        (job_header(timeout_ms=1.5), [b""], "bad timeout_ms"),
+        (job_header(timeout_ms=True), [b""], "bad timeout_ms"),
+        (job_header(files=["solution", "../../etc/passwd"]), [b"", b""], "bad files"),
+        (job_header(files=["solution", "solution"]), [b"", b""], "bad files"),
+        (job_header(files="solution"), [b""], "bad files"),
+        (job_header(files=["asserts"]), [b""], "no solution"),
+        (job_header(files=["solution", "checker"]), [b"", b""], "checker"),
+        (job_header(), [b"", b"extra"], "blob count"),
+        (job_header(stdin=True), [b""], "blob count"),
+        (job_header(), [b"x" * 1025], "RUN_INPUT_MAX"),
+    ],
+)
+def test_the_root_side_rejects_bad_jobs(rt, header, blobs, message):
+    with pytest.raises(job.JobError, match=message):
+        job.parse(header, blobs, rt)

@@ -1,0 +1,89 @@
+"""What startup resolves: test commands from Makefiles, served languages, the install layout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kiln import config, runtime
+from kiln.runtime import StartupError, exec_last_command, read_test_command
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        ("/usr/bin/python3 -B check/harness.py", "exec /usr/bin/python3 -B check/harness.py"),
+        ("javac x.java\njava Main", "javac x.java\nexec java Main"),
+        ("true", "exec true"),
+        ("cd check && ./run", "cd check && ./run"),
+        ("a | b", "a | b"),
+        ("FOO=1 run", "FOO=1 run"),
+        ("echo $HOME", "echo $HOME"),
+        ("echo hi", "echo hi"),
+        ("cd check", "cd check"),
+        ("run 'quoted arg'", "run 'quoted arg'"),
+        ("run > out", "run > out"),
+        ("ls *.py", "ls *.py"),
+    ],
+)
+def test_exec_last_command_only_for_plain_commands(script, expected):
+    assert exec_last_command(script) == expected
+
+
+def makefile(tmp_path: Path, text: str) -> Path:
+    (tmp_path / "Makefile").write_text(text)
+    return tmp_path
+
+
+def test_test_command_is_the_recipe(tmp_path):
+    folder = makefile(tmp_path, ".PHONY: test build\ntest: build\n\t@echo one\n\tpython3 run.py\nbuild:\n\t@cc -o x x.c\n")
+    assert read_test_command(folder) == "cc -o x x.c\necho one\nexec python3 run.py"
+
+
+def test_test_must_be_phony(tmp_path):
+    with pytest.raises(StartupError, match="must be declared .PHONY"):
+        read_test_command(makefile(tmp_path, "test:\n\t@true\n"))
+
+
+def test_test_may_not_depend_on_files(tmp_path):
+    with pytest.raises(StartupError, match=r"depends on files \['x.o'\]"):
+        read_test_command(makefile(tmp_path, ".PHONY: test\ntest: x.o\n\t@true\nx.o:\n\t@true\n"))
+
+
+def test_missing_test_target(tmp_path):
+    with pytest.raises(StartupError):
+        read_test_command(makefile(tmp_path, ".PHONY: other\nother:\n\t@true\n"))
+
+
+def test_build_serves_found_languages_and_says_why_not_others():
+    cfg = config.load({}, REPO)
+    rt = runtime.build(cfg)
+    assert "python" in rt.workloads and "js" in rt.workloads
+    assert rt.workloads["python"].script.startswith("exec /usr/bin/python3")
+    assert rt.workloads["python"].lower == "/.kiln/ws/python"
+    reasons = {u.slug: u.reason for u in rt.unserved}
+    assert "dart" in reasons and reasons["dart"]
+    assert rt.versions["python"].startswith("Python 3")
+    assert rt.staging_dir == "/run/kiln/root"
+
+
+def test_single_workspace_serves_every_slug(tmp_path):
+    makefile(tmp_path, ".PHONY: test\ntest:\n\t@true\n")
+    rt = runtime.build(config.load({"RUN_WORKSPACE": str(tmp_path)}, REPO))
+    assert set(rt.workloads) == set(config.load({}, REPO).langs or runtime.langs.LANGUAGES)
+    assert {w.lower for w in rt.workloads.values()} == {"/.kiln/ws"}
+
+
+def test_run_langs_naming_an_unservable_language_stops_startup():
+    with pytest.raises(StartupError, match="dart"):
+        runtime.build(config.load({"RUN_LANGS": "python,dart"}, REPO))
+
+
+def test_install_layout_refuses_kiln_under_a_bound_path(tmp_path):
+    cfg = config.load({}, REPO)
+    with pytest.raises(StartupError, match="install kiln elsewhere"):
+        runtime.check_install_layout(cfg, (str(REPO),))
+    runtime.check_install_layout(cfg, ("/usr", "/etc/alternatives"))
