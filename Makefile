@@ -7,6 +7,7 @@ PYTEST_ARGS ?=
 
 setup:
 	@scripts/setup.sh
+	@langs/js/install.sh
 
 run: setup
 	$(VENV)/bin/kiln serve

@@ -1,0 +1,261 @@
+"""langs/python: its test command and check/harness.py, run directly (no kiln, no sandbox)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+ADD = "def solution(a, b):\n    return a + b\n"
+
+# The original runner's payload: a plain script that reads asserts.json itself.
+RUNNER_PAYLOAD = """import json
+
+with open("asserts.json") as f:
+    data = json.load(f)
+print(data["a"] + data["b"])
+"""
+
+
+def test_test_command_is_one_simple_line(python_ws):
+    assert python_ws.command == "/usr/bin/python3 -B check/harness.py\n"
+    makefile = (python_ws.root / "Makefile").read_text()
+    assert ".PHONY: test" in makefile
+    assert re.search(r"^test:\s*$", makefile, re.M), "test must have no prerequisites"
+    assert "CURDIR" not in makefile and str(python_ws.root) not in python_ws.command
+
+
+def test_a_plus_b_over_several_argument_lists(python_ws):
+    res = python_ws.run(ADD, '{"arguments": [[1, 2], [10, -3], [0, 0], [2.5, 0.25]]}')
+    assert res.returncode == 0, res.stderr
+    assert res.masked() == (
+        '[{"type":"result","value":3,"time":"T","output":""},'
+        '{"type":"result","value":7,"time":"T","output":""},'
+        '{"type":"result","value":0,"time":"T","output":""},'
+        '{"type":"result","value":2.75,"time":"T","output":""}]\n'
+    )
+    assert res.stderr == ""
+    for item in res.items():
+        assert float(item["time"]) < 1
+
+
+def test_an_error_in_one_call_does_not_stop_the_others(python_ws):
+    solution = "def solution(a, b):\n    return a // b\n"
+    res = python_ws.run(solution, '{"arguments": [[7, 2], [1, 0], [9, 3]]}')
+    assert res.returncode == 0
+    assert res.masked() == (
+        '[{"type":"result","value":3,"time":"T","output":""},'
+        '{"type":"error","value":"ZeroDivisionError: integer division or modulo by zero","time":"T","output":""},'
+        '{"type":"result","value":3,"time":"T","output":""}]\n'
+    )
+
+
+def test_error_messages(python_ws):
+    solution = (
+        "class Custom(Exception):\n    pass\n"
+        "def solution(kind):\n"
+        "    if kind == 'key': return {}['missing']\n"
+        "    if kind == 'custom': raise Custom('mine')\n"
+        "    if kind == 'bare': raise ValueError\n"
+        "    if kind == 'exit': raise SystemExit(3)\n"
+    )
+    res = python_ws.run(solution, '{"arguments": [["key"], ["custom"], ["bare"], ["exit"]]}')
+    assert res.returncode == 0
+    assert [(i["type"], i["value"]) for i in res.items()] == [
+        ("error", "KeyError: 'missing'"),
+        ("error", "Custom: mine"),
+        ("error", "ValueError"),
+        ("error", "SystemExit: 3"),
+    ]
+
+
+def test_output_is_captured_per_call(python_ws):
+    solution = (
+        "import os, sys\n"
+        "def solution(n):\n"
+        "    print('print', n)\n"
+        "    sys.stdout.write('write %d\\n' % n)\n"
+        "    sys.stdout.flush()\n"
+        "    sys.stdout.buffer.write(b'buffer\\n')\n"
+        "    sys.stdout.buffer.flush()\n"
+        "    os.write(1, b'fd\\n')\n"
+        "    if n == 2:\n"
+        "        raise RuntimeError('after printing')\n"
+        "    return n\n"
+    )
+    res = python_ws.run(solution, '{"arguments": [[1], [2], [3]]}')
+    assert res.returncode == 0
+    items = res.items()
+    assert [i["output"] for i in items] == [f"print {n}\nwrite {n}\nbuffer\nfd\n" for n in (1, 2, 3)]
+    assert [i["type"] for i in items] == ["result", "error", "result"]
+
+
+def test_stderr_is_left_alone(python_ws):
+    solution = "import sys\ndef solution():\n    print('to stderr', file=sys.stderr)\n    return 1\n"
+    res = python_ws.run(solution, '{"arguments": [[]]}')
+    assert res.stderr == "to stderr\n"
+    assert res.masked() == '[{"type":"result","value":1,"time":"T","output":""}]\n'
+
+
+def test_output_while_loading_comes_first(python_ws):
+    solution = "print('loading')\nprint('twice')\n" + ADD
+    res = python_ws.run(solution, '{"arguments": [[1, 1]]}')
+    assert res.returncode == 0
+    assert res.masked() == (
+        '[{"type":"output","value":"loading\\ntwice\\n"},'
+        '{"type":"result","value":2,"time":"T","output":""}]\n'
+    )
+
+
+def test_no_output_item_without_output_while_loading(python_ws):
+    res = python_ws.run(ADD, '{"arguments": []}')
+    assert (res.returncode, res.stdout) == (0, "[]\n")
+
+
+def test_values_are_serialised_naturally(python_ws):
+    solution = (
+        "class Thing:\n    def __repr__(self): return 'Thing()'\n"
+        "def solution(kind):\n"
+        "    return {\n"
+        "        'tuple': (1, (2, 3)), 'set': {3, 1, 2}, 'none': None, 'bool': True,\n"
+        "        'nan': float('nan'), 'inf': float('inf'), 'text': 'привет \"q\"',\n"
+        "        'thing': Thing(), 'range': range(3), 'big': 2 ** 100, 1: 'int key',\n"
+        "    }[kind]\n"
+    )
+    kinds = ["tuple", "set", "none", "bool", "nan", "inf", "text", "thing", "range", "big", 1]
+    res = python_ws.run(solution, json.dumps({"arguments": [[k] for k in kinds]}))
+    assert res.returncode == 0
+    values = [i["value"] for i in res.items()]
+    assert values == [[1, [2, 3]], [1, 2, 3], None, True, None, None, 'привет "q"', "Thing()", [0, 1, 2], 2**100, "int key"]
+    assert '"value":"привет \\"q\\""' in res.stdout  # UTF-8, not \u escapes
+
+
+def test_huge_int_result_is_a_number(python_ws):
+    res = python_ws.run("def solution():\n    return 10 ** 5000\n", '{"arguments": [[]]}')
+    assert res.returncode == 0
+    assert res.masked() == '[{"type":"result","value":1' + "0" * 5000 + ',"time":"T","output":""}]\n'
+
+
+def test_plain_mode_without_asserts_json(python_ws):
+    res = python_ws.run("import sys\nprint('hello', sys.argv, __name__)\n")
+    assert (res.returncode, res.stdout, res.stderr) == (0, "hello ['solution.py'] __main__\n", "")
+
+
+@pytest.mark.parametrize(
+    "asserts",
+    [
+        '{"a": 2, "b": 3}',
+        "[[1, 2]]",
+        '{"arguments": [1, 2]}',
+        '{"arguments": {"a": [1]}}',
+        '{"arguments": [[1], 2]}',
+        '"arguments"',
+        "",
+    ],
+    ids=["other-object", "list", "list-of-numbers", "object-arguments", "mixed", "string", "empty"],
+)
+def test_plain_mode_when_asserts_are_not_of_the_shape(python_ws, asserts):
+    res = python_ws.run(ADD + "print('plain', __name__)\n", asserts)
+    assert (res.returncode, res.stdout, res.stderr) == (0, "plain __main__\n", "")
+
+
+@pytest.mark.parametrize("asserts", ['{"arguments": [[1, 2]]', "{arguments: [[1, 2]]}", b'{"arguments": [["\xff"]]}'])
+def test_plain_mode_when_asserts_are_invalid_json(python_ws, asserts):
+    res = python_ws.run(ADD + "print('plain')\n", asserts)
+    assert (res.returncode, res.stdout, res.stderr) == (0, "plain\n", "")
+
+
+def test_the_original_runner_payload(python_ws):
+    res = python_ws.run(RUNNER_PAYLOAD, '{"a": 2, "b": 3}')
+    assert (res.returncode, res.stdout, res.stderr) == (0, "5\n", "")
+
+
+def test_plain_mode_is_the_bare_run(python_ws):
+    solution = (
+        "import os, sys\n"
+        "print(__name__, sys.argv, os.getcwd() == os.path.dirname(__file__), sys.path[0] == os.path.dirname(__file__))\n"
+        "print(__file__.endswith('/check/solution.py'), __spec__, __package__, sorted(globals()))\n"
+        "print(sys.stdin.read().upper(), end='')\n"
+        "sys.stderr.write('err\\n')\n"
+        "sys.exit(4)\n"
+    )
+    res = python_ws.run(solution, '{"a": 1}', stdin="some input\n")
+    bare = python_ws.run_bare("/usr/bin/python3", "solution.py", stdin="some input\n")
+    assert (res.returncode, res.stdout, res.stderr) == (bare.returncode, bare.stdout, bare.stderr)
+    assert res.returncode == 4 and res.stdout.startswith("__main__ ['solution.py'] True True\n")
+
+
+def test_no_solution_function_passes_output_and_status_through(python_ws):
+    solution = "import sys\nprint('no function here')\nsys.stdout.flush()\nsys.exit(3)\n"
+    res = python_ws.run(solution, '{"arguments": [[1, 2]]}')
+    assert (res.returncode, res.stdout, res.stderr) == (3, "no function here\n", "")
+
+
+def test_no_solution_function_runs_to_its_end(python_ws):
+    res = python_ws.run("solution = 42\nprint('done')\n", '{"arguments": [[1, 2]]}')
+    assert (res.returncode, res.stdout, res.stderr) == (0, "done\n", "")
+
+
+def test_an_error_while_loading_passes_through(python_ws):
+    solution = "print('before')\nraise RuntimeError('while loading')\n" + ADD
+    res = python_ws.run(solution, '{"arguments": [[1, 2]]}')
+    assert res.returncode == 1
+    assert res.stdout == "before\n"
+    assert res.stderr.endswith("RuntimeError: while loading\n")
+    assert "harness.py" not in res.stderr
+
+
+def test_uncaught_exception_in_plain_mode(python_ws):
+    solution = "def f():\n    raise ValueError('boom')\n\nprint('before')\nf()\n"
+    res = python_ws.run(solution)
+    assert (res.returncode, res.stdout) == (1, "before\n")
+    assert res.stderr.startswith("Traceback (most recent call last):\n")
+    assert res.stderr.endswith("ValueError: boom\n")
+    assert 'solution.py", line 5, in <module>' in res.stderr
+    assert "harness" not in res.stderr
+    bare = python_ws.run_bare("/usr/bin/python3", "solution.py")
+    assert (res.returncode, res.stdout, res.stderr) == (bare.returncode, bare.stdout, bare.stderr)
+
+
+def test_syntax_error_in_plain_mode_is_reported_as_bare(python_ws):
+    res = python_ws.run("def broken(:\n    pass\n")
+    bare = python_ws.run_bare("/usr/bin/python3", "solution.py")
+    assert res.returncode == 1
+    assert (res.returncode, res.stdout, res.stderr) == (bare.returncode, bare.stdout, bare.stderr)
+    assert res.stderr.endswith("SyntaxError: invalid syntax\n")
+
+
+def test_exit_status_in_plain_mode(python_ws):
+    assert python_ws.run("import sys\nsys.exit(3)\n").returncode == 3
+    res = python_ws.run("import sys\nsys.exit('bye')\n")
+    assert (res.returncode, res.stderr) == (1, "bye\n")
+
+
+def test_harness_mode_module_is_named_solution(python_ws):
+    solution = (
+        "import sys\n"
+        "if __name__ == '__main__':\n    print('not in harness mode')\n"
+        "def solution():\n    return [__name__, sys.modules['solution'].solution is solution]\n"
+    )
+    res = python_ws.run(solution, '{"arguments": [[]]}')
+    assert res.items()[0]["value"] == ["solution", True]
+
+
+def test_no_bytecode_is_written_to_the_workspace(python_ws):
+    (python_ws.check / "helper.py").write_text("def twice(x):\n    return 2 * x\n")
+    res = python_ws.run("from helper import twice\ndef solution(x):\n    return twice(x)\n", '{"arguments": [[21]]}')
+    assert res.items()[0]["value"] == 42
+    assert not list(python_ws.root.rglob("*.pyc"))
+
+
+def test_late_output_cannot_follow_the_report(python_ws):
+    solution = (
+        "import atexit, threading, time\n"
+        "atexit.register(print, 'at exit')\n"
+        "def solution():\n"
+        "    threading.Thread(target=lambda: (time.sleep(0.2), print('late'))).start()\n"
+        "    return 1\n"
+    )
+    res = python_ws.run(solution, '{"arguments": [[]]}')
+    assert (res.returncode, res.masked()) == (0, '[{"type":"result","value":1,"time":"T","output":""}]\n')
