@@ -92,6 +92,8 @@ class SlotPool:
         while True:
             try:
                 frame = protocol.recv_frame(self.zygote, protocol.MAX_HEADER + 8, fds)
+            except ConnectionResetError:
+                frame = None  # the zygote exited with our last message unread
             except (ProtocolError, OSError) as error:
                 self.log.error("bad frame from the zygote", error=str(error))
                 frame = None
