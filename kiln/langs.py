@@ -25,6 +25,9 @@ class Language:
     version_command: tuple[str, ...] = ()
     readonly_paths: tuple[str, ...] = ()  # host paths the toolchain needs besides /usr
     env: tuple[tuple[str, str], ...] = ()
+    # workspace folders (relative to /sandbox) the task writes besides check/: build caches,
+    # target dirs. They are chowned to the task per request (a metadata copy-up).
+    writable_dirs: tuple[str, ...] = ()
     pids_max: int | None = None  # None: RUN_PIDS_MAX
     memory_max: int | None = None  # None: RUN_CGROUP_MEMORY_MAX
 

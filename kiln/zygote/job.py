@@ -78,7 +78,7 @@ def plans(job: Job, runtime: Runtime, uid: int) -> tuple[plan.JobPlan, plan.Task
         inodes=config.tmp_inodes,
         uid=uid,
         gid=uid,
-        writable_dirs=(workload.language.check_dir,),
+        writable_dirs=(workload.language.check_dir, *workload.language.writable_dirs),
         files=_paths(job),
     )
     task_plan = plan.TaskPlan(
