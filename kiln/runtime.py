@@ -151,6 +151,17 @@ def describe_host_path(path: str) -> HostPath:
     return HostPath(path, "missing")
 
 
+# Places of the sandbox's own making: a read-only path there would hide or replace them.
+RESERVED_PATHS = ("/etc", "/proc", "/sys", "/dev", "/tmp", "/sandbox", "/.kiln")
+
+
+def check_readonly_paths(roots: tuple[str, ...]) -> None:
+    for root in roots:
+        for reserved in RESERVED_PATHS:
+            if root == reserved or (reserved != "/etc" and root.startswith(reserved + "/")):
+                raise StartupError(f"read-only path {root} would cover the sandbox's own {reserved}; bind something below it instead (e.g. /etc/<tool>)")
+
+
 def check_install_layout(config: Config, roots: tuple[str, ...]) -> None:
     """kiln's own code, venv and workspaces must not be visible to tasks through a bound path."""
     own = {"kiln's code": os.path.dirname(os.path.abspath(__file__)), "the Python environment": sys.prefix, "RUN_WORKSPACE": str(config.workspace)}
@@ -200,6 +211,7 @@ def build(config: Config) -> Runtime:
     if not workloads:
         raise StartupError(f"no language can be served from {config.workspace}")
     roots = visible_roots(config, [w.language for w in workloads.values()])
+    check_readonly_paths(roots)
     check_install_layout(config, roots)
     host_paths = tuple(describe_host_path(p) for p in (*MERGED_USR_LINKS, *roots))
     return Runtime(

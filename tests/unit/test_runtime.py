@@ -87,3 +87,13 @@ def test_install_layout_refuses_kiln_under_a_bound_path(tmp_path):
     with pytest.raises(StartupError, match="install kiln elsewhere"):
         runtime.check_install_layout(cfg, (str(REPO),))
     runtime.check_install_layout(cfg, ("/usr", "/etc/alternatives"))
+
+
+@pytest.mark.parametrize("path", ["/etc", "/proc", "/proc/sys", "/dev", "/tmp/x", "/sandbox", "/.kiln/ws", "/sys/fs"])
+def test_readonly_paths_may_not_cover_the_sandbox_own_places(path):
+    with pytest.raises(StartupError, match="would cover"):
+        runtime.check_readonly_paths(("/usr", path))
+
+
+def test_readonly_paths_below_etc_are_fine():
+    runtime.check_readonly_paths(("/usr", "/etc/java-17-openjdk", "/etc/alternatives", "/var/lib/ghc", "/opt/tool"))
