@@ -19,6 +19,7 @@ from pathlib import Path
 from kiln import langs
 from kiln.config import Config
 from kiln.langs import Language
+from kiln.sandbox import seccomp
 from kiln.sandbox.plan import MERGED_USR_LINKS, WORKSPACES_DIR, HostPath
 
 
@@ -57,6 +58,7 @@ class Runtime:
     staging_dir: str
     cpus: int
     versions: dict[str, str]
+    seccomp_filter: bytes  # BPF, compiled once here, loaded by every task
 
     @property
     def runtime_dir(self) -> str:
@@ -222,6 +224,7 @@ def build(config: Config) -> Runtime:
         staging_dir=f"/run/{config.instance}/root",
         cpus=len(os.sched_getaffinity(0)),
         versions=toolchain_versions([w.language for w in workloads.values()], config),
+        seccomp_filter=seccomp.compile_filter(),
     )
 
 

@@ -74,9 +74,16 @@ def serve(environ: dict[str, str]) -> int:
     for unserved in runtime.unserved:
         log.warning("language not served", slug=unserved.slug, reason=unserved.reason)
 
-    from kiln.sandbox import seccomp  # noqa: PLC0415
+    from kiln.sandbox import cgroups  # noqa: PLC0415
 
-    seccomp_filter = seccomp.compile_filter()
+    try:
+        cgroup_driver = cgroups.open_driver(config.cgroup, config.instance, log)
+        cgroup_driver.setup()  # on v2 this moves us (front and zygote to be) into a leaf
+    except cgroups.CgroupError as error:
+        log.error("cannot start", error=str(error))
+        return 1
+    if cgroup_driver.reason:
+        log.warning(f"CGROUPS UNAVAILABLE: runs have no memory or pids limit and report no OOM: {cgroup_driver.reason}")
     os.makedirs(runtime.runtime_dir, 0o755, exist_ok=True)
     front_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     sys.stdout.flush()
@@ -89,7 +96,7 @@ def serve(environ: dict[str, str]) -> int:
 
         code = 70
         try:
-            code = Zygote(runtime, zygote_end, log, seccomp_filter).run()
+            code = Zygote(runtime, zygote_end, log, cgroup_driver).run()
         except BaseException as error:  # noqa: BLE001 - log it, never return into the front's code
             import traceback  # noqa: PLC0415
 
@@ -99,4 +106,4 @@ def serve(environ: dict[str, str]) -> int:
     zygote_end.close()
     from kiln.http.server import Front  # noqa: PLC0415 - gevent only after the fork
 
-    return Front(runtime, front_end, pid, listener, log).run(uid, gid)
+    return Front(runtime, front_end, pid, listener, log, cgroup_driver.reason).run(uid, gid)

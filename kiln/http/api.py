@@ -30,13 +30,15 @@ CLIENT_GONE = 499  # logged only: nobody is left to read it
 
 
 class App:
-    def __init__(self, runtime: Runtime, pool: SlotPool, log: Log, request_shutdown):
+    def __init__(self, runtime: Runtime, pool: SlotPool, log: Log, request_shutdown, no_cgroups_reason: str | None = None):
         self.runtime = runtime
         self.config = runtime.config
         self.pool = pool
         self.log = log
         self.metrics = Metrics(pool)
         self.request_shutdown = request_shutdown
+        # said on every /health: an operator must not miss that limits are not enforced
+        self.health_note = f" (NO CGROUPS: memory and pids limits are not enforced: {no_cgroups_reason})" if no_cgroups_reason else ""
         self.shutting_down = False
         self.result_limit = 2 * self.config.output_max + protocol.MAX_HEADER + 64
         self.url_map = Map(
@@ -115,7 +117,7 @@ class App:
         if self.shutting_down:
             return Response("shutting down\n", 503, content_type="text/plain")
         healthy, text = self.pool.healthy()
-        return Response(text + "\n", 200 if healthy else 503, content_type="text/plain")
+        return Response(text + self.health_note + "\n", 200 if healthy else 503, content_type="text/plain")
 
     def on_languages(self, environ, info) -> Response:
         self._authorize(environ)
@@ -134,7 +136,7 @@ class App:
         body = {
             "languages": served,
             "unserved": [{"slug": u.slug, "reason": u.reason} for u in self.runtime.unserved],
-            "limits": {"timeout_max_ms": config.timeout_max_ms, "input_max_bytes": config.input_max, "output_max_bytes": config.output_max, "concurrency": config.concurrency},
+            "limits": {"timeout_max_ms": config.timeout_max_ms, "input_max_bytes": config.input_max, "output_max_bytes": config.output_max, "concurrency": config.concurrency, "cgroups": not self.health_note},
         }
         return json_response(200, body)
 

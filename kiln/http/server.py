@@ -35,12 +35,12 @@ class Handler(WSGIHandler):
 
 
 class Front:
-    def __init__(self, runtime: Runtime, zygote: socket.socket, zygote_pid: int, listener: socket.socket, log: Log):
+    def __init__(self, runtime: Runtime, zygote: socket.socket, zygote_pid: int, listener: socket.socket, log: Log, no_cgroups_reason: str | None):
         self.runtime = runtime
         self.zygote_pid = zygote_pid
         self.log = log
         self.pool = SlotPool(zygote, runtime.config.concurrency, log, self._zygote_lost)
-        self.app = App(runtime, self.pool, log, self.shutdown)
+        self.app = App(runtime, self.pool, log, self.shutdown, no_cgroups_reason)
         listener = gevent.socket.socket(fileno=listener.detach())  # cooperative accept()
         self.server = WSGIServer(listener, self.app, handler_class=Handler, log=None, error_log=None)
         self.exit_code = 0

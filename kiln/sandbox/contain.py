@@ -15,6 +15,7 @@ import socket
 from typing import NoReturn
 
 from kiln.sandbox import files, identity, libc, mounts, rlimits, seccomp
+from kiln.sandbox.cgroups import SlotCgroup
 from kiln.sandbox.mounts import under
 from kiln.sandbox.plan import SANDBOX_DIR, UPPER_DIR, WORKSPACES_DIR, JobPlan, RootPlan, TaskPlan
 
@@ -110,19 +111,21 @@ def prepare_job(plan: JobPlan) -> None:
             os.close(root_fd)
 
 
-def enter_task(plan: TaskPlan, stdio: tuple[int, int, int], report_fd: int, seccomp_filter: bytes | None) -> NoReturn:
+def enter_task(plan: TaskPlan, stdio: tuple[int, int, int], report_fd: int, cgroup: SlotCgroup, seccomp_filter: bytes | None) -> NoReturn:
     """In the forked task: from root to the test command. Never returns; a failure is written
     to `report_fd` (close-on-exec, so init reads end-of-file when the exec succeeded)."""
     try:
         with step("set up stdio"):
             for target, fd in enumerate(stdio):
                 os.dup2(fd, target)
-        with step("close descriptors"):
-            libc.close_all_except({report_fd})
         with step("set rlimits"):
             rlimits.apply(plan.rlimits)
         with step("enter the workspace"):
             os.chdir(plan.cwd)
+        with step("join the slot's cgroup"):
+            cgroup.join()  # through descriptors opened by the zygote: /sys is not mounted here
+        with step("close descriptors"):
+            libc.close_all_except({report_fd})
         with step("drop capabilities"):
             identity.drop_bounding_set()
         with step("drop to the slot's user"):

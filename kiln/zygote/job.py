@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from kiln.runtime import Runtime, Workload
 from kiln.sandbox import contain, plan
+from kiln.sandbox.cgroups import CgroupStats, SlotCgroup
 from kiln.sandbox.contain import SetupError
 
 FILE_PARTS = ("solution", "checker", "asserts")
@@ -200,35 +201,50 @@ class Supervisor:
                 kill_all()  # background processes end with the test command
 
 
-def outcome(sup: Supervisor, cpu_limit_ms: int) -> tuple[str, int | None, int | None]:
-    """(outcome, exit_code, signal) by DESIGN.md's precedence."""
+def outcome(sup: Supervisor, cgroup: CgroupStats, cpu_limit_ms: int) -> tuple[str, int | None, int | None]:
+    """(outcome, exit_code, signal), by DESIGN.md's precedence: timed_out > out_of_memory >
+    policy_violation > pids_limit > signaled > exited."""
     if sup.setup_error:
         return "infrastructure_failure", None, None
     status = sup.status
-    cpu_ms = _cpu_ms(sup.rusage)
     killed_by = os.WTERMSIG(status) if status is not None and os.WIFSIGNALED(status) else None
     exit_code = os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None
-    rlimit_cpu = cpu_ms >= cpu_limit_ms - 50 and (
-        killed_by in (signal.SIGXCPU, signal.SIGKILL) or exit_code in (128 + signal.SIGXCPU, 128 + signal.SIGKILL)
-    )
+    if killed_by is not None:
+        exit_code = 128 + killed_by
+    rlimit_cpu = _task_cpu_ms(sup, cgroup) >= cpu_limit_ms - 50 and (killed_by in (signal.SIGXCPU, signal.SIGKILL) or exit_code in (128 + signal.SIGXCPU, 128 + signal.SIGKILL))
     if sup.timed_out or status is None or rlimit_cpu:
         return "timed_out", None, killed_by
-    if killed_by is not None:
-        return ("policy_violation" if killed_by == signal.SIGSYS else "signaled"), 128 + killed_by, killed_by
-    if exit_code == 128 + signal.SIGSYS:  # a seccomp kill of a child of `sh -c`
+    if cgroup.oom_kills:
+        return "out_of_memory", exit_code, killed_by
+    if killed_by == signal.SIGSYS or exit_code == 128 + signal.SIGSYS:  # 159: a seccomp kill under `sh -c`
         return "policy_violation", exit_code, int(signal.SIGSYS)
+    if cgroup.pids_limit_hits:
+        return "pids_limit", exit_code, killed_by
+    if killed_by is not None:
+        return "signaled", exit_code, killed_by
     return "exited", exit_code, None
 
 
-def _cpu_ms(rusage) -> float:
-    return 0.0 if rusage is None else (rusage.ru_utime + rusage.ru_stime) * 1000
+def _task_cpu_ms(sup: Supervisor, cgroup: CgroupStats) -> float:
+    """The cgroup's count covers every process of the run; rusage only those the task waited for."""
+    if cgroup.cpu_usage_ms is not None:
+        return cgroup.cpu_usage_ms
+    return 0.0 if sup.rusage is None else (sup.rusage.ru_utime + sup.rusage.ru_stime) * 1000
 
 
-def execute(job: Job, runtime: Runtime, uid: int, cancel_sock, wake_fd: int, seccomp_filter: bytes | None) -> tuple[dict, list[bytes]] | None:
+def _memory_peak(sup: Supervisor, cgroup: CgroupStats) -> int:
+    if cgroup.memory_peak_bytes is not None:
+        return cgroup.memory_peak_bytes
+    return sup.rusage.ru_maxrss * 1024 if sup.rusage else 0
+
+
+def execute(job: Job, runtime: Runtime, uid: int, cgroup: SlotCgroup, cancel_sock, wake_fd: int) -> tuple[dict, list[bytes]] | None:
     """Run the job; the result frame (header, [stdout, stderr]), or None if it was cancelled."""
     job_plan, task_plan = plans(job, runtime, uid)
     try:
         contain.prepare_job(job_plan)
+        with contain.step("set cgroup limits"):
+            cgroup.set_limits(job.workload.memory_max, job.workload.pids_max)
         stdin_fd = _stdin_fd(job.stdin)
     except SetupError as error:
         return _failure(str(error))
@@ -240,7 +256,7 @@ def execute(job: Job, runtime: Runtime, uid: int, cancel_sock, wake_fd: int, sec
     started = time.monotonic()
     pid = os.fork()
     if pid == 0:
-        contain.enter_task(task_plan, (stdin_fd, out_w, err_w), report_w, seccomp_filter)
+        contain.enter_task(task_plan, (stdin_fd, out_w, err_w), report_w, cgroup, runtime.seccomp_filter)
     for fd in (out_w, err_w, report_w, stdin_fd):
         os.close(fd)
     sup = Supervisor(pid, out_r, err_r, report_r, cancel_sock, wake_fd, runtime.config.output_max)
@@ -248,7 +264,8 @@ def execute(job: Job, runtime: Runtime, uid: int, cancel_sock, wake_fd: int, sec
     if sup.cancelled:
         return None
     cpu_limit_ms = dict(task_plan.rlimits).get(resource.RLIMIT_CPU, 0) * 1000
-    kind, exit_code, killed_by = outcome(sup, cpu_limit_ms)
+    stats = cgroup.stats()
+    kind, exit_code, killed_by = outcome(sup, stats, cpu_limit_ms)
     stderr = bytes(sup.streams[err_r])
     if kind == "infrastructure_failure":
         stderr = b"kiln: " + bytes(sup.setup_error) + b"\n"
@@ -257,8 +274,8 @@ def execute(job: Job, runtime: Runtime, uid: int, cancel_sock, wake_fd: int, sec
         "exit_code": exit_code,
         "outcome": kind,
         "wall_ms": round(((sup.ended_at or time.monotonic()) - started) * 1000, 1),
-        "cpu_ms": round(_cpu_ms(sup.rusage), 1),
-        "memory_peak_bytes": sup.rusage.ru_maxrss * 1024 if sup.rusage else 0,
+        "cpu_ms": round(_task_cpu_ms(sup, stats), 1),
+        "memory_peak_bytes": _memory_peak(sup, stats),
         "signal": killed_by,
         "output_overflow": sup.overflow,
     }

@@ -21,6 +21,7 @@ import prctl
 
 from kiln.runtime import Runtime
 from kiln.sandbox import contain, identity, libc
+from kiln.sandbox.cgroups import SlotCgroup
 from kiln.sandbox.contain import SetupError
 from kiln.sandbox.plan import RootPlan
 from kiln.zygote import job, protocol
@@ -46,7 +47,7 @@ def job_frame_limit(runtime: Runtime) -> int:
     return 4 * runtime.config.input_max + protocol.MAX_HEADER + 64
 
 
-def spawn(spec: SlotSpec, runtime: Runtime, seccomp_filter: bytes | None) -> tuple[int, socket.socket]:
+def spawn(spec: SlotSpec, cgroup: SlotCgroup, runtime: Runtime) -> tuple[int, socket.socket]:
     """In the zygote: start warming a slot. Returns the forker's pid and the zygote's end of the
     slot's socket (handed to the front once the slot reports ready)."""
     zygote_end, slot_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -54,19 +55,19 @@ def spawn(spec: SlotSpec, runtime: Runtime, seccomp_filter: bytes | None) -> tup
     pid = os.fork()
     if pid == 0:
         try:
-            _forker(spec, runtime, seccomp_filter, slot_end, zygote_pid)
+            _forker(spec, runtime, cgroup, slot_end, zygote_pid)
         finally:
             os._exit(1)
     slot_end.close()
     return pid, zygote_end
 
 
-def _forker(spec: SlotSpec, runtime: Runtime, seccomp_filter: bytes | None, slot_end: socket.socket, zygote_pid: int) -> NoReturn:
+def _forker(spec: SlotSpec, runtime: Runtime, cgroup: SlotCgroup, slot_end: socket.socket, zygote_pid: int) -> NoReturn:
     signal.set_wakeup_fd(-1)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
     # nothing of the zygote's (other slots' sockets, the front's channel) may stay open in a slot
-    libc.close_all_except({slot_end.fileno()})
+    libc.close_all_except({slot_end.fileno(), *cgroup.fds()})
     try:
         libc.unshare(NAMESPACES)
         gate_r, gate_w = os.pipe2(os.O_CLOEXEC)
@@ -76,12 +77,12 @@ def _forker(spec: SlotSpec, runtime: Runtime, seccomp_filter: bytes | None, slot
         os._exit(1)
     if pid == 0:
         os.close(gate_w)
-        _init(spec, runtime, seccomp_filter, slot_end, zygote_pid, gate_r)
+        _init(spec, runtime, cgroup, slot_end, zygote_pid, gate_r)
     protocol.send_frame(slot_end, {"op": "spawned", "pid": pid})
     os._exit(0)
 
 
-def _init(spec: SlotSpec, runtime: Runtime, seccomp_filter: bytes | None, sock: socket.socket, zygote_pid: int, gate_r: int) -> NoReturn:
+def _init(spec: SlotSpec, runtime: Runtime, cgroup: SlotCgroup, sock: socket.socket, zygote_pid: int, gate_r: int) -> NoReturn:
     try:
         _become_init(spec.index, zygote_pid, gate_r)
         wake_fd = _watch_children()
@@ -92,7 +93,7 @@ def _init(spec: SlotSpec, runtime: Runtime, seccomp_filter: bytes | None, sock: 
             os._exit(1)
         protocol.send_frame(sock, {"op": "ready"})
         set_title(f"kiln: slot {spec.index} warm")
-        _serve_one_job(spec, runtime, seccomp_filter, sock, wake_fd)
+        _serve_one_job(spec, runtime, cgroup, sock, wake_fd)
     except BaseException as error:  # noqa: BLE001 - init must never fall back into the zygote's code
         os.write(2, f"kiln: slot {spec.index} failed: {error!r}\n".encode(errors="replace"))
         os._exit(70)
@@ -128,7 +129,7 @@ def _watch_children() -> int:
     return wake_r
 
 
-def _serve_one_job(spec: SlotSpec, runtime: Runtime, seccomp_filter: bytes | None, sock: socket.socket, wake_fd: int) -> None:
+def _serve_one_job(spec: SlotSpec, runtime: Runtime, cgroup: SlotCgroup, sock: socket.socket, wake_fd: int) -> None:
     try:
         frame = protocol.recv_frame(sock, job_frame_limit(runtime))
         if frame is None:
@@ -138,6 +139,6 @@ def _serve_one_job(spec: SlotSpec, runtime: Runtime, seccomp_filter: bytes | Non
         protocol.send_frame(sock, {"op": "error", "error": str(error)})
         return
     set_title(f"kiln: slot {spec.index} busy {work.workload.slug}")
-    result = job.execute(work, runtime, spec.uid, sock, wake_fd, seccomp_filter)
+    result = job.execute(work, runtime, spec.uid, cgroup, sock, wake_fd)
     if result is not None:
         protocol.send_frame(sock, *result)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from kiln.log import Log
 from kiln.runtime import Runtime
 from kiln.sandbox import identity, plan
+from kiln.sandbox.cgroups import Driver, SlotCgroup
 from kiln.zygote import protocol, slot
 from kiln.zygote.protocol import ProtocolError
 
@@ -37,6 +38,7 @@ class Slot:
     forker_pid: int
     sock: socket.socket | None  # the zygote's end, until handed to the front
     started: float
+    cgroup: SlotCgroup
     pid: int | None = None  # init's pid, once the forker reports it
     ready: bool = False
 
@@ -52,11 +54,12 @@ class Zygote:
     runtime: Runtime
     front: socket.socket
     log: Log
-    seccomp_filter: bytes | None
+    cgroups: Driver
     slots: dict[int, Slot] = field(default_factory=dict)
     backoff: dict[int, Backoff] = field(default_factory=dict)
     ever_ready: set[int] = field(default_factory=set)
     stopping: bool = False
+    generation: int = 0
 
     def run(self) -> int:
         self._setup()
@@ -117,21 +120,30 @@ class Zygote:
             if s is not None:
                 if s.sock is not None:
                     self._warm_failed(s, "slot died while warming")
-                del self.slots[s.index]
+                self._end(s)
 
-    def _warm_failed(self, s: Slot, error: str) -> None:
-        backoff = self.backoff.setdefault(s.index, Backoff())
+    def _backoff(self, index: int, error: str) -> None:
+        backoff = self.backoff.setdefault(index, Backoff())
         backoff.failures += 1
         delay = min(MAX_BACKOFF_S, 0.05 * 2**backoff.failures)
         backoff.not_before = time.monotonic() + delay
-        self.log.error("slot warm-up failed", slot=s.index, error=error, retry_in_s=round(delay, 2))
-        self._tell_front({"op": "warm_failed", "index": s.index, "error": error})
+        self.log.error("slot warm-up failed", slot=index, error=error, retry_in_s=round(delay, 2))
+        self._tell_front({"op": "warm_failed", "index": index, "error": error})
+
+    def _warm_failed(self, s: Slot, error: str) -> None:
+        self._backoff(s.index, error)
         s.sock.close()
         s.sock = None
         if s.pid is not None:
             _kill(s.pid)  # reaped by _reap, which ends the slot
         else:
-            del self.slots[s.index]  # the forker failed: there is no init to reap
+            self._end(s)  # the forker failed: there is no init to reap
+
+    def _end(self, s: Slot) -> None:
+        """The slot's processes are all gone (its init was reaped): free its index."""
+        del self.slots[s.index]
+        if not self.cgroups.remove_slot(s.cgroup):
+            self.log.error("slot cgroup left behind", slot=s.index, cgroup=s.cgroup.name)
 
     # -- spawn ----------------------------------------------------------------------------
     def _spawn_to_target(self) -> None:
@@ -139,8 +151,14 @@ class Zygote:
         for index, spec in self.specs.items():
             if index in self.slots or self.backoff.get(index, Backoff()).not_before > now:
                 continue
-            forker_pid, sock = slot.spawn(spec, self.runtime, self.seccomp_filter)
-            self.slots[index] = Slot(index=index, forker_pid=forker_pid, sock=sock, started=now)
+            self.generation += 1
+            try:
+                cgroup = self.cgroups.create_slot(f"slot-{index}-g{self.generation}")
+            except OSError as error:
+                self._backoff(index, f"cannot create the slot's cgroup: {error}")
+                continue
+            forker_pid, sock = slot.spawn(spec, cgroup, self.runtime)
+            self.slots[index] = Slot(index=index, forker_pid=forker_pid, sock=sock, started=now, cgroup=cgroup)
 
     # -- wait -----------------------------------------------------------------------------
     def _wait(self) -> None:
@@ -212,7 +230,10 @@ class Zygote:
                 break
             if pid == 0:
                 time.sleep(0.005)
+        for s in self.slots.values():
+            self.cgroups.remove_slot(s.cgroup)
         self.slots.clear()
+        self.cgroups.teardown()
         for folder in (self.runtime.staging_dir, self.runtime.runtime_dir):
             try:
                 os.rmdir(folder)

@@ -153,3 +153,38 @@ def test_health_and_languages(server):
     assert served["python"]["checker"] is False
     assert served["python"]["version"].startswith("Python 3")
     assert languages["limits"]["timeout_max_ms"] == 300_000
+
+
+def test_without_cgroups_runs_work_and_health_says_so_loudly(start_server):
+    srv = start_server(RUN_CGROUP="off")
+    health = srv.client.get("/health")
+    assert health.status_code == 200
+    assert health.text.startswith("ok (NO CGROUPS: memory and pids limits are not enforced")
+    assert srv.client.get("/languages").json()["limits"]["cgroups"] is False
+    assert srv.run(solution_text="print(1)").json()["stdout"] == "1\n"
+    assert any("CGROUPS UNAVAILABLE" in r.get("msg", "") for r in srv.records)
+
+
+def _cgroup_subtrees(instance: str) -> list[Path]:
+    own = {line.split(":")[1]: line.split(":")[2] for line in Path("/proc/self/cgroup").read_text().splitlines()}
+    found = []
+    for controller in ("memory", "pids", "cpuacct"):
+        base = Path("/sys/fs/cgroup", controller, own.get(controller, "/").lstrip("/"), instance)
+        if base.exists():
+            found.append(base)
+    return found
+
+
+def test_each_slot_has_its_own_cgroup_and_nothing_is_left_after_stop(start_server):
+    srv = start_server(RUN_CONCURRENCY="2")
+    subtrees = _cgroup_subtrees(srv.instance)
+    if not subtrees:
+        pytest.skip("no cgroup v1 hierarchies here (the driver chose v2 or none)")
+    for subtree in subtrees:
+        assert len([p for p in subtree.iterdir() if p.name.startswith("slot-")]) == 2
+    for _ in range(3):
+        assert srv.run(solution_text="print(1)").status_code == 200
+    for subtree in subtrees:  # one cgroup per live slot, old generations removed
+        assert wait_until(lambda: len([p for p in subtree.iterdir() if p.name.startswith("slot-")]) == 2)
+    assert srv.stop() == 0
+    assert not any(p.exists() for p in subtrees)

@@ -1,0 +1,113 @@
+"""cgroup v2 driver: one unified hierarchy, kiln's subtree below its own (delegated) cgroup.
+
+    <base>                       subtree_control += memory pids (cpu if offered)
+    <base>/<instance>            subtree_control += the same
+    <base>/<instance>/supervisor kiln's own processes, when <base> is not the root cgroup
+    <base>/<instance>/slot-...   one per slot generation
+
+"No internal processes": a non-root cgroup that has controllers enabled in subtree_control
+cannot hold processes. Under systemd, kiln's processes sit in <base> (the service cgroup), so
+setup moves them (the calling process and the pids the caller names, nothing else) into the
+supervisor leaf first. The root cgroup is exempt, so there nothing is moved. Processes kiln did
+not start are never moved: if any remain in <base>, setup fails and says so.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from kiln.sandbox import cgroups
+from kiln.sandbox.cgroups import CgroupError, CgroupStats, SlotCgroup, TreeDriver
+
+NEEDED = ("memory", "pids")  # what open_driver requires in <base>/cgroup.controllers
+OPTIONAL = ("cpu",)  # enabled when offered; usage_usec in cpu.stat needs no controller
+
+
+class V2Slot(SlotCgroup):
+    @property
+    def _dir(self) -> int:
+        return self._dir_fds[0]
+
+    def set_limits(self, memory_max: int, pids_max: int) -> None:
+        cgroups.check_limits(memory_max, pids_max)
+        cgroups.write_file("memory.max", memory_max, dir_fd=self._dir)
+        if cgroups.exists("memory.swap.max", self._dir):  # absent without swap accounting
+            cgroups.write_file("memory.swap.max", 0, dir_fd=self._dir)
+        if cgroups.exists("memory.oom.group", self._dir):  # one OOM kill takes the whole job
+            cgroups.write_file("memory.oom.group", 1, dir_fd=self._dir)
+        cgroups.write_file("pids.max", pids_max, dir_fd=self._dir)
+
+    def stats(self) -> CgroupStats:
+        cpu = cgroups.parse_flat_keyed(cgroups.read_file("cpu.stat", self._dir))
+        return CgroupStats(
+            memory_peak_bytes=cgroups.read_int("memory.peak", self._dir),  # kernel >= 5.19
+            cpu_usage_ms=cpu["usage_usec"] / 1000 if "usage_usec" in cpu else None,
+            oom_kills=cgroups.parse_flat_keyed(cgroups.read_file("memory.events", self._dir)).get("oom_kill", 0),
+            pids_limit_hits=cgroups.parse_flat_keyed(cgroups.read_file("pids.events", self._dir)).get("max", 0),
+        )
+
+
+class V2Driver(TreeDriver):
+    name = "v2"
+
+    def __init__(self, base: str, instance: str, log):
+        """base: kiln's own cgroup directory, computed before anything moves (open_driver)."""
+        super().__init__([base], instance, log)
+        self.base = base
+        self.instance_dir = self.instance_dirs[0]
+        self.supervisor = os.path.join(self.instance_dir, cgroups.SUPERVISOR)
+
+    def is_root(self) -> bool:
+        """The root cgroup has no cgroup.type (true also inside a cgroup namespace, whose "/" is
+        an ordinary cgroup that the no-internal-processes rule applies to)."""
+        return not os.path.exists(os.path.join(self.base, "cgroup.type"))
+
+    def _prepare(self, move_pids: list[int]) -> None:
+        """After setup made <base>/<instance> and removed leftovers: move kiln into its leaf
+        (unless <base> is the root cgroup), then enable controllers, parent first."""
+        if not self.is_root():
+            cgroups.make_cgroup(self.supervisor, exist_ok=True)
+            self._move_own_processes([os.getpid(), *move_pids])
+        self._enable_controllers(self.base)
+        self._enable_controllers(self.instance_dir)
+
+    def _move_own_processes(self, pids: list[int]) -> None:
+        """Move the given pids that are still in <base> into the supervisor leaf."""
+        in_base = set(cgroups.read_procs(path=os.path.join(self.base, "cgroup.procs")))
+        for pid in dict.fromkeys(pids):
+            if pid in in_base:
+                cgroups.write_file(os.path.join(self.supervisor, "cgroup.procs"), pid)
+
+    def _enable_controllers(self, directory: str) -> None:
+        offered = (cgroups.read_file(os.path.join(directory, "cgroup.controllers")) or "").split()
+        enabled = (cgroups.read_file(os.path.join(directory, "cgroup.subtree_control")) or "").split()
+        control = os.path.join(directory, "cgroup.subtree_control")
+        wanted = [c for c in NEEDED if c in offered and c not in enabled]
+        if wanted:
+            try:
+                cgroups.write_file(control, " ".join(f"+{c}" for c in wanted))
+            except OSError as error:
+                raise CgroupError(self._explain(directory, wanted, error)) from None
+        for controller in OPTIONAL:
+            if controller in offered and controller not in enabled:
+                try:
+                    cgroups.write_file(control, f"+{controller}")
+                except OSError as error:
+                    self.log.warning("cgroup controller not enabled", controller=controller, cgroup=directory, error=str(error))
+
+    def _explain(self, directory: str, wanted: list[str], error: OSError) -> str:
+        text = f"cannot enable {' '.join(wanted)} in {directory}/cgroup.subtree_control: {error.strerror or error}"
+        if error.errno == errno.EBUSY:
+            others = cgroups.read_procs(path=os.path.join(directory, "cgroup.procs"))
+            text += (
+                f"; the cgroup still holds processes kiln did not start ({' '.join(map(str, others))}), "
+                f"and a cgroup with controllers enabled for its children may hold none. "
+                f"Give kiln a cgroup of its own: {cgroups.DELEGATE_HINT}"
+            )
+        return text
+
+    def _make_slot(self, name, paths, dir_fds, procs_fds) -> SlotCgroup:
+        return V2Slot(name, paths, dir_fds, procs_fds)
+
+    def _removable_extras(self) -> tuple[str, ...]:
+        return (self.supervisor,)  # stays while kiln is in it; the next start reuses it
