@@ -11,6 +11,7 @@ A step that fails raises SetupError naming itself; init reports it as infrastruc
 from __future__ import annotations
 
 import os
+import signal
 import socket
 from typing import NoReturn
 
@@ -118,6 +119,11 @@ def enter_task(plan: TaskPlan, stdio: tuple[int, int, int], report_fd: int, cgro
         with step("set up stdio"):
             for target, fd in enumerate(stdio):
                 os.dup2(fd, target)
+        with step("reset signals"):
+            # Python ignores SIGPIPE and SIGXFSZ; an exec keeps ignored signals ignored
+            for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+                signal.signal(sig, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_SETMASK, ())
         with step("set rlimits"):
             rlimits.apply(plan.rlimits)
         with step("enter the workspace"):

@@ -171,3 +171,8 @@ def test_parallel_requests_get_200_or_429_and_waves_all_succeed(start_server):
     for _ in range(3):
         wave = fire(10)
         assert [r.status_code for r in wave] == [200] * 10
+
+
+def test_the_task_gets_default_signal_dispositions(start_server, workspace):
+    srv = start_server(RUN_WORKSPACE=workspace("@grep -E '^Sig(Ign|Blk)' /proc/self/status"))
+    assert srv.run(solution_text="").json()["stdout"] == "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n"
