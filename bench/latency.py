@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from conftest import Server  # noqa: E402 - the tests' server harness starts kiln the same way
+from kilntest import Server  # noqa: E402 - the tests' server harness starts kiln the same way
 
 AB_SOLUTION = "import json\n\nwith open('asserts.json') as f:\n    data = json.load(f)\nprint(data['a'] + data['b'])\n"
 AB_ASSERTS = '{"a": 2, "b": 3}'

@@ -71,6 +71,7 @@ class Config:
     instance: str
     log_format: str
     warnings: tuple[str, ...]
+    systemd: "Systemd"
 
     @property
     def default_timeout_ms(self) -> int:
@@ -124,7 +125,32 @@ class Config:
             "shutdown_grace": duration(self.shutdown_grace_ms),
             "instance": self.instance,
             "log_format": self.log_format,
+            "systemd": {"notify": self.systemd.notify_socket is not None, "watchdog_usec": self.systemd.watchdog_usec, "listen_fds": self.systemd.listen_fds},
         }
+
+
+@dataclass(frozen=True)
+class Systemd:
+    """What systemd hands the main process (sd_notify(3), sd_listen_fds(3)); not settings."""
+
+    notify_socket: str | None = None  # NOTIFY_SOCKET: READY=1, WATCHDOG=1, STOPPING=1 go there
+    watchdog_usec: int | None = None  # WATCHDOG_USEC, when WATCHDOG_PID is unset or us
+    listen_fds: int = 0  # LISTEN_FDS passed to us (LISTEN_PID): fd 3 is the listening socket
+
+
+def _systemd(environ: Mapping[str, str], pid: int) -> Systemd:
+    def ours(variable: str) -> bool:  # systemd names the pid the variable is meant for
+        return environ.get(variable, str(pid)) == str(pid)
+
+    def number(variable: str) -> int | None:
+        text = environ.get(variable, "")
+        return int(text) if text.isdigit() else None
+
+    return Systemd(
+        notify_socket=environ.get("NOTIFY_SOCKET") or None,
+        watchdog_usec=number("WATCHDOG_USEC") if ours("WATCHDOG_PID") else None,
+        listen_fds=(number("LISTEN_FDS") or 0) if "LISTEN_PID" in environ and ours("LISTEN_PID") else 0,
+    )
 
 
 # --- value parsers: each takes the raw text and raises ValueError saying what is accepted ---
@@ -324,8 +350,9 @@ def _is_kiln_variable(name: str) -> bool:
     return name in _KNOWN or name.startswith(tuple(_PER_SLUG))
 
 
-def load(environ: Mapping[str, str], repo_root: pathlib.Path) -> Config:
-    """Parse every setting from `environ`; raise ConfigError listing every invalid one."""
+def load(environ: Mapping[str, str], repo_root: pathlib.Path, pid: int = 0) -> Config:
+    """Parse every setting from `environ`; raise ConfigError listing every invalid one.
+    `pid` is the main process's, for the systemd variables addressed to one pid."""
     defaults = {"RUN_WORKSPACE": str(pathlib.Path(repo_root).resolve() / "langs")}
     values: dict[str, Any] = {}
     problems: list[str] = []
@@ -365,6 +392,7 @@ def load(environ: Mapping[str, str], repo_root: pathlib.Path) -> Config:
     inherited = dict.fromkeys(INHERITED_ENV + values["env_allow"])
     values["sandbox_env"] = tuple((name, environ[name]) for name in inherited if name in environ)
     values["warnings"] = _unknown_variable_warnings(environ, values["env_allow"])
+    values["systemd"] = _systemd(environ, pid)
     return Config(**values)
 
 

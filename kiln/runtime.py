@@ -64,6 +64,15 @@ class Runtime:
     def runtime_dir(self) -> str:
         return posixpath.dirname(self.staging_dir)
 
+    @property
+    def zygote_pidfile(self) -> str:
+        return zygote_pidfile(self.config.instance)
+
+
+def zygote_pidfile(instance: str) -> str:
+    """Where `kiln slots` finds the zygote of a running kiln (RUN_INSTANCE)."""
+    return f"/run/{instance}/zygote.pid"
+
 
 def single_workspace(config: Config) -> bool:
     """A RUN_WORKSPACE with its own Makefile serves every slug, as in the original runner."""

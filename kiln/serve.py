@@ -11,6 +11,7 @@ from pathlib import Path
 
 from kiln import config as config_module
 from kiln import runtime as runtime_module
+from kiln import systemd
 from kiln.config import Config, ConfigError
 from kiln.log import Log
 from kiln.runtime import StartupError
@@ -38,6 +39,11 @@ def resolve_user(name: str) -> tuple[int, int]:
 
 
 def listen(config: Config) -> socket.socket:
+    if config.systemd.listen_fds:
+        try:
+            return systemd.activated_listener()  # socket activation: restarts drop no connection
+        except OSError as error:
+            raise StartupError(str(error)) from None
     family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -51,7 +57,7 @@ def listen(config: Config) -> socket.socket:
 
 def serve(environ: dict[str, str]) -> int:
     try:
-        config = config_module.load(environ, REPO_ROOT)
+        config = config_module.load(environ, REPO_ROOT, os.getpid())
     except ConfigError as error:
         print(f"kiln: bad configuration:\n{error}", file=sys.stderr)
         return 2

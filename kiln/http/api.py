@@ -35,7 +35,7 @@ class App:
         self.config = runtime.config
         self.pool = pool
         self.log = log
-        self.metrics = Metrics(pool)
+        self.metrics = Metrics(pool, runtime.config.concurrency)
         self.request_shutdown = request_shutdown
         # said on every /health: an operator must not miss that limits are not enforced
         self.health_note = f" (NO CGROUPS: memory and pids limits are not enforced: {no_cgroups_reason})" if no_cgroups_reason else ""
@@ -84,6 +84,8 @@ class App:
             wall_ms=info.get("wall_ms"),
             duration_ms=round((time.monotonic() - started) * 1000, 2),
             slot=info.get("slot"),
+            bytes_in=info.get("bytes_in"),
+            bytes_out=response.content_length,
             request_id=request_id,
         )
         if self.log.debug_enabled:
@@ -94,6 +96,7 @@ class App:
     def on_run(self, environ, info) -> Response:
         self._authorize(environ)
         raw = self._read_body(environ)
+        info["bytes_in"] = len(raw)
         request = parse_run(raw, self.runtime)
         info["lang"] = request.slug
         if self.shutting_down:
@@ -206,7 +209,7 @@ class App:
         header, blobs = frame
         if header.get("op") != "result" or len(blobs) != 2:
             raise RuntimeError(f"slot answered {header!r}")
-        outcome = header["outcome"]
+        outcome = "output_too_large" if header.get("output_overflow") else header["outcome"]
         info.update(outcome=outcome, wall_ms=header["wall_ms"])
         self.metrics.runs.labels(request.slug, outcome).inc()
         self.metrics.run_seconds.labels(request.slug).observe(header["wall_ms"] / 1000)

@@ -5,23 +5,25 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+RUN_BUCKETS = (0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+WARM_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
 
 
 class Metrics:
-    def __init__(self, pool):
+    def __init__(self, pool, concurrency: int):
         self.registry = registry = CollectorRegistry(auto_describe=True)
-        self.requests = Counter("kiln_http_requests", "HTTP requests answered", ["route", "status", "lang"], registry=registry)
-        self.runs = Counter("kiln_runs", "Runs that reached a slot, by outcome", ["lang", "outcome"], registry=registry)
-        self.run_seconds = Histogram(
-            "kiln_run_duration_seconds",
-            "Wall time of runs, from the front's view (slot taken to result)",
-            ["lang"],
-            buckets=(0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300),
-            registry=registry,
-        )
-        self.busy_refusals = Counter("kiln_busy_refusals", "Requests refused with 429 (all slots in use)", registry=registry)
-        Gauge("kiln_slots_warm", "Warm slots ready for a run", registry=registry).set_function(lambda: pool.warm_count)
-        Gauge("kiln_runs_in_flight", "Runs in flight", registry=registry).set_function(lambda: pool.in_flight)
+        self.requests = Counter("kiln_http_requests", "HTTP requests answered, by route, status and language", ["route", "status", "lang"], registry=registry)
+        self.runs = Counter("kiln_runs", "Runs that reached a slot, by language and outcome (output_too_large: killed for output over RUN_OUTPUT_MAX, a 413)", ["lang", "outcome"], registry=registry)
+        self.run_seconds = Histogram("kiln_run_duration_seconds", "Wall time of a run's test command, by language", ["lang"], buckets=RUN_BUCKETS, registry=registry)
+        self.busy_refusals = Counter("kiln_busy_refusals", "Requests refused with 429: every slot was running", registry=registry)
+        self.slot_warmup_seconds = Histogram("kiln_slot_warmup_seconds", "Time to warm a slot: fork, namespaces, root filesystem", buckets=WARM_BUCKETS, registry=registry)
+        self.in_flight = Gauge("kiln_runs_in_flight", "Runs in flight", registry=registry)
+        self.in_flight.set_function(lambda: pool.in_flight)
+        slots = Gauge("kiln_slots", "Slots by state (warming counts slots being replaced)", ["state"], registry=registry)
+        slots.labels("warm").set_function(lambda: pool.warm_count)
+        slots.labels("busy").set_function(lambda: pool.in_flight)
+        slots.labels("warming").set_function(lambda: max(0, concurrency - pool.warm_count - pool.in_flight))
+        pool.on_warm = lambda seconds: self.slot_warmup_seconds.observe(seconds)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -51,7 +51,7 @@ class SlotPool:
         self.last_warm_error: str | None = None
         self.last_warm_error_at = 0.0
         self.last_warm_ok = 0.0
-        self.warm_ms: list[float] = []  # recent warm-up durations, for /metrics
+        self.on_warm = lambda seconds: None  # /metrics observes warm-up durations
         self.reader = gevent.spawn(self._read_zygote)
 
     def acquire(self) -> WarmSlot:
@@ -106,7 +106,7 @@ class SlotPool:
                 sock = gevent.socket.socket(fileno=fds.pop(0))
                 self.warm.put(WarmSlot(header["index"], header["pid"], sock))
                 self.last_warm_ok = time.monotonic()
-                self.warm_ms = [*self.warm_ms[-99:], float(header.get("warm_ms", 0.0))]
+                self.on_warm(float(header.get("warm_ms", 0.0)) / 1000)
             elif op == "warm_failed":
                 self.last_warm_error = str(header.get("error"))
                 self.last_warm_error_at = time.monotonic()

@@ -10,6 +10,7 @@ import gevent
 import gevent.socket
 from gevent.pywsgi import WSGIHandler, WSGIServer
 
+from kiln import systemd
 from kiln.http.api import App
 from kiln.http.pool import SlotPool
 from kiln.log import Log
@@ -58,6 +59,17 @@ class Front:
     def _announce_ready(self) -> None:
         self.pool.all_warm.wait()
         self.log.info("slots warm", slots=self.runtime.config.concurrency)
+        systemd.notify(self.runtime.config.systemd.notify_socket, "READY=1", f"STATUS=serving {len(self.runtime.workloads)} languages with {self.runtime.config.concurrency} slots")
+        if self.runtime.config.systemd.watchdog_usec:
+            gevent.spawn(self._watchdog, self.runtime.config.systemd.watchdog_usec / 2e6)
+
+    def _watchdog(self, interval_s: float) -> None:
+        """Pet systemd's watchdog while the event loop runs and slots can be served: a wedged
+        front, or a zygote that can no longer warm slots, gets the service restarted."""
+        while not self.app.shutting_down:
+            if self.pool.healthy()[0]:
+                systemd.notify(self.runtime.config.systemd.notify_socket, "WATCHDOG=1")
+            gevent.sleep(interval_s)
 
     def shutdown(self) -> None:
         """Stop taking runs, let those in flight finish (up to RUN_SHUTDOWN_GRACE), stop the
@@ -65,6 +77,7 @@ class Front:
         if self.app.shutting_down:
             return
         self.app.shutting_down = True
+        systemd.notify(self.runtime.config.systemd.notify_socket, "STOPPING=1")
         grace_s = self.runtime.config.shutdown_grace_ms / 1000
         self.log.info("shutting down", in_flight=self.pool.in_flight, grace_s=grace_s)
         deadline = gevent.get_hub().loop.now() + grace_s

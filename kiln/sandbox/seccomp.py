@@ -24,7 +24,14 @@ KILLED = (
     "lookup_dcookie", "nfsservctl", "open_tree", "move_mount", "fsopen", "fsconfig",
     "fsmount", "fspick", "mount_setattr", "pidfd_getfd", "syslog", "fanotify_init",
 )  # fmt: skip
+# By number: newer than the libseccomp this is built with (x86_64 numbers).
+KILLED_BY_NUMBER = (467,)  # open_tree_attr (Linux 6.15)
 REFUSED_EPERM = ("io_uring_setup", "io_uring_enter", "io_uring_register")
+# socket() families a judged program may use: AF_UNIX, AF_INET, AF_INET6 (failing to connect:
+# no interface is up), AF_NETLINK (libc asks it about interfaces). Every other family is refused:
+# AF_VSOCK reaches the hypervisor whatever the network namespace, AF_ALG is kernel attack surface.
+ALLOWED_SOCKET_FAMILIES = (1, 2, 10, 16)
+AF_MAX_ALLOWED = max(ALLOWED_SOCKET_FAMILIES)
 # clone3 passes its flags in memory, where BPF cannot look: ENOSYS makes libc fall back to
 # clone, whose flags the filter checks.
 REFUSED_ENOSYS = ("clone3",)
@@ -49,8 +56,15 @@ def compile_filter() -> bytes:
     policy.set_attr(sc.Attr.ACT_BADARCH, sc.KILL_PROCESS)
     for name in KILLED:
         policy.add_rule(sc.KILL_PROCESS, name)
+    for number in KILLED_BY_NUMBER:
+        policy.add_rule(sc.KILL_PROCESS, number)
     for name in REFUSED_EPERM:
         policy.add_rule(sc.ERRNO(errno.EPERM), name)
+    # the kernel reads the family as an int: any high bit set makes the 64-bit value large
+    policy.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), "socket", sc.Arg(0, sc.GT, AF_MAX_ALLOWED))
+    for family in range(AF_MAX_ALLOWED):
+        if family not in ALLOWED_SOCKET_FAMILIES:
+            policy.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), "socket", sc.Arg(0, sc.EQ, family))
     for name in REFUSED_ENOSYS:
         policy.add_rule(sc.ERRNO(errno.ENOSYS), name)
     for flag in CLONE_NAMESPACE_FLAGS:

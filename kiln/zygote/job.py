@@ -20,10 +20,12 @@ from kiln.runtime import Runtime, Workload
 from kiln.sandbox import contain, plan
 from kiln.sandbox.cgroups import CgroupStats, SlotCgroup
 from kiln.sandbox.contain import SetupError
+from kiln.zygote.title import set_title
 
 FILE_PARTS = ("solution", "checker", "asserts")
 READ_CHUNK = 65536
 POLL_IN = select.POLLIN | select.POLLHUP | select.POLLERR
+TITLE_EVERY_S = 1.0  # `ps` shows a busy slot's elapsed time, refreshed this often
 # After the task is gone (or killed), its pipes reach end-of-file as soon as the last process of
 # the namespace dies; this only bounds a kernel that is slow to tear them down.
 DRAIN_GRACE_S = 2.0
@@ -133,10 +135,14 @@ class Supervisor:
             self.poller.register(fd, POLL_IN)
         self.open_fds = {out_fd, err_fd, report_fd}
 
-    def run(self, deadline: float) -> None:
+    def run(self, deadline: float, title: str) -> None:
         drain_until = None
+        started = retitled = time.monotonic()
         while self.open_fds or self.status is None:
             now = time.monotonic()
+            if now - retitled >= TITLE_EVERY_S:
+                set_title(f"{title} {now - started:.1f}s")
+                retitled = now
             if drain_until is None and (self.status is not None or self.timed_out or self.overflow):
                 drain_until = now + DRAIN_GRACE_S
             limit = drain_until if drain_until is not None else deadline
@@ -146,7 +152,8 @@ class Supervisor:
                 self.timed_out = True
                 kill_all()
                 continue
-            for fd, _event in self.poller.poll(max(0, (limit - now) * 1000) + 1):
+            wait_s = min(limit - now, TITLE_EVERY_S)
+            for fd, _event in self.poller.poll(max(0, wait_s * 1000) + 1):
                 if fd == self.wake_fd:
                     self._reap()
                 elif fd == self.cancel_sock.fileno():
@@ -238,7 +245,7 @@ def _memory_peak(sup: Supervisor, cgroup: CgroupStats) -> int:
     return sup.rusage.ru_maxrss * 1024 if sup.rusage else 0
 
 
-def execute(job: Job, runtime: Runtime, uid: int, cgroup: SlotCgroup, cancel_sock, wake_fd: int) -> tuple[dict, list[bytes]] | None:
+def execute(job: Job, runtime: Runtime, uid: int, cgroup: SlotCgroup, cancel_sock, wake_fd: int, title: str) -> tuple[dict, list[bytes]] | None:
     """Run the job; the result frame (header, [stdout, stderr]), or None if it was cancelled."""
     job_plan, task_plan = plans(job, runtime, uid)
     try:
@@ -260,7 +267,7 @@ def execute(job: Job, runtime: Runtime, uid: int, cgroup: SlotCgroup, cancel_soc
     for fd in (out_w, err_w, report_w, stdin_fd):
         os.close(fd)
     sup = Supervisor(pid, out_r, err_r, report_r, cancel_sock, wake_fd, runtime.config.output_max)
-    sup.run(started + job.timeout_ms / 1000)
+    sup.run(started + job.timeout_ms / 1000, title)
     if sup.cancelled:
         return None
     cpu_limit_ms = dict(task_plan.rlimits).get(resource.RLIMIT_CPU, 0) * 1000

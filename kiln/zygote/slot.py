@@ -17,14 +17,13 @@ import time
 from dataclasses import dataclass
 from typing import NoReturn
 
-import prctl
-
 from kiln.runtime import Runtime
 from kiln.sandbox import contain, identity, libc
 from kiln.sandbox.cgroups import SlotCgroup
 from kiln.sandbox.contain import SetupError
 from kiln.sandbox.plan import RootPlan
 from kiln.zygote import job, protocol
+from kiln.zygote.title import set_title
 from kiln.zygote.protocol import ProtocolError
 
 NAMESPACES = libc.CLONE_NEWNS | libc.CLONE_NEWPID | libc.CLONE_NEWIPC | libc.CLONE_NEWUTS | libc.CLONE_NEWNET | libc.CLONE_NEWCGROUP
@@ -35,11 +34,6 @@ class SlotSpec:
     index: int
     uid: int
     root: RootPlan
-
-
-def set_title(title: str) -> None:
-    prctl.set_proctitle(title)
-    prctl.set_name(title[:15])
 
 
 def job_frame_limit(runtime: Runtime) -> int:
@@ -113,6 +107,9 @@ def _become_init(index: int, zygote_pid: int, gate_r: int) -> None:
     identity.set_parent_death_signal(signal.SIGKILL)
     if _host_parent() != zygote_pid:  # the zygote died before the signal was armed
         os._exit(0)
+    # A session of the slot's own: kill(0, SIGCONT) from a task, allowed within a session
+    # whatever the uid, would otherwise reach kiln's processes and the other slots.
+    os.setsid()
     set_title(f"kiln: slot {index} warming")
 
 
@@ -138,7 +135,8 @@ def _serve_one_job(spec: SlotSpec, runtime: Runtime, cgroup: SlotCgroup, sock: s
     except (ProtocolError, job.JobError) as error:
         protocol.send_frame(sock, {"op": "error", "error": str(error)})
         return
-    set_title(f"kiln: slot {spec.index} busy {work.workload.slug}")
-    result = job.execute(work, runtime, spec.uid, cgroup, sock, wake_fd)
+    title = f"kiln: slot {spec.index} busy {work.workload.slug}"
+    set_title(title)
+    result = job.execute(work, runtime, spec.uid, cgroup, sock, wake_fd, title)
     if result is not None:
         protocol.send_frame(sock, *result)

@@ -26,6 +26,7 @@ from kiln.sandbox import identity, plan
 from kiln.sandbox.cgroups import Driver, SlotCgroup
 from kiln.zygote import protocol, slot
 from kiln.zygote.protocol import ProtocolError
+from kiln.zygote.title import set_title
 
 PR_SET_CHILD_SUBREAPER = 36
 MAX_BACKOFF_S = 5.0
@@ -80,10 +81,12 @@ class Zygote:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._on_stop_signal)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        slot.set_title("kiln: zygote")
+        set_title("kiln: zygote")
         if os.getppid() == 1:  # the front died before the death signal was armed
             self.stopping = True
         os.makedirs(self.runtime.staging_dir, 0o700, exist_ok=True)
+        with open(self.runtime.zygote_pidfile, "w") as pidfile:
+            pidfile.write(f"{os.getpid()}\n")
         self.specs = {i: self._spec(i) for i in range(self.runtime.config.concurrency)}
         # objects that exist now are never collected: forked slots do not copy their pages
         gc.collect()
@@ -234,11 +237,11 @@ class Zygote:
             self.cgroups.remove_slot(s.cgroup)
         self.slots.clear()
         self.cgroups.teardown()
-        for folder in (self.runtime.staging_dir, self.runtime.runtime_dir):
+        for remove, path in ((os.unlink, self.runtime.zygote_pidfile), (os.rmdir, self.runtime.staging_dir), (os.rmdir, self.runtime.runtime_dir)):
             try:
-                os.rmdir(folder)
+                remove(path)
             except OSError:
-                pass  # not empty (another kiln's, or an operator's file): leave it
+                pass  # gone already, or a folder an operator put something in: leave it
 
 
 def _kill(pid: int) -> None:

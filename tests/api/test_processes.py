@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import KILN, free_port
+from kilntest import KILN, free_port
 
 NAMESPACES = ("mnt", "pid", "ipc", "uts", "net", "cgroup")
 

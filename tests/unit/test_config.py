@@ -7,7 +7,7 @@ import pathlib
 import pytest
 
 from kiln import config, langs
-from kiln.config import OUTPUT_CEILING, Config, ConfigError
+from kiln.config import OUTPUT_CEILING, Config, ConfigError, Systemd
 from kiln.units import GiB, KiB, MiB
 
 
@@ -36,7 +36,7 @@ def test_config_has_exactly_the_documented_fields():
         "uid_base", "env_allow", "sandbox_env", "memory_max", "sandbox_tmp_size", "tmp_size_by_slug",
         "workspace", "timeout_max_ms", "cgroup", "cgroup_memory_max", "cgroup_memory_max_by_slug",
         "pids_max", "tmp_inodes", "readonly_paths", "front_user", "langs", "api_keys",
-        "sandbox_path", "shutdown_grace_ms", "instance", "log_format", "warnings",
+        "sandbox_path", "shutdown_grace_ms", "instance", "log_format", "warnings", "systemd",
     ]  # fmt: skip
 
 
@@ -72,6 +72,7 @@ def test_defaults_with_an_empty_environment(repo):
         instance="kiln",
         log_format="logfmt",
         warnings=(),
+        systemd=Systemd(),
     )
     assert cfg.default_timeout_ms == 30_000
 
@@ -520,3 +521,22 @@ def test_summary_of_defaults(repo):
     assert summary["langs"] is None
     assert summary["api_keys"] == 0
     assert json.loads(json.dumps(summary)) == summary
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({}, Systemd()),
+        ({"NOTIFY_SOCKET": "/run/systemd/notify"}, Systemd(notify_socket="/run/systemd/notify")),
+        ({"NOTIFY_SOCKET": "@abstract"}, Systemd(notify_socket="@abstract")),
+        ({"WATCHDOG_USEC": "30000000"}, Systemd(watchdog_usec=30_000_000)),
+        ({"WATCHDOG_USEC": "30000000", "WATCHDOG_PID": "4242"}, Systemd(watchdog_usec=30_000_000)),
+        ({"WATCHDOG_USEC": "30000000", "WATCHDOG_PID": "99"}, Systemd()),  # meant for another process
+        ({"WATCHDOG_USEC": "soon"}, Systemd()),
+        ({"LISTEN_FDS": "1", "LISTEN_PID": "4242"}, Systemd(listen_fds=1)),
+        ({"LISTEN_FDS": "1", "LISTEN_PID": "99"}, Systemd()),
+        ({"LISTEN_FDS": "1"}, Systemd()),  # without LISTEN_PID the fds are not ours to take
+    ],
+)
+def test_systemd_protocol_variables(repo, environ, expected):
+    assert config.load(environ, repo, pid=4242).systemd == expected

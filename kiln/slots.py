@@ -1,0 +1,115 @@
+"""`kiln slots`: what each slot of a running kiln is doing, from the outside (psutil).
+
+Slots name themselves (`kiln: slot 3 busy python 1.2s`); the zygote's pidfile, under
+/run/<RUN_INSTANCE>/, says where to look, and its environment gives RUN_UID_BASE.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+from kiln import config as config_module
+from kiln.runtime import zygote_pidfile
+
+TITLE = re.compile(r"kiln: slot (\d+) (warming|warm|busy)(?: (\S+))?")
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class NotRunning(Exception):
+    pass
+
+
+def find_zygote(instance: str) -> psutil.Process:
+    try:
+        pid = int(Path(zygote_pidfile(instance)).read_text())
+        zygote = psutil.Process(pid)
+        if "kiln: zygote" in " ".join(zygote.cmdline()):
+            return zygote
+    except (OSError, ValueError, psutil.Error):
+        pass
+    raise NotRunning(f"no running kiln with RUN_INSTANCE={instance} (no {zygote_pidfile(instance)})")
+
+
+def _uid_base(zygote: psutil.Process) -> int:
+    try:
+        environ = zygote.environ()
+    except psutil.Error:
+        environ = {}
+    try:
+        return config_module.load({k: v for k, v in environ.items() if k == "RUN_UID_BASE"}, REPO_ROOT).uid_base
+    except config_module.ConfigError:
+        return config_module.UID_BASE_MIN
+
+
+def snapshot(zygote: psutil.Process) -> list[dict]:
+    uid_base = _uid_base(zygote)
+    rows = []
+    for init in zygote.children():
+        try:
+            match = TITLE.match(" ".join(init.cmdline()))
+            if not match:
+                continue  # a forker between fork and exit
+            tree = [init, *init.children(recursive=True)]
+            cpu = rss = 0.0
+            for proc in tree:
+                try:
+                    times = proc.cpu_times()
+                    cpu += times.user + times.system
+                    rss += proc.memory_info().rss
+                except psutil.Error:
+                    pass
+            task = tree[1] if len(tree) > 1 else None
+            index = int(match.group(1))
+            rows.append(
+                {
+                    "index": index,
+                    "state": match.group(2),
+                    "pid": init.pid,
+                    "uid": uid_base + index,
+                    "language": match.group(3),
+                    "age_s": round(time.time() - task.create_time(), 1) if task and match.group(2) == "busy" else None,
+                    "cpu_s": round(cpu, 2),
+                    "rss_bytes": int(rss),
+                }
+            )
+        except psutil.Error:
+            continue  # the slot ended while we looked
+    return sorted(rows, key=lambda row: row["index"])
+
+
+def render(rows: list[dict]) -> str:
+    header = f"{'SLOT':>4} {'STATE':<8} {'PID':>7} {'UID':>7} {'LANG':<8} {'AGE':>7} {'CPU s':>7} {'RSS MiB':>8}"
+    lines = [header]
+    for row in rows:
+        age = f"{row['age_s']:.1f}s" if row["age_s"] is not None else "-"
+        lines.append(
+            f"{row['index']:>4} {row['state']:<8} {row['pid']:>7} {row['uid']:>7} {row['language'] or '-':<8} "
+            f"{age:>7} {row['cpu_s']:>7.2f} {row['rss_bytes'] / 2**20:>8.1f}"
+        )
+    return "\n".join(lines)
+
+
+def main(instance: str, watch: bool, as_json: bool, interval_s: float = 1.0) -> int:
+    try:
+        zygote = find_zygote(instance)
+    except NotRunning as error:
+        print(f"kiln slots: {error}", file=sys.stderr)
+        return 1
+    while True:
+        rows = snapshot(zygote)
+        text = json.dumps(rows) if as_json else render(rows)
+        if watch and sys.stdout.isatty():
+            sys.stdout.write("\x1b[H\x1b[2J")  # like top: redraw in place
+        print(text, flush=True)
+        if not watch:
+            return 0
+        if not zygote.is_running():
+            print("kiln slots: the zygote exited", file=sys.stderr)
+            return 1
+        time.sleep(interval_s)

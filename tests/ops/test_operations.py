@@ -1,0 +1,180 @@
+"""What an operator relies on: systemd units and protocols, `kiln slots`, /metrics, shutdown."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from kilntest import KILN, REPO, Server, free_port
+
+SLOW = "import time\nprint('started', flush=True)\ntime.sleep({seconds})\nprint('done')\n"
+
+
+def wait_until(predicate, timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+def test_units_verify(tmp_path):
+    for unit in ("kiln.service", "kiln.socket"):
+        text = (REPO / "systemd" / unit).read_text().replace("/opt/kiln/.venv/bin/kiln", str(KILN))
+        (tmp_path / unit).write_text(text)
+    done = subprocess.run(["systemd-analyze", "verify", "--man=no", "kiln.service", "kiln.socket"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "kiln" not in done.stderr, done.stderr
+    service = (REPO / "systemd" / "kiln.service").read_text()
+    for setting in ("Type=notify", "NotifyAccess=main", "Restart=on-failure", "Delegate=yes", "KillMode=mixed", "LimitNOFILE=", "EnvironmentFile=", "WatchdogSec="):
+        assert setting in service
+    grace = int(re.search(r"^TimeoutStopSec=(\d+)s", service, re.M).group(1))
+    assert grace > 30  # above the default RUN_SHUTDOWN_GRACE
+    for breaks_the_sandbox in ("ProtectHostname", "MemoryDenyWriteExecute", "RestrictNamespaces", "SystemCallFilter", "ProtectControlGroups", "PrivateUsers"):
+        assert not re.search(rf"^{breaks_the_sandbox}=", service, re.M)
+
+
+@pytest.fixture
+def notify_socket():
+    name = f"kiln-test-notify-{os.getpid()}-{time.monotonic_ns()}"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind("\0" + name)
+    sock.settimeout(30)
+    yield "@" + name, sock
+    sock.close()
+
+
+def test_ready_watchdog_and_stopping_are_notified(start_server, notify_socket):
+    address, sock = notify_socket
+    srv = start_server(ready=False, NOTIFY_SOCKET=address, WATCHDOG_USEC="200000", RUN_CONCURRENCY="2")
+    first = sock.recv(4096).decode().split("\n")
+    assert first[0] == "READY=1" and first[1].startswith("STATUS=serving")
+    assert srv.logged("slots warm")  # READY only once every slot is warm
+    assert sock.recv(4096) == b"WATCHDOG=1"
+    assert sock.recv(4096) == b"WATCHDOG=1"
+    srv.proc.send_signal(signal.SIGTERM)
+    while (message := sock.recv(4096)) == b"WATCHDOG=1":
+        pass
+    assert message == b"STOPPING=1"
+    assert srv.proc.wait(30) == 0
+
+
+ACTIVATE = """
+import os, socket, sys
+listener = socket.socket()
+listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+listener.bind(("127.0.0.1", int(sys.argv[1])))
+listener.listen(16)
+os.dup2(listener.fileno(), 3)
+os.set_inheritable(3, True)  # dup2 onto itself would keep close-on-exec
+os.environ.update(LISTEN_FDS="1", LISTEN_PID=str(os.getpid()))
+os.execv(sys.argv[2], [sys.argv[2], "serve"])
+"""
+
+
+def test_socket_activation():
+    """As systemd does it: the listening socket is descriptor 3, LISTEN_PID names kiln."""
+    port = free_port()
+    srv = Server({"PORT": "1"}, argv=["/usr/bin/python3", "-c", ACTIVATE, str(port), str(KILN)])  # PORT is ignored
+    srv.port, srv.url = port, f"http://127.0.0.1:{port}"
+    srv.client.base_url = srv.url
+    try:
+        srv.wait_ready()
+        assert srv.run(solution_text="print(1)").json()["stdout"] == "1\n"
+    finally:
+        assert srv.stop() == 0
+
+
+def test_kiln_slots_shows_every_slot_and_the_busy_one(start_server):
+    srv = start_server(RUN_CONCURRENCY="3", RUN_UID_BASE="40000")
+
+    def slots() -> list[dict]:
+        done = subprocess.run([str(KILN), "slots", "--json", "--instance", srv.instance], capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    assert wait_until(lambda: [row["state"] for row in slots()] == ["warm"] * 3)
+    rows = slots()
+    assert [row["index"] for row in rows] == [0, 1, 2]
+    assert [row["uid"] for row in rows] == [40000, 40001, 40002]
+    assert all(row["rss_bytes"] > 0 and row["language"] is None for row in rows)
+    runner = threading.Thread(target=srv.run, kwargs={"solution_text": SLOW.format(seconds=3)})
+    runner.start()
+    assert wait_until(lambda: any(row["state"] == "busy" for row in slots()))
+    busy = [row for row in slots() if row["state"] == "busy"]
+    assert len(busy) == 1 and busy[0]["language"] == "python" and busy[0]["age_s"] >= 0
+    assert len(slots()) == 3
+    runner.join()
+    text = subprocess.run([str(KILN), "slots", "--instance", srv.instance], capture_output=True, text=True, timeout=30).stdout
+    assert text.splitlines()[0].split()[:3] == ["SLOT", "STATE", "PID"]
+
+
+def test_kiln_slots_without_a_running_kiln():
+    done = subprocess.run([str(KILN), "slots", "--instance", "kiln-none-here"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1 and "no running kiln" in done.stderr
+
+
+def metric(text: str, name: str, **labels) -> float:
+    for line in text.splitlines():
+        if line.startswith(name + "{") or line.startswith(name + " "):
+            found = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}")[0])) if "{" in line else {}
+            if found == {k: str(v) for k, v in labels.items()}:
+                return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_metrics_move_by_exactly_what_the_runs_did(start_server):
+    srv = start_server(RUN_CONCURRENCY="2", RUN_OUTPUT_MAX="1k")
+    srv.run(solution_text="print(1)")
+    srv.run(solution_text="print(2)")
+    srv.run(solution_text="import time\ntime.sleep(10)", timeout="500ms")
+    srv.run(solution_text="import sys\nsys.exit(3)")
+    srv.run(solution_text="print('x' * 5000)")
+    srv.run(lang_slug="cobol", solution_text="")
+    srv.client.get("/health")
+    text = srv.client.get("/metrics").text
+    assert metric(text, "kiln_http_requests_total", route="run", status="200", lang="python") == 4
+    assert metric(text, "kiln_http_requests_total", route="run", status="413", lang="python") == 1
+    assert metric(text, "kiln_http_requests_total", route="run", status="400", lang="") == 1
+    assert metric(text, "kiln_http_requests_total", route="health", status="200", lang="") == 1
+    assert metric(text, "kiln_runs_total", lang="python", outcome="exited") == 3
+    assert metric(text, "kiln_runs_total", lang="python", outcome="timed_out") == 1
+    assert metric(text, "kiln_runs_total", lang="python", outcome="output_too_large") == 1
+    assert metric(text, "kiln_run_duration_seconds_count", lang="python") == 5
+    assert metric(text, "kiln_busy_refusals_total") == 0
+    assert metric(text, "kiln_runs_in_flight") == 0
+    assert metric(text, "kiln_slots", state="busy") == 0
+    assert wait_until(lambda: metric(srv.client.get("/metrics").text, "kiln_slots", state="warm") == 2)
+    # the first slots and a replacement for each of the five runs
+    assert metric(srv.client.get("/metrics").text, "kiln_slot_warmup_seconds_count") == 2 + 5
+
+
+def test_sigterm_during_a_slow_run_lets_it_finish_then_leaves_nothing(start_server):
+    srv = start_server(RUN_CONCURRENCY="2")
+    zygote = srv.pids()["zygote"]
+    results = {}
+    runner = threading.Thread(target=lambda: results.update(r=srv.run(solution_text=SLOW.format(seconds=2))))
+    runner.start()
+    assert wait_until(lambda: any("busy" in Path(f"/proc/{p}/cmdline").read_text() for p in Path(f"/proc/{zygote}/task/{zygote}/children").read_text().split()))
+    slot_pids = [int(p) for p in Path(f"/proc/{zygote}/task/{zygote}/children").read_text().split()]
+    srv.proc.send_signal(signal.SIGTERM)
+    runner.join()
+    assert results["r"].status_code == 200 and results["r"].json()["stdout"] == "started\ndone\n"
+    assert srv.proc.wait(30) == 0
+    for pid in [zygote, *slot_pids]:
+        assert wait_until(lambda: not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0])
+    assert not Path(f"/run/{srv.instance}").exists()
+    mounts = Path("/proc/self/mountinfo").read_text()
+    assert srv.instance not in mounts
+    cgroups = subprocess.run(["find", "/sys/fs/cgroup", "-maxdepth", "4", "-name", srv.instance], capture_output=True, text=True).stdout
+    assert cgroups == ""
