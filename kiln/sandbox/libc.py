@@ -111,6 +111,24 @@ def openat2(dirfd: int, path: str, flags: int, mode: int, resolve: int) -> int:
     return _check(result, f"openat2({path!r})")
 
 
+SYS_rt_sigaction = 13
+NSIG = 65  # signals 1..64
+
+
+class _KernelSigaction(ctypes.Structure):
+    _fields_ = [("handler", ctypes.c_ulong), ("flags", ctypes.c_ulong), ("restorer", ctypes.c_ulong), ("mask", ctypes.c_uint64)]
+
+
+def reset_signal_dispositions(keep: set[int]) -> None:
+    """Every signal but `keep` back to SIG_DFL, real-time ones included (libc refuses to touch
+    those it uses itself, so this is the raw syscall): an exec keeps ignored signals ignored,
+    whoever ignored them (Python, a parent of kiln, an init system)."""
+    default = _KernelSigaction(0, 0, 0, 0)
+    for sig in range(1, NSIG):
+        if sig not in keep and sig not in (9, 19):  # SIGKILL and SIGSTOP cannot change
+            _syscall(SYS_rt_sigaction, sig, ctypes.byref(default), None, 8)
+
+
 def close_range(first: int, last: int = 0xFFFFFFFF) -> None:
     """Close every descriptor from `first` to `last`, in one syscall."""
     _check(_syscall(SYS_close_range, ctypes.c_uint(first), ctypes.c_uint(last), 0), "close_range")

@@ -119,7 +119,11 @@ def _host_parent() -> int:
 
 
 def _watch_children() -> int:
-    """SIGCHLD wakes the supervisor's poll through a pipe (Python has no signalfd)."""
+    """SIGCHLD wakes the supervisor's poll through a pipe (Python has no signalfd). Every other
+    signal gets its default action, as tasks (forked from init) must start with; init keeps
+    ignoring SIGPIPE and SIGXFSZ (a closed socket is an error, not a death) and the task resets
+    those two itself."""
+    libc.reset_signal_dispositions(keep={signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD})
     wake_r, wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
     signal.signal(signal.SIGCHLD, lambda _sig, _frame: None)
     signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)

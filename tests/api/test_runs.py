@@ -10,6 +10,7 @@ import time
 import httpx
 import pytest
 
+from kilntest import KILN, Server
 from test_status_codes import busy_slots
 
 
@@ -173,6 +174,22 @@ def test_parallel_requests_get_200_or_429_and_waves_all_succeed(start_server):
         assert [r.status_code for r in wave] == [200] * 10
 
 
-def test_the_task_gets_default_signal_dispositions(start_server, workspace):
-    srv = start_server(RUN_WORKSPACE=workspace("@grep -E '^Sig(Ign|Blk)' /proc/self/status"))
-    assert srv.run(solution_text="").json()["stdout"] == "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n"
+IGNORING_PARENT = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None)
+ignore = (ctypes.c_ulong * 4)(1, 0, 0, 0)  # struct kernel_sigaction with SIG_IGN
+for sig in (10, 32, 33, 40):
+    libc.syscall(13, sig, ignore, None, 8)
+os.execv(sys.argv[1], sys.argv[1:])
+"""
+
+
+def test_the_task_gets_default_signal_dispositions(workspace):
+    """Whoever ignored signals before kiln (Python itself, a parent, an init system), the task
+    starts with every disposition at its default and nothing blocked."""
+    srv = Server({"RUN_WORKSPACE": str(workspace("@grep -E '^Sig(Ign|Blk)' /proc/self/status"))}, argv=["/usr/bin/python3", "-c", IGNORING_PARENT, str(KILN), "serve"])
+    try:
+        srv.wait_ready()
+        assert srv.run(solution_text="").json()["stdout"] == "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n"
+    finally:
+        srv.stop()
