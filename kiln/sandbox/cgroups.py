@@ -303,10 +303,13 @@ class SlotCgroup:
         self.paths = paths  # for the zygote's removal and for logs; useless after pivot_root
         self._dir_fds = dir_fds
         self._procs_fds = procs_fds
+        # cgroup.procs of the cgroups kiln itself runs in (shared by every slot, owned by the
+        # driver): init steps into the slot's cgroup only to spawn the task, then back out
+        self.home_procs_fds: tuple[int, ...] = ()
 
     def fds(self) -> set[int]:
-        """Every fd this object holds: keep them in the slot's close_all_except."""
-        return set(self._dir_fds) | set(self._procs_fds)
+        """Every fd this object uses: keep them in the slot's close_all_except."""
+        return set(self._dir_fds) | set(self._procs_fds) | set(self.home_procs_fds)
 
     def set_limits(self, memory_max: int, pids_max: int) -> None:
         raise NotImplementedError
@@ -316,6 +319,20 @@ class SlotCgroup:
         for fd in self._procs_fds:
             write_fd(fd, b"0")
 
+    def leave(self) -> None:
+        """Move the calling process back where kiln runs; its children stay in the slot's."""
+        for fd in self.home_procs_fds:
+            write_fd(fd, b"0")
+
+    def close_procs(self) -> None:
+        """Give up the right to move processes (init, before it runs a job's code beside it)."""
+        for fd in (*self._procs_fds, *self.home_procs_fds):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._procs_fds = self.home_procs_fds = ()
+
     def stats(self) -> CgroupStats:
         raise NotImplementedError
 
@@ -324,12 +341,13 @@ class SlotCgroup:
         return all([kill_cgroup(fd, timeout) for fd in self._dir_fds])
 
     def close(self) -> None:
-        for fd in self.fds():
+        """Close the slot's own fds (kiln's own cgroup.procs belong to the driver)."""
+        for fd in set(self._dir_fds) | set(self._procs_fds):
             try:
                 os.close(fd)
             except OSError:
                 pass
-        self._dir_fds = self._procs_fds = ()
+        self._dir_fds = self._procs_fds = self.home_procs_fds = ()
 
 
 def check_limits(memory_max: int, pids_max: int) -> None:
@@ -414,9 +432,14 @@ class TreeDriver(Driver):
                 make_cgroup(path, exist_ok=True)
             self._remove_leftovers()
             self._prepare(list(move_pids))
+            self._home_fds = tuple(os.open(os.path.join(home, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC) for home in self._home_dirs())
         except OSError as error:
             raise CgroupError(f"cgroup setup below {', '.join(self.bases)}: {error}") from None
         self.log.info("cgroup subtree ready", driver=self.name, subtree=list(self.instance_dirs))
+
+    def _home_dirs(self) -> tuple[str, ...]:
+        """Where kiln's own processes are, once set up (v1: its own cgroups, untouched)."""
+        return self.bases
 
     def _prepare(self, move_pids: list[int]) -> None:
         pass
@@ -451,7 +474,9 @@ class TreeDriver(Driver):
                 except OSError:
                     pass
             raise CgroupError(f"cannot create slot cgroup {name}: {error}") from None
-        return self._make_slot(name, paths, tuple(dir_fds), tuple(procs_fds))
+        slot = self._make_slot(name, paths, tuple(dir_fds), tuple(procs_fds))
+        slot.home_procs_fds = self._home_fds
+        return slot
 
     def _make_slot(self, name: str, paths: tuple[str, ...], dir_fds: tuple[int, ...], procs_fds: tuple[int, ...]) -> SlotCgroup:
         raise NotImplementedError

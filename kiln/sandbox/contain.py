@@ -13,9 +13,8 @@ from __future__ import annotations
 import os
 import signal
 import socket
-from typing import NoReturn
 
-from kiln.sandbox import files, identity, libc, mounts, rlimits, seccomp
+from kiln.sandbox import files, identity, mounts, rlimits, seccomp
 from kiln.sandbox.cgroups import SlotCgroup
 from kiln.sandbox.mounts import under
 from kiln.sandbox.plan import SANDBOX_DIR, UPPER_DIR, WORKSPACES_DIR, JobPlan, RootPlan, TaskPlan
@@ -81,6 +80,10 @@ def build_root(plan: RootPlan, staging: str) -> None:
         mounts.bind_readonly(ws.source, under(staging, ws.path), ws.recursive)
     with step("pivot_root"):
         mounts.pivot_into(staging)
+    with step("empty the capability bounding set"):
+        # init keeps its own capabilities (it needs them until the job's files are written);
+        # the bounding set only limits what an exec could give back, and init never execs
+        identity.drop_bounding_set()
     with step("set the hostname"):
         socket.sethostname(plan.hostname)
     with step("make the root read-only"):
@@ -112,41 +115,41 @@ def prepare_job(plan: JobPlan) -> None:
             os.close(root_fd)
 
 
-def enter_task(plan: TaskPlan, stdio: tuple[int, int, int], report_fd: int, cgroup: SlotCgroup, seccomp_filter: bytes | None) -> NoReturn:
-    """In the forked task: from root to the test command. Never returns; a failure is written
-    to `report_fd` (close-on-exec, so init reads end-of-file when the exec succeeded)."""
+def become_task(plan: TaskPlan, seccomp_filter: bytes | None) -> None:
+    """init itself, once the job's root work is done (mounts, files, cgroup limits): from root
+    to the task's identity, limits and filter, which the task then inherits through a plain
+    spawn (vfork + exec). No Python process is forked for the task, and init supervises the
+    run without privileges: not dumpable, seccomp'd, its uid the task's (so kill(-1) reaches
+    exactly the run's processes, which can never change uid)."""
+    with step("set rlimits"):
+        rlimits.apply(plan.rlimits)
+    with step("enter the workspace"):
+        os.chdir(plan.cwd)
+    with step("drop to the slot's user"):
+        identity.become(plan.uid, plan.gid)
+        identity.clear_capabilities()
+        identity.set_not_dumpable()
+        identity.set_parent_death_signal(signal.SIGKILL)  # a uid change cleared it
+    with step("set no_new_privs"):
+        identity.set_no_new_privs()
+    if seccomp_filter is not None:
+        with step("load seccomp"):
+            seccomp.load(seccomp_filter)
+
+
+_SPAWN_DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)  # init ignores them; the task must not
+
+
+def spawn_task(plan: TaskPlan, stdio: tuple[int, int, int], cgroup: SlotCgroup) -> int:
+    """Start the test command in the slot's cgroup: init steps in, spawns (the child is born
+    there, before it can run or fork anything), and steps back out. Returns the task's pid."""
+    with step("join the slot's cgroup"):
+        cgroup.join()  # through descriptors the zygote opened: /sys is not mounted here
     try:
-        with step("set up stdio"):
-            for target, fd in enumerate(stdio):
-                os.dup2(fd, target)
-        with step("reset signals"):
-            # Python ignores SIGPIPE and SIGXFSZ; an exec keeps ignored signals ignored
-            for sig in (signal.SIGPIPE, signal.SIGXFSZ):
-                signal.signal(sig, signal.SIG_DFL)
-            signal.pthread_sigmask(signal.SIG_SETMASK, ())
-        with step("set rlimits"):
-            rlimits.apply(plan.rlimits)
-        with step("enter the workspace"):
-            os.chdir(plan.cwd)
-        with step("join the slot's cgroup"):
-            cgroup.join()  # through descriptors opened by the zygote: /sys is not mounted here
-        with step("close descriptors"):
-            libc.close_all_except({report_fd})
-        with step("drop capabilities"):
-            identity.drop_bounding_set()
-        with step("drop to the slot's user"):
-            identity.become(plan.uid, plan.gid)
-            identity.clear_capabilities()
-        with step("set no_new_privs"):
-            identity.set_no_new_privs()
-        if seccomp_filter is not None:
-            with step("load seccomp"):
-                seccomp.load(seccomp_filter)
         with step("exec the test command"):
-            os.execve(plan.argv[0], plan.argv, dict(plan.env))
-    except BaseException as error:  # noqa: BLE001 - everything must reach init, then exit
-        try:
-            os.write(report_fd, str(error).encode(errors="replace")[:4000])
-        finally:
-            os._exit(127)
-    os._exit(127)
+            actions = [(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(stdio)]
+            return os.posix_spawn(plan.argv[0], plan.argv, dict(plan.env), file_actions=actions, setsigdef=_SPAWN_DEFAULT_SIGNALS, setsigmask=())
+    finally:
+        with step("leave the slot's cgroup"):
+            cgroup.leave()
+            cgroup.close_procs()

@@ -8,6 +8,7 @@ import os
 from kiln.sandbox.libc import _check, _libc
 
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
 PR_CAP_AMBIENT = 47
@@ -54,6 +55,12 @@ def become(uid: int, gid: int) -> None:
     os.setgroups([])
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)
+
+
+def set_not_dumpable() -> None:
+    """No /proc/<pid>/mem, environ or fd for processes of the same uid (a uid change already
+    makes a process undumpable when fs.suid_dumpable is 0; this does not depend on it)."""
+    prctl(PR_SET_DUMPABLE, 0)
 
 
 def set_no_new_privs() -> None:

@@ -11,8 +11,13 @@ import os
 _libc = ctypes.CDLL(None, use_errno=True)
 _syscall = _libc.syscall
 _syscall.restype = ctypes.c_long
+# The same function called with the GIL held (PyDLL): clone() must not release it, so the
+# child starts holding it, as after os.fork().
+_syscall_holding_gil = ctypes.PyDLL(None, use_errno=True).syscall
+_syscall_holding_gil.restype = ctypes.c_long
 
 # x86_64 syscall numbers; kiln targets x86_64 Linux (the seccomp policy is x86_64-only too).
+SYS_clone = 56
 SYS_pivot_root = 155
 SYS_setns = 308
 SYS_close_range = 436
@@ -77,6 +82,29 @@ def pivot_root(new_root: str, put_old: str) -> None:
 
 def unshare(flags: int) -> None:
     _check(_libc.unshare(flags), f"unshare({flags:#x})")
+
+
+def fork_into_namespaces(flags: int) -> int:
+    """fork(), with the child in the new namespaces `flags` names (CLONE_NEW*): with
+    CLONE_NEWPID it is PID 1 of its own pid namespace and still the caller's child.
+
+    Python's os.fork() takes no flags and unshare(CLONE_NEWPID) only moves later children, so
+    this is clone(2) called directly, wrapped in the hooks CPython documents for forking by
+    other means (PyOS_BeforeFork & co.: import lock, thread states, at-fork callbacks). libc's
+    own fork handlers do not run: the caller must be single-threaded (the zygote is), and the
+    child must not use raise()/abort(), whose cached thread id is the parent's.
+    """
+    api = ctypes.pythonapi
+    api.PyOS_BeforeFork()
+    pid = _syscall_holding_gil(SYS_clone, ctypes.c_ulong(flags | 17), None, None, None, None)  # 17: SIGCHLD
+    err = ctypes.get_errno()
+    if pid == 0:
+        api.PyOS_AfterFork_Child()
+        return 0
+    api.PyOS_AfterFork_Parent()
+    if pid < 0:
+        raise OSError(err, f"clone({flags:#x}): {os.strerror(err)}")
+    return pid
 
 
 def setns(fd: int, nstype: int = 0) -> None:

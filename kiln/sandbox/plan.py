@@ -232,7 +232,7 @@ def job_plan(
     )
 
 
-def task_rlimits(*, timeout_ms: int, cpus: int, pids_max: int, memory_max: int) -> tuple[tuple[int, int], ...]:
+def task_rlimits(*, timeout_ms: int, cpus: int, pids_max: int) -> tuple[tuple[int, int], ...]:
     """RLIMIT_CPU is only a backstop behind the wall-clock timeout: multi-threaded runtimes burn
     more CPU time than wall time. RLIMIT_NPROC is per uid and checked before the pids cgroup,
     so it sits above RUN_PIDS_MAX, or the cgroup's limit could never be observed."""
@@ -244,14 +244,13 @@ def task_rlimits(*, timeout_ms: int, cpus: int, pids_max: int, memory_max: int) 
         (resource.RLIMIT_CORE, 0),
         (resource.RLIMIT_FSIZE, 64 * 1024 * 1024),
     ]
-    if memory_max:
-        limits.append((resource.RLIMIT_AS, memory_max))
-    return tuple(limits)
+    return tuple(limits)  # RLIMIT_AS (RUN_MEMORY_MAX): set by the test command's sh, see task_argv
 
 
 def task_env(*, path: str, inherited: tuple[tuple[str, str], ...], language: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
-    env = {"PATH": path, "HOME": SANDBOX_DIR, "USER": TASK_USER, "LOGNAME": TASK_USER}
+    # PWD: what sh would have exported, for a program that runs without it
+    env = {"PATH": path, "HOME": SANDBOX_DIR, "USER": TASK_USER, "LOGNAME": TASK_USER, "PWD": SANDBOX_DIR}
     env.update(inherited)
     env.update(language)
-    env["PATH"], env["HOME"] = path, SANDBOX_DIR  # never overridden by inherited or language keys
+    env["PATH"], env["HOME"], env["PWD"] = path, SANDBOX_DIR, SANDBOX_DIR  # never overridden
     return tuple(env.items())

@@ -60,6 +60,9 @@ def compile_filter() -> bytes:
         policy.add_rule(sc.KILL_PROCESS, number)
     for name in REFUSED_EPERM:
         policy.add_rule(sc.ERRNO(errno.EPERM), name)
+    # prlimit on another process: while a job runs, its supervisor (the slot's init) shares the
+    # job's uid; a process may change only its own limits (glibc's setrlimit passes pid 0)
+    policy.add_rule(sc.ERRNO(errno.EPERM), "prlimit64", sc.Arg(0, sc.NE, 0))
     # the kernel reads the family as an int: any high bit set makes the 64-bit value large
     policy.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), "socket", sc.Arg(0, sc.GT, AF_MAX_ALLOWED))
     for family in range(AF_MAX_ALLOWED):

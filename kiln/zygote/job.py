@@ -26,6 +26,10 @@ FILE_PARTS = ("solution", "checker", "asserts")
 READ_CHUNK = 65536
 POLL_IN = select.POLLIN | select.POLLHUP | select.POLLERR
 TITLE_EVERY_S = 1.0  # `ps` shows a busy slot's elapsed time, refreshed this often
+# Orphans of the run become init's children; their zombies count against the pids limit until
+# reaped. init has no SIGCHLD handler (the run's processes, of its uid, could flood it), so it
+# reaps this often, and as soon as the task itself exits (its pidfd).
+REAP_EVERY_S = 0.1
 # After the task is gone (or killed), its pipes reach end-of-file as soon as the last process of
 # the namespace dies; this only bounds a kernel that is slow to tear them down.
 DRAIN_GRACE_S = 2.0
@@ -87,10 +91,10 @@ def plans(job: Job, runtime: Runtime, uid: int) -> tuple[plan.JobPlan, plan.Task
     task_plan = plan.TaskPlan(
         uid=uid,
         gid=uid,
-        argv=("/bin/sh", "-e", "-c", workload.script),
+        argv=workload.argv,
         env=plan.task_env(path=config.sandbox_path, inherited=config.sandbox_env, language=workload.language.env),
         cwd=plan.SANDBOX_DIR,
-        rlimits=plan.task_rlimits(timeout_ms=job.timeout_ms, cpus=runtime.cpus, pids_max=workload.pids_max, memory_max=config.memory_max),
+        rlimits=plan.task_rlimits(timeout_ms=job.timeout_ms, cpus=runtime.cpus, pids_max=workload.pids_max),
     )
     return job_plan, task_plan
 
@@ -119,21 +123,21 @@ def kill_all() -> None:
 class Supervisor:
     """Drains stdout/stderr (each capped), enforces the deadline, reaps, and notices a cancel."""
 
-    def __init__(self, task_pid: int, out_fd: int, err_fd: int, report_fd: int, cancel_sock, wake_fd: int, output_max: int):
+    def __init__(self, task_pid: int, out_fd: int, err_fd: int, cancel_sock, output_max: int):
         self.task_pid = task_pid
+        self.task_fd = os.pidfd_open(task_pid)  # a zombie still has one: no race with its exit
         self.output_max = output_max
         self.streams = {out_fd: bytearray(), err_fd: bytearray()}
-        self.out_fd, self.err_fd, self.report_fd, self.wake_fd = out_fd, err_fd, report_fd, wake_fd
+        self.out_fd, self.err_fd = out_fd, err_fd
         self.cancel_sock = cancel_sock
-        self.setup_error = bytearray()
         self.status: int | None = None
         self.rusage = None
         self.ended_at = 0.0
         self.timed_out = self.overflow = self.cancelled = False
         self.poller = select.poll()
-        for fd in (out_fd, err_fd, report_fd, cancel_sock.fileno(), wake_fd):
+        for fd in (out_fd, err_fd, cancel_sock.fileno(), self.task_fd):
             self.poller.register(fd, POLL_IN)
-        self.open_fds = {out_fd, err_fd, report_fd}
+        self.open_fds = {out_fd, err_fd}
 
     def run(self, deadline: float, title: str) -> None:
         drain_until = None
@@ -152,10 +156,12 @@ class Supervisor:
                 self.timed_out = True
                 kill_all()
                 continue
-            wait_s = min(limit - now, TITLE_EVERY_S)
-            for fd, _event in self.poller.poll(max(0, wait_s * 1000) + 1):
-                if fd == self.wake_fd:
-                    self._reap()
+            wait_s = min(limit - now, REAP_EVERY_S)
+            events = self.poller.poll(max(0, wait_s * 1000) + 1)
+            self._reap()
+            for fd, _event in events:
+                if fd == self.task_fd:
+                    self.poller.unregister(fd)  # reaped above; stays readable
                 elif fd == self.cancel_sock.fileno():
                     self.cancelled = True
                     kill_all()
@@ -172,8 +178,6 @@ class Supervisor:
             data = b""
         if not data:
             self._close(fd)
-        elif fd == self.report_fd:
-            self.setup_error += data
         else:
             buffer = self.streams[fd]
             buffer += data
@@ -191,11 +195,6 @@ class Supervisor:
             os.close(fd)
 
     def _reap(self) -> None:
-        try:
-            while os.read(self.wake_fd, 512):
-                pass
-        except BlockingIOError:
-            pass
         while True:
             try:
                 pid, status, rusage = os.wait4(-1, os.WNOHANG)
@@ -211,8 +210,6 @@ class Supervisor:
 def outcome(sup: Supervisor, cgroup: CgroupStats, cpu_limit_ms: int) -> tuple[str, int | None, int | None]:
     """(outcome, exit_code, signal), by DESIGN.md's precedence: timed_out > out_of_memory >
     policy_violation > pids_limit > signaled > exited."""
-    if sup.setup_error:
-        return "infrastructure_failure", None, None
     status = sup.status
     killed_by = os.WTERMSIG(status) if status is not None and os.WIFSIGNALED(status) else None
     exit_code = os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None
@@ -245,7 +242,7 @@ def _memory_peak(sup: Supervisor, cgroup: CgroupStats) -> int:
     return sup.rusage.ru_maxrss * 1024 if sup.rusage else 0
 
 
-def execute(job: Job, runtime: Runtime, uid: int, cgroup: SlotCgroup, cancel_sock, wake_fd: int, title: str) -> tuple[dict, list[bytes]] | None:
+def execute(job: Job, runtime: Runtime, uid: int, cgroup: SlotCgroup, cancel_sock, title: str, zygote: int) -> tuple[dict, list[bytes]] | None:
     """Run the job; the result frame (header, [stdout, stderr]), or None if it was cancelled."""
     job_plan, task_plan = plans(job, runtime, uid)
     try:
@@ -253,20 +250,20 @@ def execute(job: Job, runtime: Runtime, uid: int, cgroup: SlotCgroup, cancel_soc
         with contain.step("set cgroup limits"):
             cgroup.set_limits(job.workload.memory_max, job.workload.pids_max)
         stdin_fd = _stdin_fd(job.stdin)
+        out_r, out_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        err_r, err_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        os.set_blocking(out_w, True)
+        os.set_blocking(err_w, True)
+        contain.become_task(task_plan, runtime.seccomp_filter)
+        if select.select([zygote], [], [], 0)[0]:
+            os._exit(0)  # the zygote died while the parent-death signal was re-armed
+        started = time.monotonic()
+        pid = contain.spawn_task(task_plan, (stdin_fd, out_w, err_w), cgroup)
     except SetupError as error:
         return _failure(str(error))
-    out_r, out_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-    err_r, err_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-    report_r, report_w = os.pipe2(os.O_CLOEXEC)
-    os.set_blocking(out_w, True)
-    os.set_blocking(err_w, True)
-    started = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        contain.enter_task(task_plan, (stdin_fd, out_w, err_w), report_w, cgroup, runtime.seccomp_filter)
-    for fd in (out_w, err_w, report_w, stdin_fd):
+    for fd in (out_w, err_w, stdin_fd):
         os.close(fd)
-    sup = Supervisor(pid, out_r, err_r, report_r, cancel_sock, wake_fd, runtime.config.output_max)
+    sup = Supervisor(pid, out_r, err_r, cancel_sock, runtime.config.output_max)
     sup.run(started + job.timeout_ms / 1000, title)
     if sup.cancelled:
         return None
@@ -274,8 +271,6 @@ def execute(job: Job, runtime: Runtime, uid: int, cgroup: SlotCgroup, cancel_soc
     stats = cgroup.stats()
     kind, exit_code, killed_by = outcome(sup, stats, cpu_limit_ms)
     stderr = bytes(sup.streams[err_r])
-    if kind == "infrastructure_failure":
-        stderr = b"kiln: " + bytes(sup.setup_error) + b"\n"
     header = {
         "op": "result",
         "exit_code": exit_code,

@@ -36,11 +36,10 @@ STOP_TIMEOUT_S = 5.0
 @dataclass
 class Slot:
     index: int
-    forker_pid: int
+    pid: int  # init's
     sock: socket.socket | None  # the zygote's end, until handed to the front
     started: float
     cgroup: SlotCgroup
-    pid: int | None = None  # init's pid, once the forker reports it
     ready: bool = False
 
 
@@ -59,6 +58,7 @@ class Zygote:
     slots: dict[int, Slot] = field(default_factory=dict)
     backoff: dict[int, Backoff] = field(default_factory=dict)
     ever_ready: set[int] = field(default_factory=set)
+    netns: dict[int, int] = field(default_factory=dict)  # slot index -> its network namespace
     stopping: bool = False
     generation: int = 0
 
@@ -88,6 +88,7 @@ class Zygote:
         with open(self.runtime.zygote_pidfile, "w") as pidfile:
             pidfile.write(f"{os.getpid()}\n")
         self.specs = {i: self._spec(i) for i in range(self.runtime.config.concurrency)}
+        self.pidfd = os.pidfd_open(os.getpid())  # slots watch it: a pid means nothing in their namespace
         # objects that exist now are never collected: forked slots do not copy their pages
         gc.collect()
         gc.freeze()
@@ -110,8 +111,8 @@ class Zygote:
 
     # -- reap -----------------------------------------------------------------------------
     def _reap(self) -> None:
-        """A dead init ends its slot (forkers exit by design; their failures show on the socket)."""
-        inits = {s.pid: s for s in self.slots.values() if s.pid is not None}
+        """A dead init ends its slot."""
+        inits = {s.pid: s for s in self.slots.values()}
         while True:
             try:
                 pid, _status = os.waitpid(-1, os.WNOHANG)
@@ -137,10 +138,7 @@ class Zygote:
         self._backoff(s.index, error)
         s.sock.close()
         s.sock = None
-        if s.pid is not None:
-            _kill(s.pid)  # reaped by _reap, which ends the slot
-        else:
-            self._end(s)  # the forker failed: there is no init to reap
+        _kill(s.pid)  # reaped by _reap, which ends the slot
 
     def _end(self, s: Slot) -> None:
         """The slot's processes are all gone (its init was reaped): free its index."""
@@ -160,8 +158,15 @@ class Zygote:
             except OSError as error:
                 self._backoff(index, f"cannot create the slot's cgroup: {error}")
                 continue
-            forker_pid, sock = slot.spawn(spec, cgroup, self.runtime)
-            self.slots[index] = Slot(index=index, forker_pid=forker_pid, sock=sock, started=now, cgroup=cgroup)
+            try:
+                pid, sock = slot.spawn(spec, cgroup, self.runtime, self.netns.get(index), self.pidfd)
+            except OSError as error:
+                self.cgroups.remove_slot(cgroup)
+                self._backoff(index, f"cannot start the slot: {error}")
+                continue
+            self.slots[index] = Slot(index=index, pid=pid, sock=sock, started=now, cgroup=cgroup)
+            if index not in self.netns:
+                self._keep_netns(index, pid)
 
     # -- wait -----------------------------------------------------------------------------
     def _wait(self) -> None:
@@ -175,6 +180,15 @@ class Zygote:
                 self._from_front()
             else:
                 self._from_slot(warming[source])
+
+    def _keep_netns(self, index: int, pid: int) -> None:
+        """The first slot of an index made a network namespace; its successors enter it
+        instead of paying for a new one (creating and destroying a netns is the costliest part
+        of a slot's namespaces). It stays empty between slots: lo down, no process, no socket."""
+        try:
+            self.netns[index] = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as error:
+            self.log.warning("cannot keep the slot's network namespace", slot=index, error=str(error))
 
     def _next_backoff_in(self) -> float | None:
         waiting = [b.not_before for i, b in self.backoff.items() if i not in self.slots]
@@ -195,9 +209,7 @@ class Zygote:
         except (ProtocolError, OSError) as error:
             frame = ({"op": "failed", "error": f"bad frame from the slot: {error}"}, [])
         header = frame[0] if frame is not None else {"op": "failed", "error": "slot exited while warming"}
-        if header.get("op") == "spawned" and type(header.get("pid")) is int and s.pid is None:
-            s.pid = header["pid"]
-        elif header.get("op") == "ready" and s.pid is not None:
+        if header.get("op") == "ready":
             self._hand_over(s)
         else:
             self._warm_failed(s, str(header.get("error", header)))
@@ -222,9 +234,7 @@ class Zygote:
     # -- stop -----------------------------------------------------------------------------
     def _stop_slots(self) -> None:
         for s in self.slots.values():
-            for pid in (s.pid, s.forker_pid):
-                if pid is not None:
-                    _kill(pid)
+            _kill(s.pid)
         deadline = time.monotonic() + STOP_TIMEOUT_S
         while time.monotonic() < deadline:
             try:

@@ -143,8 +143,9 @@ def test_concurrent_runs_have_different_uids_and_cannot_see_each_other(server):
         assert seen["proc"] == [str(seen["me"])]
         assert seen["tmp"] == [f"mine-{seen['uid']}"]
         assert seen["sandbox"] == [f"mine-{seen['uid']}"]
-        # only itself, and its namespace's init (root's: EPERM); nothing of the other run
-        assert seen["reachable"] == [-1, seen["me"]]
+        # only itself, and its namespace's init (of its uid while the job runs, but deaf to the
+        # run's signals and hidden from its /proc: not dumpable); nothing of the other run
+        assert seen["reachable"] == [1, seen["me"]]
         assert seen["hostname"] == "kiln"
     assert server.client.get("/health").status_code == 200
 
@@ -203,9 +204,10 @@ def test_kill_minus_one_harms_nothing_outside_the_task(server):
     body = attacker_response.json()
     assert_exited(body)
     lines = body["stdout"].splitlines()
-    # kill(-1) reached the attacker's own child only; init (PID 1 here) refuses; the host's
-    # pids do not exist in the run's pid namespace
-    assert lines == ["kill-1 ok", "child 9", "kill1 EPERM"] + ["host-pid ESRCH"] * len(host_pids) + ["attacker survives"]
+    # kill(-1) reached the attacker's own child only; init (PID 1 here, of the run's uid while
+    # the job runs) accepts the call but the kernel drops it: a namespace's init gets only the
+    # signals it handles, and it handles none; the host's pids do not exist in the namespace
+    assert lines == ["kill-1 ok", "child 9", "kill1 ok"] + ["host-pid ESRCH"] * len(host_pids) + ["attacker survives"]
     assert victim_response.status_code == 200
     victim_body = victim_response.json()
     assert_exited(victim_body)
@@ -337,3 +339,20 @@ int main(void) {
     assert body["stats"]["wall_ms"] < 10_000
     uid = _uid_of(body)
     assert wait_until(lambda: processes_of_uids([uid]) == [], timeout=10), processes_of_uids([uid])
+
+
+def test_limits_of_another_process_cannot_be_changed(server):
+    """While a job runs, its supervisor (the slot's init, PID 1) shares the job's uid: prlimit on
+    any pid but 0 is refused, so a job cannot even break its own run's supervisor."""
+    body = server.run(
+        solution_text=(
+            "import resource, errno\n"
+            "for pid in (1, 0):\n"
+            "    try:\n"
+            "        resource.prlimit(pid, resource.RLIMIT_NOFILE, (10, 10))\n"
+            "        print(pid, 'changed')\n"
+            "    except OSError as e:\n"
+            "        print(pid, errno.errorcode[e.errno])\n"
+        )
+    ).json()
+    assert body["stdout"] == "1 EPERM\n0 changed\n"

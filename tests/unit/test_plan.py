@@ -95,17 +95,16 @@ def test_job_plan_sizes_upper_and_tmp_alike():
 
 
 def test_rlimits():
-    limits = dict(plan.task_rlimits(timeout_ms=1500, cpus=2, pids_max=256, memory_max=0))
+    limits = dict(plan.task_rlimits(timeout_ms=1500, cpus=2, pids_max=256))
     assert limits[resource.RLIMIT_CPU] == 2 * 2 + 1  # timeout rounded up, times CPUs, plus 1 s
     assert limits[resource.RLIMIT_NOFILE] == 256
     assert limits[resource.RLIMIT_NPROC] == 256 + 64  # above the pids cgroup limit
     assert limits[resource.RLIMIT_CORE] == 0
     assert limits[resource.RLIMIT_FSIZE] == 64 << 20
-    assert resource.RLIMIT_AS not in limits
-    with_as = dict(plan.task_rlimits(timeout_ms=1000, cpus=1, pids_max=8, memory_max=512 << 20))
-    assert with_as[resource.RLIMIT_AS] == 512 << 20 and with_as[resource.RLIMIT_CPU] == 2
+    assert resource.RLIMIT_AS not in limits  # RUN_MEMORY_MAX: `ulimit -v` in the task's sh
+    assert dict(plan.task_rlimits(timeout_ms=1000, cpus=1, pids_max=8))[resource.RLIMIT_CPU] == 2
 
 
 def test_task_env_cannot_override_path_or_home():
     env = dict(plan.task_env(path="/usr/bin:/bin", inherited=(("LANG", "C.UTF-8"), ("PATH", "/evil")), language=(("GOCACHE", "/sandbox/.cache"), ("HOME", "/root"))))
-    assert env == {"PATH": "/usr/bin:/bin", "HOME": "/sandbox", "USER": "runner", "LOGNAME": "runner", "LANG": "C.UTF-8", "GOCACHE": "/sandbox/.cache"}
+    assert env == {"PATH": "/usr/bin:/bin", "HOME": "/sandbox", "USER": "runner", "LOGNAME": "runner", "PWD": "/sandbox", "LANG": "C.UTF-8", "GOCACHE": "/sandbox/.cache"}

@@ -33,6 +33,23 @@ def test_exec_last_command_only_for_plain_commands(script, expected):
     assert exec_last_command(script) == expected
 
 
+@pytest.mark.parametrize(
+    ("script", "memory_max", "expected"),
+    [
+        ("exec true", "0", ("/usr/bin/true",)),
+        ("exec /usr/bin/python3 -B check/harness.py", "0", ("/usr/bin/python3", "-B", "check/harness.py")),
+        ("exec check/run x", "0", ("check/run", "x")),
+        ("exec no-such-program-here", "0", ("/bin/sh", "-e", "-c", "exec no-such-program-here")),
+        ("make x\nexec run", "0", ("/bin/sh", "-e", "-c", "make x\nexec run")),
+        ("cd check && ./run", "0", ("/bin/sh", "-e", "-c", "cd check && ./run")),
+        ("exec true", "64m", ("/bin/sh", "-e", "-c", "ulimit -v 65536\nexec true")),
+    ],
+)
+def test_task_argv_runs_a_plain_command_without_sh(script, memory_max, expected):
+    cfg = config.load({"RUN_MEMORY_MAX": memory_max}, REPO)
+    assert runtime.task_argv(script, cfg) == expected
+
+
 def makefile(tmp_path: Path, text: str) -> Path:
     (tmp_path / "Makefile").write_text(text)
     return tmp_path
