@@ -7,12 +7,16 @@ PYTEST_ARGS ?=
 
 setup:
 	@scripts/setup.sh
-	@langs/js/install.sh
+	@langs/install-toolchains.sh python js
+
+# every language's toolchain and workspace (Debian packages, npm, PyPI; minutes the first time)
+langs: setup
+	@langs/install-toolchains.sh
 
 run: setup
 	$(VENV)/bin/kiln serve
 
-test: setup
+test: langs
 	$(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
 
 bench: setup

@@ -15,7 +15,19 @@ def main(argv: list[str] | None = None) -> int:
     slots.add_argument("--watch", action="store_true", help="refresh every second, like top")
     slots.add_argument("--json", action="store_true", help="one JSON array per refresh, for scripts")
     slots.add_argument("--instance", help="RUN_INSTANCE of the kiln to look at (default: from the environment, else kiln)")
+    check = commands.add_parser("check-host", help="which languages this host can serve, and why not")
+    check.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    if args.command == "check-host":
+        from kiln import checkhost, config  # noqa: PLC0415
+        from kiln.serve import REPO_ROOT  # noqa: PLC0415
+
+        try:
+            settings = config.load(dict(os.environ), REPO_ROOT)
+        except config.ConfigError as error:
+            print(f"kiln: bad configuration:\n{error}", file=sys.stderr)
+            return 2
+        return checkhost.main(settings, args.json)
     if args.command == "serve":
         from kiln.serve import serve  # noqa: PLC0415
 

@@ -204,21 +204,32 @@ def check_install_layout(config: Config, roots: tuple[str, ...]) -> None:
                 raise StartupError(f"{what} ({real}) is under {root}, which every sandbox sees read-only; install kiln elsewhere (e.g. /opt/kiln)")
 
 
-def build(config: Config) -> Runtime:
+# Written by langs/install-toolchains.sh once a workspace's install.sh has prepared it
+# (node_modules, precompiled headers, warmed caches): a workspace that ships an install.sh is
+# not served before, or every request would fail on what the install prepares.
+READY_STAMP = ".installed"
+
+
+def workspace_problem(folder: Path) -> str | None:
+    if not (folder / "Makefile").is_file():
+        return f"no workspace at {folder}"
+    if (folder / "install.sh").is_file() and not (folder / READY_STAMP).is_file():
+        return f"workspace not prepared: run langs/install-toolchains.sh {folder.name}"
+    return None
+
+
+def survey(config: Config, slugs) -> tuple[dict[str, Workload], list[Unserved]]:
+    """Which of `slugs` this host can serve, and why not the others (never raises for a slug)."""
     single = single_workspace(config)
-    wanted = config.langs or tuple(langs.LANGUAGES)
     workloads: dict[str, Workload] = {}
     unserved: list[Unserved] = []
     shared_script = read_test_command(config.workspace) if single else None
-    for slug in wanted:
+    for slug in slugs:
         language = langs.LANGUAGES[slug]
         folder = config.workspace if single else config.workspace / slug
         reason = None
         if not single:
-            if not (folder / "Makefile").is_file():
-                reason = f"no workspace at {folder}"
-            else:
-                reason = find_toolchain(language, config)
+            reason = workspace_problem(folder) or find_toolchain(language, config)
         if reason is None:
             try:
                 script = shared_script or read_test_command(folder)
@@ -236,6 +247,11 @@ def build(config: Config) -> Runtime:
             memory_max=config.memory_max_for(slug),
             pids_max=config.pids_max_for(slug),
         )
+    return workloads, unserved
+
+
+def build(config: Config) -> Runtime:
+    workloads, unserved = survey(config, config.langs or tuple(langs.LANGUAGES))
     if config.langs:
         missing = [u for u in unserved if u.slug in config.langs]
         if missing:

@@ -178,3 +178,28 @@ def test_sigterm_during_a_slow_run_lets_it_finish_then_leaves_nothing(start_serv
     assert srv.instance not in mounts
     cgroups = subprocess.run(["find", "/sys/fs/cgroup", "-maxdepth", "4", "-name", srv.instance], capture_output=True, text=True).stdout
     assert cgroups == ""
+
+
+def check_host(**env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(KILN), "check-host", "--json"], env={"PATH": "/usr/bin:/bin", **env}, capture_output=True, text=True, timeout=120)
+
+
+def test_check_host_reports_every_language():
+    done = check_host()
+    assert done.returncode == 0, done.stderr
+    table = {row["slug"]: row for row in json.loads(done.stdout)}
+    assert len(table) == 17
+    assert table["python"]["served"] and table["python"]["version"].startswith("Python 3")
+    assert table["python"]["command"].startswith("exec /usr/bin/python3")
+    for row in table.values():
+        assert row["served"] or row["reason"]  # never silent about a language it cannot serve
+
+
+def test_check_host_fails_when_run_langs_asks_for_what_cannot_run():
+    served = [row["slug"] for row in json.loads(check_host().stdout) if row["served"]]
+    missing = [row["slug"] for row in json.loads(check_host().stdout) if not row["served"]]
+    assert check_host(RUN_LANGS=",".join(served[:2])).returncode == 0
+    if not missing:
+        pytest.skip("every language is installed on this host")
+    done = check_host(RUN_LANGS=f"python,{missing[0]}")
+    assert done.returncode == 1 and missing[0] in done.stderr

@@ -114,3 +114,15 @@ def test_readonly_paths_may_not_cover_the_sandbox_own_places(path):
 
 def test_readonly_paths_below_etc_are_fine():
     runtime.check_readonly_paths(("/usr", "/etc/java-17-openjdk", "/etc/alternatives", "/var/lib/ghc", "/opt/tool"))
+
+
+def test_a_workspace_with_an_install_script_is_served_only_once_prepared(tmp_path):
+    folder = tmp_path / "ruby"
+    folder.mkdir()
+    assert runtime.workspace_problem(folder) == f"no workspace at {folder}"
+    (folder / "Makefile").write_text(".PHONY: test\ntest:\n\t@true\n")
+    assert runtime.workspace_problem(folder) is None
+    (folder / "install.sh").write_text("#!/bin/sh\n")
+    assert runtime.workspace_problem(folder) == "workspace not prepared: run langs/install-toolchains.sh ruby"
+    (folder / runtime.READY_STAMP).touch()
+    assert runtime.workspace_problem(folder) is None

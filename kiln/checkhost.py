@@ -1,0 +1,53 @@
+"""`kiln check-host`: which languages this host can serve, with which toolchain, and why not.
+
+Exits non-zero when a language RUN_LANGS asks for cannot be served (or, without RUN_LANGS,
+when none can): a deploy script can run it before starting the service.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from kiln import langs
+from kiln.config import Config
+from kiln.runtime import StartupError, survey, toolchain_versions
+
+
+def rows(config: Config) -> list[dict]:
+    try:
+        workloads, unserved = survey(config, tuple(langs.LANGUAGES))
+    except StartupError as error:  # a single workspace whose Makefile is wrong
+        return [{"slug": slug, "served": False, "version": None, "reason": str(error)} for slug in langs.LANGUAGES]
+    versions = toolchain_versions([w.language for w in workloads.values()], config)
+    reasons = {u.slug: u.reason for u in unserved}
+    return [
+        {
+            "slug": slug,
+            "served": slug in workloads,
+            "version": versions.get(slug),
+            "command": workloads[slug].script if slug in workloads else None,
+            "reason": reasons.get(slug),
+            "wanted": config.langs is None or slug in config.langs,
+        }
+        for slug in langs.LANGUAGES
+    ]
+
+
+def main(config: Config, as_json: bool) -> int:
+    table = rows(config)
+    if as_json:
+        print(json.dumps(table))
+    else:
+        print(f"{'LANG':<8} {'STATUS':<10} DETAIL")
+        for row in table:
+            status = "ok" if row["served"] else ("MISSING" if config.langs and row["wanted"] else "skipped")
+            print(f"{row['slug']:<8} {status:<10} {row['version'] if row['served'] else row['reason']}")
+    missing = [row["slug"] for row in table if row["wanted"] and not row["served"]]
+    if config.langs and missing:
+        print(f"kiln check-host: RUN_LANGS asks for languages this host cannot serve: {', '.join(missing)}", file=sys.stderr)
+        return 1
+    if not any(row["served"] for row in table):
+        print("kiln check-host: no language can be served", file=sys.stderr)
+        return 1
+    return 0
