@@ -6,6 +6,7 @@ import hmac
 import json
 import time
 import uuid
+from pathlib import Path
 
 import gevent
 import gevent.socket
@@ -27,6 +28,7 @@ _compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 # a slot enforces the run's timeout itself; this only bounds a slot that stopped answering
 SLOT_SILENCE_GRACE_S = 10.0
 CLIENT_GONE = 499  # logged only: nobody is left to read it
+OPENAPI_DOCUMENT = Path(__file__).with_name("openapi.json")
 
 
 class App:
@@ -41,6 +43,7 @@ class App:
         self.health_note = f" (NO CGROUPS: memory and pids limits are not enforced: {no_cgroups_reason})" if no_cgroups_reason else ""
         self.shutting_down = False
         self.result_limit = 2 * self.config.output_max + protocol.MAX_HEADER + 64
+        self.openapi = OPENAPI_DOCUMENT.read_bytes()  # GET /openapi.json: read once, served as is
         self.url_map = Map(
             [
                 Rule("/run", endpoint="run", methods=["POST"]),
@@ -48,6 +51,7 @@ class App:
                 Rule("/languages", endpoint="languages", methods=["GET"]),
                 Rule("/metrics", endpoint="metrics", methods=["GET"]),
                 Rule("/shutdown", endpoint="shutdown", methods=["POST"]),
+                Rule("/openapi.json", endpoint="openapi", methods=["GET"]),
             ]
         )
 
@@ -145,6 +149,9 @@ class App:
 
     def on_metrics(self, environ, info) -> Response:
         return Response(self.metrics.render(), 200, content_type=METRICS_CONTENT_TYPE)
+
+    def on_openapi(self, environ, info) -> Response:
+        return Response(self.openapi, 200, content_type=JSON)
 
     def on_shutdown(self, environ, info) -> Response:
         if not self.config.allow_shutdown:

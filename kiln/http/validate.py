@@ -52,7 +52,7 @@ def parse_run(raw: bytes, runtime: Runtime) -> RunRequest:
         body = _decoder.decode(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise ApiError(400, "body is not UTF-8") from None
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than Python recurses
         raise ApiError(400, "body is not valid JSON") from None
     if not isinstance(body, dict):
         raise ApiError(400, "body must be a JSON object")

@@ -43,7 +43,7 @@ def decode(payload: memoryview | bytes, head_size: int) -> tuple[dict, list[byte
         raise ProtocolError(f"header of {head_size} bytes does not fit the frame")
     try:
         header = _loads(str(payload[4 : 4 + head_size], "utf-8"))
-    except (UnicodeDecodeError, ValueError) as error:
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
         raise ProtocolError(f"header is not JSON: {error}") from None
     if not isinstance(header, dict):
         raise ProtocolError("header is not a JSON object")
