@@ -3,7 +3,9 @@
 VENV := .venv
 PYTEST_ARGS ?=
 
-.PHONY: setup run test bench langs clean
+SOAK_SECONDS ?= 600
+
+.PHONY: setup run test soak bench langs clean
 
 setup:
 	@scripts/setup.sh
@@ -18,6 +20,10 @@ run: setup
 
 test: langs
 	$(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
+
+# the soak test for longer than the 60 s `make test` gives it (SOAK_SECONDS=...)
+soak: langs
+	$(VENV)/bin/python -m pytest -q -s tests/soak --soak-seconds=$(SOAK_SECONDS)
 
 bench: setup
 	$(VENV)/bin/python bench/latency.py

@@ -1,0 +1,192 @@
+"""Soak: 16 clients for a while, mixing normal runs with every kind of misbehaviour.
+
+`make test` runs it for 60 s; `make soak` for 10 minutes (`--soak-seconds`). Afterwards every
+request must have had the answer its scenario calls for, every slot must be warm again, nothing
+may be left behind, and the front's and zygote's memory must not have grown.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import random
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from kilntest import Server
+
+CLIENTS = 16
+CONCURRENCY = 10
+RSS_GROWTH_MAX = 5 * 2**20
+
+AB = "def solution(a, b):\n    return a + b\n"
+AB_ARGS = {"arguments": [[1, 2], [3, 4]]}
+AB_JS = "module.exports = (a, b) => a + b;\n"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    payload: dict | None  # None: a client that hangs up mid-run
+    expect: callable
+    weight: int = 1
+
+
+def _ok_json(values):
+    def check(r: httpx.Response) -> bool:
+        body = r.json()
+        return r.status_code == 200 and body["exit_code"] == 0 and [i["value"] for i in json.loads(body["stdout"])] == values
+
+    return check
+
+
+def _outcome(outcome: str, stdout: str | None = None):
+    def check(r: httpx.Response) -> bool:
+        body = r.json()
+        return r.status_code == 200 and body["stats"]["outcome"] == outcome and (stdout is None or body["stdout"] == stdout)
+
+    return check
+
+
+def _status(status: int, error: str):
+    return lambda r: r.status_code == status and r.json() == {"error": error}
+
+
+HUGE = "#" * 900_000 + "\nprint(len(open(__file__).read()))\n"
+SCENARIOS = [
+    Scenario("python a+b", {"lang_slug": "python", "solution_text": AB, "asserts": AB_ARGS}, _ok_json([3, 7]), 6),
+    Scenario("js a+b", {"lang_slug": "js", "solution_text": AB_JS, "asserts": AB_ARGS}, _ok_json([3, 7]), 3),
+    Scenario("plain program", {"lang_slug": "python", "solution_text": "import json\nd = json.load(open('asserts.json'))\nprint(d['a'] + d['b'])\n", "asserts": '{"a": 2, "b": 3}'}, _outcome("exited", "5\n"), 3),
+    Scenario("timeout", {"lang_slug": "python", "solution_text": "print('x', flush=True)\nwhile True: pass\n", "timeout": "500ms"}, _outcome("timed_out", "x\n")),
+    Scenario("memory bomb", {"lang_slug": "python", "solution_text": "x = []\nwhile True:\n    x.append(bytearray(8 << 20))\n"}, _outcome("out_of_memory")),
+    Scenario("fork bomb", {"lang_slug": "python", "solution_text": "import os, time\nwhile True:\n    try:\n        if os.fork() == 0:\n            time.sleep(30)\n    except OSError:\n        break\nprint('stopped')\n", "timeout": "5s"}, _outcome("pids_limit")),
+    Scenario("output flood", {"lang_slug": "python", "solution_text": "import sys\nwhile True:\n    sys.stdout.write('y' * 65536)\n"}, _status(413, "output too large")),
+    Scenario("seccomp violation", {"lang_slug": "python", "solution_text": "import ctypes\nprint('before', flush=True)\nctypes.CDLL(None).unshare(0x10000000)\nprint('after')\n"}, _outcome("policy_violation", "before\n")),
+    Scenario("kill -1", {"lang_slug": "python", "solution_text": "import os, signal, subprocess\nsubprocess.Popen(['sleep', '30'])\nos.kill(-1, signal.SIGKILL)\nprint('alive')\n"}, _outcome("exited", "alive\n")),
+    Scenario("huge input", {"lang_slug": "python", "solution_text": HUGE}, _outcome("exited", f"{len(HUGE)}\n")),
+    Scenario("bad request", {"lang_slug": "cobol", "solution_text": ""}, _status(400, "unsupported lang_slug")),
+    Scenario("hang-up", None, lambda r: r is None),
+]
+
+
+@dataclass
+class Tally:
+    latencies: dict = field(default_factory=lambda: collections.defaultdict(list))
+    counts: collections.Counter = field(default_factory=collections.Counter)
+    failures: list = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, scenario: str, outcome: str, seconds: float, failure: str | None = None) -> None:
+        with self.lock:
+            self.counts[(scenario, outcome)] += 1
+            self.latencies[scenario].append(seconds)
+            if failure:
+                self.failures.append(failure)
+
+
+def hang_up(port: int) -> None:
+    body = json.dumps({"lang_slug": "python", "solution_text": "import time\ntime.sleep(20)\n", "timeout": "30s"}).encode()
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(b"POST /run HTTP/1.1\r\nHost: soak\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        time.sleep(0.2)
+
+
+def client(server: Server, seed: int, stop_at: float, tally: Tally) -> None:
+    rng = random.Random(seed)
+    weights = [s.weight for s in SCENARIOS]
+    with httpx.Client(base_url=server.url, timeout=60) as http:
+        while time.monotonic() < stop_at:
+            scenario = rng.choices(SCENARIOS, weights)[0]
+            started = time.monotonic()
+            try:
+                if scenario.payload is None:
+                    hang_up(server.port)
+                    tally.record(scenario.name, "hung up", time.monotonic() - started)
+                    continue
+                response = http.post("/run", json=scenario.payload)
+            except httpx.HTTPError as error:
+                tally.record(scenario.name, "transport error", time.monotonic() - started, f"{scenario.name}: {error!r}")
+                continue
+            elapsed = time.monotonic() - started
+            if response.status_code == 429:
+                tally.record(scenario.name, "429", elapsed)  # every slot busy: a valid answer
+                time.sleep(0.05)
+            elif scenario.expect(response):
+                tally.record(scenario.name, "as expected", elapsed)
+            else:
+                tally.record(scenario.name, f"unexpected {response.status_code}", elapsed, f"{scenario.name}: {response.status_code} {response.text[:300]}")
+
+
+def rss(pid: int) -> int:
+    return psutil.Process(pid).memory_full_info().uss
+
+
+def slot_processes(zygote: int) -> list[psutil.Process]:
+    return psutil.Process(zygote).children(recursive=True)
+
+
+def test_soak(request, tmp_path):
+    seconds = request.config.getoption("--soak-seconds")
+    server = Server({"RUN_CONCURRENCY": str(CONCURRENCY), "RUN_CGROUP_MEMORY_MAX": "128m", "RUN_PIDS_MAX": "64", "RUN_OUTPUT_MAX": "256k", "RUN_INPUT_MAX": "1m"}).wait_ready()
+    try:
+        pids = server.pids()
+        mounts_before = len(Path("/proc/self/mountinfo").read_text().splitlines())
+        tmp_before = set(Path("/tmp").iterdir())
+        tally = Tally()
+        # a first stretch so that the front's and zygote's lazy allocations happen before measuring
+        warm_up_until = time.monotonic() + min(10.0, seconds / 6)
+        threads = [threading.Thread(target=client, args=(server, i, warm_up_until, tally)) for i in range(CLIENTS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        rss_before = {name: rss(pid) for name, pid in pids.items()}
+        stop_at = time.monotonic() + seconds
+        threads = [threading.Thread(target=client, args=(server, 100 + i, stop_at, tally)) for i in range(CLIENTS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        print_summary(tally)
+        assert not tally.failures, tally.failures[:10]
+        assert sum(n for (_, outcome), n in tally.counts.items() if outcome == "as expected") > CLIENTS
+
+        # every slot warm again, nothing busy: the zygote's children are exactly the warm slots
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            states = [" ".join(p.cmdline()).strip() for p in psutil.Process(pids["zygote"]).children()]
+            if len(states) == CONCURRENCY and all(s.endswith(" warm") for s in states):
+                break
+            time.sleep(0.1)
+        assert len(states) == CONCURRENCY and all(s.endswith(" warm") for s in states), states
+        assert len(slot_processes(pids["zygote"])) == CONCURRENCY  # no task left under a slot
+        growth = {name: rss(pid) - rss_before[name] for name, pid in pids.items()}
+        print(f"memory (USS) growth after warm-up: front {growth['front'] / 2**20:.2f} MiB, zygote {growth['zygote'] / 2**20:.2f} MiB")
+        assert all(g < RSS_GROWTH_MAX for g in growth.values()), growth
+        assert server.client.get("/health").status_code == 200
+    finally:
+        assert server.stop() == 0
+    # nothing left: processes, mounts, cgroups, runtime folder, temp files
+    assert not psutil.pid_exists(pids["zygote"]) or psutil.Process(pids["zygote"]).status() == psutil.STATUS_ZOMBIE
+    assert len(Path("/proc/self/mountinfo").read_text().splitlines()) <= mounts_before
+    assert not Path(f"/run/{server.instance}").exists()
+    leftover_cgroups = [p for p in Path("/sys/fs/cgroup").glob(f"*/**/{server.instance}") if p.is_dir()]
+    assert leftover_cgroups == []
+    new_tmp = {p for p in set(Path("/tmp").iterdir()) - tmp_before if server.instance in p.name}
+    assert new_tmp == set()
+
+
+def print_summary(tally: Tally) -> None:
+    print(f"\n{'scenario':<18} {'answer':<18} {'runs':>6} {'p50 ms':>8} {'p99 ms':>8}")
+    for (scenario, outcome), n in sorted(tally.counts.items()):
+        lat = sorted(tally.latencies[scenario])
+        p50, p99 = lat[len(lat) // 2] * 1000, lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
+        print(f"{scenario:<18} {outcome:<18} {n:>6} {p50:>8.1f} {p99:>8.1f}")
+    print(f"errors: {len(tally.failures)}")
