@@ -16,6 +16,7 @@ class Metrics:
         self.runs = Counter("kiln_runs", "Runs that reached a slot, by language and outcome (output_too_large: killed for output over RUN_OUTPUT_MAX, a 413)", ["lang", "outcome"], registry=registry)
         self.run_seconds = Histogram("kiln_run_duration_seconds", "Wall time of a run's test command, by language", ["lang"], buckets=RUN_BUCKETS, registry=registry)
         self.busy_refusals = Counter("kiln_busy_refusals", "Requests refused with 429: every slot was running", registry=registry)
+        self.overload_refusals = Counter("kiln_overload_refusals", "Connections answered 503 overloaded: the front was out of file descriptors", registry=registry)
         self.slot_warmup_seconds = Histogram("kiln_slot_warmup_seconds", "Time to warm a slot: fork, namespaces, root filesystem", buckets=WARM_BUCKETS, registry=registry)
         self.in_flight = Gauge("kiln_runs_in_flight", "Runs in flight", registry=registry)
         self.in_flight.set_function(lambda: pool.in_flight)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import socket
@@ -35,6 +36,53 @@ class Handler(WSGIHandler):
         return environ
 
 
+OVERLOADED_BODY = b'{"error":"overloaded"}'
+OVERLOADED = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(OVERLOADED_BODY), OVERLOADED_BODY)
+
+
+class Server(WSGIServer):
+    """Keeps one descriptor in reserve: out of descriptors, it still accepts a connection,
+    answers 503 overloaded and closes it, instead of leaving clients hanging in the backlog."""
+
+    def __init__(self, *args, on_overload, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.on_overload = on_overload
+        self._reserve = _open_reserve()
+
+    def do_read(self):
+        try:
+            return super().do_read()
+        except OSError as error:
+            if error.errno not in (errno.EMFILE, errno.ENFILE) or self._reserve is None:
+                raise
+        self._shed_one()
+        return None
+
+    def _shed_one(self) -> None:
+        os.close(self._reserve)
+        self._reserve = None
+        try:
+            fd, _address = self.socket._accept()
+        except OSError:
+            fd = None
+        if fd is not None:
+            try:
+                os.write(fd, OVERLOADED)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+            self.on_overload()
+        try:
+            self._reserve = _open_reserve()
+        except OSError:
+            pass  # still none free: the next accept error tries again
+
+
+def _open_reserve() -> int:
+    return os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
+
+
 class Front:
     def __init__(self, runtime: Runtime, zygote: socket.socket, zygote_pid: int, listener: socket.socket, log: Log, no_cgroups_reason: str | None):
         self.runtime = runtime
@@ -43,7 +91,7 @@ class Front:
         self.pool = SlotPool(zygote, runtime.config.concurrency, log, self._zygote_lost)
         self.app = App(runtime, self.pool, log, self.shutdown, no_cgroups_reason)
         listener = gevent.socket.socket(fileno=listener.detach())  # cooperative accept()
-        self.server = WSGIServer(listener, self.app, handler_class=Handler, log=None, error_log=None)
+        self.server = Server(listener, self.app, handler_class=Handler, log=None, error_log=None, on_overload=self._overloaded)
         self.exit_code = 0
 
     def run(self, uid: int, gid: int) -> int:
@@ -98,6 +146,10 @@ class Front:
             gevent.sleep(0.01)
         self.log.error("the zygote did not exit in time")
         self.exit_code = 1
+
+    def _overloaded(self) -> None:
+        self.app.metrics.overload_refusals.inc()
+        self.log.warning("out of file descriptors: answered 503 overloaded")
 
     def _zygote_lost(self) -> None:
         if self.app.shutting_down:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from kiln.log import Log
 from kiln.runtime import Runtime
 from kiln.sandbox import identity, plan
-from kiln.sandbox.cgroups import Driver, SlotCgroup
+from kiln.sandbox.cgroups import CgroupError, Driver, SlotCgroup
 from kiln.zygote import protocol, slot
 from kiln.zygote.protocol import ProtocolError
 from kiln.zygote.title import set_title
@@ -154,8 +154,9 @@ class Zygote:
                 continue
             self.generation += 1
             try:
-                cgroup = self.cgroups.create_slot(f"slot-{index}-g{self.generation}")
-            except OSError as error:
+                # named per zygote and generation: a crashed predecessor's may still be draining
+                cgroup = self.cgroups.create_slot(f"slot-{index}-{os.getpid()}-{self.generation}")
+            except (OSError, CgroupError) as error:
                 self._backoff(index, f"cannot create the slot's cgroup: {error}")
                 continue
             try:
