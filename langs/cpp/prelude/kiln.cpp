@@ -1,0 +1,80 @@
+// The bodies of kiln's C++ helpers (prelude/kiln.hpp), compiled once by install.sh into
+// prelude/libkiln.a, which the test command links.
+#include "kiln.hpp"
+
+namespace kiln {
+
+std::string dump(const json& value) {
+    return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string seconds(std::chrono::steady_clock::duration elapsed) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.7f", std::chrono::duration<double>(elapsed).count());
+    return text;
+}
+
+namespace {
+
+void flush_stdout() {
+    std::cout.flush();
+    std::fflush(stdout);
+}
+
+}  // namespace
+
+Capture::Capture() {
+    flush_stdout();
+    file_ = memfd_create("kiln-output", MFD_CLOEXEC);
+    saved_ = file_ < 0 ? -1 : dup(STDOUT_FILENO);
+    if (saved_ < 0 || dup2(file_, STDOUT_FILENO) < 0) release();
+}
+
+Capture::~Capture() { take(); }
+
+std::string Capture::take() {
+    std::string text;
+    if (saved_ < 0) return text;
+    flush_stdout();
+    dup2(saved_, STDOUT_FILENO);
+    off_t size = lseek(file_, 0, SEEK_END);
+    if (size > 0) {
+        text.resize(static_cast<size_t>(size));
+        ssize_t got = pread(file_, text.data(), text.size(), 0);
+        text.resize(got > 0 ? static_cast<size_t>(got) : 0);
+    }
+    release();
+    return text;
+}
+
+void Capture::release() {
+    if (saved_ >= 0) close(saved_);
+    if (file_ >= 0) close(file_);
+    saved_ = file_ = -1;
+}
+
+void Report::add(const std::string& type, json value, std::chrono::steady_clock::duration elapsed, std::string output) {
+    json item;
+    item["type"] = type;
+    item["value"] = std::move(value);
+    item["time"] = seconds(elapsed);
+    item["output"] = std::move(output);
+    items_.push_back(std::move(item));
+}
+
+void Report::print(std::ostream& out) const { out << dump(items_) << '\n' << std::flush; }
+
+json asserts(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) return nullptr;
+    json all = json::parse(in, nullptr, false);
+    return all.is_discarded() ? json(nullptr) : all;
+}
+
+json arguments(const std::string& path) {
+    json all = asserts(path);
+    if (all.is_object() && all.contains("arguments") && all["arguments"].is_array()) return all["arguments"];
+    return json::array();
+}
+
+}  // namespace kiln

@@ -1,0 +1,347 @@
+"""langs/php: its test command and check/prepend.php, harness.php, append.php, run directly (no
+kiln, no sandbox)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+# langs_direct/conftest.py's helpers (Workspace, _copy), loaded under a name of their own: the
+# module name `conftest` is shared with tests/conftest.py.
+_spec = importlib.util.spec_from_file_location("langs_direct_helpers_php", Path(__file__).with_name("conftest.py"))
+helpers = sys.modules.setdefault(_spec.name, importlib.util.module_from_spec(_spec))
+if not hasattr(helpers, "Workspace"):
+    _spec.loader.exec_module(helpers)
+
+PHP = "/usr/bin/php"
+ADD = "<?php\nfunction solution($a, $b)\n{\n    return $a + $b;\n}\n"
+
+# The original runner's payload: a plain script that reads asserts.json itself.
+RUNNER_PAYLOAD = """<?php
+$data = json_decode(file_get_contents('asserts.json'), true);
+echo $data['a'] + $data['b'], "\\n";
+"""
+
+
+@pytest.fixture
+def php(tmp_path):
+    if not Path(PHP).exists():
+        pytest.skip(f"{PHP} is not installed: run langs/php/install.sh")
+    return helpers.Workspace(helpers._copy("php", tmp_path), "solution.php")
+
+
+def test_test_command_is_one_simple_line(php):
+    assert php.command == "cd check && exec /usr/bin/php -d auto_prepend_file=./prepend.php -d auto_append_file=./append.php solution.php\n"
+    makefile = (php.root / "Makefile").read_text()
+    assert ".PHONY: test" in makefile
+    assert re.search(r"^test:\s*$", makefile, re.M), "test must have no prerequisites"
+    assert "CURDIR" not in makefile and str(php.root) not in php.command
+
+
+def test_a_plus_b_over_several_argument_lists(php):
+    res = php.run(ADD, '{"arguments": [[1, 2], [10, -3], [0, 0], [2.5, 0.25]]}')
+    assert res.returncode == 0, res.stderr
+    assert res.masked() == (
+        '[{"type":"result","value":3,"time":"T","output":""},'
+        '{"type":"result","value":7,"time":"T","output":""},'
+        '{"type":"result","value":0,"time":"T","output":""},'
+        '{"type":"result","value":2.75,"time":"T","output":""}]\n'
+    )
+    assert res.stderr == ""
+    for item in res.items():
+        assert float(item["time"]) < 1
+
+
+def test_an_error_in_one_call_does_not_stop_the_others(php):
+    solution = "<?php\nfunction solution($a, $b) { return intdiv($a, $b); }\n"
+    res = php.run(solution, '{"arguments": [[7, 2], [1, 0], [9, 3]]}')
+    assert res.returncode == 0
+    assert res.masked() == (
+        '[{"type":"result","value":3,"time":"T","output":""},'
+        '{"type":"error","value":"DivisionByZeroError: Division by zero","time":"T","output":""},'
+        '{"type":"result","value":3,"time":"T","output":""}]\n'
+    )
+
+
+def test_error_messages(php):
+    solution = (
+        "<?php\n"
+        "class Custom extends Exception {}\n"
+        "function solution($kind) {\n"
+        "    switch ($kind) {\n"
+        "        case 'undefined': return undefined_function();\n"
+        "        case 'custom': throw new Custom('mine');\n"
+        "        case 'bare': throw new RuntimeException();\n"
+        "        case 'type': return strlen([]);\n"
+        "    }\n"
+        "}\n"
+    )
+    res = php.run(solution, '{"arguments": [["undefined"], ["custom"], ["bare"], ["type"]]}')
+    assert res.returncode == 0
+    assert [(i["type"], i["value"]) for i in res.items()] == [
+        ("error", "Error: Call to undefined function undefined_function()"),
+        ("error", "Custom: mine"),
+        ("error", "RuntimeException"),
+        ("error", "TypeError: strlen(): Argument #1 ($string) must be of type string, array given"),
+    ]
+
+
+def test_exit_in_a_call_is_an_error_of_that_call(php):
+    solution = "<?php\nfunction solution($n) {\n    echo \"n=$n\\n\";\n    if ($n === 2) exit(3);\n    if ($n === 3) die('dying');\n    return $n;\n}\n"
+    res = php.run(solution, '{"arguments": [[1], [2], [4]]}')
+    assert res.returncode == 0, res.stderr
+    assert res.masked() == (
+        '[{"type":"result","value":1,"time":"T","output":"n=1\\n"},'
+        '{"type":"error","value":"exit","time":"T","output":"n=2\\n"},'
+        '{"type":"result","value":4,"time":"T","output":"n=4\\n"}]\n'
+    )
+    res = php.run(solution, '{"arguments": [[3], [1]]}')
+    assert res.masked() == (
+        '[{"type":"error","value":"exit","time":"T","output":"n=3\\ndying"},'
+        '{"type":"result","value":1,"time":"T","output":"n=1\\n"}]\n'
+    )
+
+
+def test_output_is_captured_per_call(php):
+    solution = (
+        "<?php\n"
+        "function solution($n) {\n"
+        "    echo \"echo $n\\n\";\n"
+        "    print(\"print $n\\n\");\n"
+        "    printf(\"printf %d\\n\", $n);\n"
+        "    fwrite(STDOUT, \"stdout\\n\");\n"
+        "    file_put_contents('php://stdout', \"php-stdout\\n\");\n"
+        "    system('echo child');\n"
+        "    ob_start();\n"
+        "    echo \"left in a buffer\\n\";\n"
+        "    if ($n === 2) throw new LogicException('after printing');\n"
+        "    return $n;\n"
+        "}\n"
+    )
+    res = php.run(solution, '{"arguments": [[1], [2], [3]]}')
+    assert res.returncode == 0, res.stderr
+    items = res.items()
+    assert [i["output"] for i in items] == [
+        f"echo {n}\nprint {n}\nprintf {n}\nstdout\nphp-stdout\nchild\nleft in a buffer\n" for n in (1, 2, 3)
+    ]
+    assert [i["type"] for i in items] == ["result", "error", "result"]
+
+
+def test_stderr_is_left_alone(php):
+    res = php.run("<?php\nfunction solution() { fwrite(STDERR, \"to stderr\\n\"); return 1; }\n", '{"arguments": [[]]}')
+    assert res.stderr == "to stderr\n"
+    assert res.masked() == '[{"type":"result","value":1,"time":"T","output":""}]\n'
+
+
+def test_warnings_go_to_stderr(php):
+    res = php.run("<?php\nfunction solution() { $a = []; return $a['missing'] ?? 1 + $a['x']; }\n", '{"arguments": [[]]}')
+    assert res.masked() == '[{"type":"result","value":1,"time":"T","output":""}]\n'
+    assert 'Warning:  Undefined array key "x"' in res.stderr
+
+
+def test_output_while_loading_comes_first(php):
+    res = php.run("<?php\necho \"loading\\n\";\necho \"twice\\n\";\n" + ADD[6:], '{"arguments": [[1, 1]]}')
+    assert res.returncode == 0
+    assert res.masked() == (
+        '[{"type":"output","value":"loading\\ntwice\\n"},'
+        '{"type":"result","value":2,"time":"T","output":""}]\n'
+    )
+
+
+def test_text_outside_php_tags_is_output_while_loading(php):
+    res = php.run("header line\n" + ADD, '{"arguments": [[1, 1]]}')
+    assert res.masked() == '[{"type":"output","value":"header line\\n"},{"type":"result","value":2,"time":"T","output":""}]\n'
+
+
+def test_no_output_item_without_output_while_loading(php):
+    res = php.run(ADD, '{"arguments": []}')
+    assert (res.returncode, res.stdout) == (0, "[]\n")
+
+
+def test_values_are_serialised_naturally(php):
+    solution = (
+        "<?php\n"
+        "class Point { public $x = 1; public $y = 2; private $hidden = 3; }\n"
+        "function solution($kind) {\n"
+        "    return [\n"
+        "        'null' => null, 'bool' => true, 'list' => [1, [2, 3]], 'assoc' => ['a' => 1, 'b' => [true]],\n"
+        "        'sparse' => [1 => 'x'], 'empty' => [], 'float' => 0.1 + 0.2, 'whole' => 4.0,\n"
+        "        'text' => 'привет \"q\" /', 'object' => new Point(), 'nan' => NAN, 'inf' => [INF],\n"
+        "        'binary' => \"\\xff ok\",\n"
+        "    ][$kind];\n"
+        "}\n"
+    )
+    kinds = ["null", "bool", "list", "assoc", "sparse", "empty", "float", "whole", "text", "object", "nan", "inf", "binary"]
+    res = php.run(solution, json.dumps({"arguments": [[k] for k in kinds]}))
+    assert res.returncode == 0, res.stderr
+    values = [i["value"] for i in res.items()]
+    assert values == [
+        None, True, [1, [2, 3]], {"a": 1, "b": [True]}, {"1": "x"}, [], 0.30000000000000004, 4,
+        'привет "q" /', {"x": 1, "y": 2}, None, [None], "\ufffd ok",
+    ]
+    assert '"value":"привет \\"q\\" /"' in res.stdout  # UTF-8 and slashes as they are
+
+
+def test_object_arguments_are_arrays(php):
+    res = php.run("<?php\nfunction solution(array $h, array $list) { return [$h['a'] + array_sum($list), array_keys($h)]; }\n", '{"arguments": [[{"a": 1, "b": 2}, [3, 4]], [{}, []]]}')
+    assert [i["value"] for i in res.items()] == [[8, ["a", "b"]], [0, []]]
+
+
+def test_plain_mode_without_asserts_json(php):
+    res = php.run("<?php\necho json_encode(['hello', $argv, basename(__FILE__)]), \"\\n\";\n")
+    assert (res.returncode, res.stdout, res.stderr) == (0, '["hello",["solution.php"],"solution.php"]\n', "")
+
+
+@pytest.mark.parametrize(
+    "asserts",
+    [
+        '{"a": 2, "b": 3}',
+        "[[1, 2]]",
+        '{"arguments": [1, 2]}',
+        '{"arguments": {"a": [1]}}',
+        '{"arguments": [[1], 2]}',
+        '"arguments"',
+        '[{"arguments": [[1]]}]',
+        "",
+    ],
+    ids=["other-object", "list", "list-of-numbers", "object-arguments", "mixed", "string", "nested", "empty"],
+)
+def test_plain_mode_when_asserts_are_not_of_the_shape(php, asserts):
+    res = php.run(ADD + "echo 'plain ', count(get_defined_vars()) > 0 ? 'vars' : 'none', \"\\n\";\n", asserts)
+    assert (res.returncode, res.stdout, res.stderr) == (0, "plain vars\n", "")
+
+
+@pytest.mark.parametrize("asserts", ['{"arguments": [[1, 2]]', "{arguments: [[1, 2]]}", b'{"arguments": [["\xff"]]}'])
+def test_plain_mode_when_asserts_are_invalid_json(php, asserts):
+    res = php.run(ADD + "echo \"plain\\n\";\n", asserts)
+    assert (res.returncode, res.stdout, res.stderr) == (0, "plain\n", "")
+
+
+def test_the_original_runner_payload(php):
+    res = php.run(RUNNER_PAYLOAD, '{"a": 2, "b": 3}')
+    assert (res.returncode, res.stdout, res.stderr) == (0, "5\n", "")
+
+
+def test_plain_mode_leaves_no_names_behind(php):
+    solution = (
+        "<?php\n"
+        "$vars = array_keys(get_defined_vars());\n"
+        "sort($vars);\n"
+        "echo json_encode([$vars, get_defined_functions()['user'], class_exists('KilnHarness')]), \"\\n\";\n"
+    )
+    res = php.run(solution, '{"a": 1}')
+    bare = php.run_bare(PHP, "solution.php")
+    assert (res.returncode, res.stdout, res.stderr) == (bare.returncode, bare.stdout, bare.stderr)
+    assert res.stdout.endswith(",[],false]\n")
+
+
+def test_plain_mode_is_the_bare_run(php):
+    solution = (
+        "<?php\n"
+        "echo json_encode([$argv, $argc, getcwd() === __DIR__, basename(__FILE__), PHP_SAPI]), \"\\n\";\n"
+        "echo strtoupper(stream_get_contents(STDIN));\n"
+        "register_shutdown_function(function () { echo \"shutdown\\n\"; });\n"
+        "fwrite(STDERR, \"err\\n\");\n"
+        "exit(4);\n"
+    )
+    res = php.run(solution, '{"a": 1}', stdin="some input\n")
+    bare = php.run_bare(PHP, "solution.php", stdin="some input\n")
+    assert (res.returncode, res.stdout, res.stderr) == (bare.returncode, bare.stdout, bare.stderr)
+    assert res.returncode == 4 and res.stdout.startswith('[["solution.php"],1,true,"solution.php","cli"]\nSOME INPUT\n')
+
+
+def test_no_solution_function_passes_output_and_status_through(php):
+    res = php.run("<?php\necho \"no function here\\n\";\nexit(3);\n", '{"arguments": [[1, 2]]}')
+    assert (res.returncode, res.stdout, res.stderr) == (3, "no function here\n", "")
+
+
+def test_no_solution_function_runs_to_its_end(php):
+    solution = "<?php\nregister_shutdown_function(function () { echo \"shutdown\\n\"; });\n$solution = 42;\necho \"done\\n\";\n"
+    res = php.run(solution, '{"arguments": [[1, 2]]}')
+    assert (res.returncode, res.stdout, res.stderr) == (0, "done\nshutdown\n", "")
+
+
+def test_an_error_while_loading_passes_through_as_bare(php):
+    solution = "<?php\necho \"before\\n\";\nthrow new RuntimeException('while loading');\n" + ADD[6:]
+    res = php.run(solution, '{"arguments": [[1, 2]]}')
+    bare = php.run_bare(PHP, "solution.php")
+    assert (res.returncode, res.stdout) == (255, "before\n")
+    assert "PHP Fatal error:  Uncaught RuntimeException: while loading in " in res.stderr
+    assert "harness" not in res.stderr and "prepend" not in res.stderr
+    assert (res.returncode, res.stdout, res.stderr) == (bare.returncode, bare.stdout, bare.stderr)
+
+
+def test_uncaught_exception_in_plain_mode(php):
+    solution = "<?php\nfunction f() {\n    throw new Exception('boom');\n}\necho \"before\\n\";\nf();\n"
+    res = php.run(solution)
+    bare = php.run_bare(PHP, "solution.php")
+    assert (res.returncode, res.stdout) == (255, "before\n")
+    assert "Uncaught Exception: boom in " in res.stderr and "#0 " in res.stderr
+    assert (res.returncode, res.stdout, res.stderr) == (bare.returncode, bare.stdout, bare.stderr)
+
+
+@pytest.mark.parametrize("asserts", [None, '{"arguments": [[1, 2]]}'], ids=["plain", "harness"])
+def test_parse_error_is_reported_as_bare(php, asserts):
+    res = php.run("<?php\nfunction broken( {\n", asserts)
+    bare = php.run_bare(PHP, "solution.php")
+    assert res.returncode == 255 and "PHP Parse error:" in res.stderr
+    assert (res.returncode, res.stdout, res.stderr) == (bare.returncode, bare.stdout, bare.stderr)
+
+
+def test_exit_status_in_plain_mode(php):
+    assert php.run("<?php\nexit(3);\n").returncode == 3
+    res = php.run("<?php\nexit('bye');\n")
+    assert (res.returncode, res.stdout) == (0, "bye")
+
+
+def test_state_is_kept_between_calls(php):
+    res = php.run("<?php\nfunction solution() { static $n = 0; return ++$n; }\n", '{"arguments": [[], [], []]}')
+    assert [i["value"] for i in res.items()] == [1, 2, 3]
+
+
+def test_late_output_cannot_follow_the_report(php):
+    solution = (
+        "<?php\n"
+        "class Noisy { function __destruct() { echo \"destructor\\n\"; } }\n"
+        "$keep = new Noisy();\n"
+        "register_shutdown_function(function () { echo \"shutdown\\n\"; exit(5); });\n"
+        "function solution() { return 1; }\n"
+    )
+    res = php.run(solution, '{"arguments": [[]]}')
+    assert (res.returncode, res.masked()) == (0, '[{"type":"result","value":1,"time":"T","output":""}]\n')
+
+
+def test_nothing_is_written_to_the_workspace(php):
+    php.run(ADD, '{"arguments": [[1, 2]]}')
+    files = sorted(p.relative_to(php.root) for p in php.root.rglob("*"))
+    php.run(ADD, '{"arguments": [[1, 2]]}')
+    assert sorted(p.relative_to(php.root) for p in php.root.rglob("*")) == files
+
+
+def test_mbstring_is_there(php):
+    res = php.run("<?php\nfunction solution($s) { return [mb_strlen($s), mb_strtoupper($s)]; }\n", '{"arguments": [["привет"]]}')
+    assert res.items()[0]["value"] == [6, "ПРИВЕТ"], res.stderr
+
+
+def test_a_fatal_error_in_a_call_is_an_error_of_that_call(php):
+    solution = (
+        "<?php\n"
+        "function solution($n) {\n"
+        "    echo \"n=$n\\n\";\n"
+        "    if ($n === 2) { ini_set('memory_limit', '8M'); $a = str_repeat('x', 32 * 1024 * 1024); }\n"
+        "    return $n;\n"
+        "}\n"
+    )
+    res = php.run(solution, '{"arguments": [[1], [2], [3]]}')
+    assert res.returncode == 0
+    assert [(i["type"], i["value"], i["output"]) for i in res.items()] == [
+        ("result", 1, "n=1\n"),
+        ("error", "Fatal error: Allowed memory size of 8388608 bytes exhausted (tried to allocate 33554464 bytes)", "n=2\n"),
+        ("result", 3, "n=3\n"),
+    ]
+    assert "PHP Fatal error:  Allowed memory size" in res.stderr
