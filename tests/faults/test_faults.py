@@ -13,7 +13,7 @@ import httpx
 import psutil
 import pytest
 
-from kilntest import KILN, Server
+from kilntest import KILN, REPO, Server
 
 
 def wait_until(predicate, timeout: float = 20.0) -> bool:
@@ -117,7 +117,15 @@ def test_a_cgroup_that_cannot_be_created(start_server):
 
 FILL_TMP = """
 import os, subprocess, sys
+repo = sys.argv[1]
+keep = os.open(repo, os.O_RDONLY | os.O_DIRECTORY)
 subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", "/tmp"], check=True)
+if repo.startswith("/tmp/"):  # a checkout under /tmp: bring it back into view
+    os.makedirs(repo)
+    # the mount syscall itself: mount(8) would resolve the magic link to a path, now hidden
+    import ctypes
+    if ctypes.CDLL(None).mount(f"/proc/self/fd/{keep}".encode(), repo.encode(), None, 0x1000, None):
+        sys.exit("bind mount failed")
 fd = os.open("/tmp/fill", os.O_WRONLY | os.O_CREAT)
 try:
     while True:
@@ -125,13 +133,13 @@ try:
 except OSError:
     pass
 os.close(fd)
-os.execv(sys.argv[1], sys.argv[1:])
+os.execv(sys.argv[2], sys.argv[2:])
 """
 
 
 def test_host_tmp_full(tmp_path):
     """kiln needs nothing of the host's /tmp: a full one changes no answer."""
-    srv = Server({}, argv=["unshare", "-m", "--propagation", "private", "/usr/bin/python3", "-c", FILL_TMP, str(KILN), "serve"])
+    srv = Server({}, argv=["unshare", "-m", "--propagation", "private", "/usr/bin/python3", "-c", FILL_TMP, str(REPO), str(KILN), "serve"])
     try:
         srv.wait_ready()
         assert srv.run(solution_text="open('/tmp/x', 'w').write('y' * 100000)\nprint('ok')").json()["stdout"] == "ok\n"

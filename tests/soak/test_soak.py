@@ -128,6 +128,17 @@ def rss(pid: int) -> int:
     return psutil.Process(pid).memory_full_info().uss
 
 
+def titles(zygote: int) -> list[str]:
+    """The zygote's children's titles; a slot that just ended (a zombie) reads as "ended"."""
+    found = []
+    for child in psutil.Process(zygote).children():
+        try:
+            found.append(" ".join(child.cmdline()).strip())
+        except psutil.Error:
+            found.append("ended")
+    return found
+
+
 def slot_processes(zygote: int) -> list[psutil.Process]:
     return psutil.Process(zygote).children(recursive=True)
 
@@ -161,7 +172,7 @@ def test_soak(request, tmp_path):
         # every slot warm again, nothing busy: the zygote's children are exactly the warm slots
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            states = [" ".join(p.cmdline()).strip() for p in psutil.Process(pids["zygote"]).children()]
+            states = titles(pids["zygote"])
             if len(states) == CONCURRENCY and all(s.endswith(" warm") for s in states):
                 break
             time.sleep(0.1)
