@@ -17,7 +17,7 @@ import socket
 from kiln.sandbox import files, identity, mounts, rlimits, seccomp
 from kiln.sandbox.cgroups import SlotCgroup
 from kiln.sandbox.mounts import under
-from kiln.sandbox.plan import SANDBOX_DIR, UPPER_DIR, WORKSPACES_DIR, JobPlan, RootPlan, TaskPlan
+from kiln.sandbox.plan import OVERLAY_UPPER, OVERLAY_WORK, PREMADE_DIRS, SANDBOX_DIR, JobPlan, RootPlan, TaskPlan
 
 
 class SetupError(Exception):
@@ -78,6 +78,12 @@ def build_root(plan: RootPlan, staging: str) -> None:
     with step("bind the workspaces"):
         ws = plan.workspaces
         mounts.bind_readonly(ws.source, under(staging, ws.path), ws.recursive)
+    with step("prepare the workspace's upper layer"):
+        mounts.mount_tmpfs(under(staging, plan.upper.path), plan.upper)
+        for path, mode, owned in ((OVERLAY_UPPER, 0o755, True), (OVERLAY_WORK, 0o700, False), *((f"{OVERLAY_UPPER}/{d}", 0o755, True) for d in PREMADE_DIRS)):
+            os.mkdir(under(staging, path), mode)
+            if owned:  # the overlay's root (/sandbox) and check/ take the upper dirs' owner
+                os.chown(under(staging, path), plan.uid, plan.gid)
     with step("pivot_root"):
         mounts.pivot_into(staging)
     with step("empty the capability bounding set"):
@@ -91,16 +97,11 @@ def build_root(plan: RootPlan, staging: str) -> None:
 
 
 def prepare_job(plan: JobPlan) -> None:
-    upper, work = f"{UPPER_DIR}/upper", f"{UPPER_DIR}/work"
+    """The workspaces stay bound at /.kiln/ws, which only root may enter (0700): unmounting
+    them per job cost more than the rest of the mounts together."""
     with step("mount the workspace"):
-        mounts.mount_tmpfs(UPPER_DIR, plan.upper)
-        os.mkdir(upper, 0o755)
-        os.chown(upper, plan.uid, plan.gid)  # the overlay's root takes the upper dir's owner
-        os.mkdir(work, 0o700)
-        mounts.mount_overlay(SANDBOX_DIR, plan.lower, upper, work)
-    with step("hide the workspaces"):
-        # the overlay keeps its lower layer; nothing else of the workspaces stays reachable
-        mounts.detach(WORKSPACES_DIR)
+        mounts.resize_tmpfs(plan.upper.path, plan.upper)
+        mounts.mount_overlay(SANDBOX_DIR, plan.lower, OVERLAY_UPPER, OVERLAY_WORK)
     with step("size /tmp"):
         mounts.resize_tmpfs(plan.tmp.path, plan.tmp)
     with step("write the request's files"):

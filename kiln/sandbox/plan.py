@@ -20,6 +20,12 @@ from dataclasses import dataclass
 KILN_DIR = "/.kiln"
 WORKSPACES_DIR = f"{KILN_DIR}/ws"
 UPPER_DIR = f"{KILN_DIR}/upper"
+OVERLAY_UPPER = f"{UPPER_DIR}/upper"  # the overlay's upper layer: /sandbox's own files
+OVERLAY_WORK = f"{UPPER_DIR}/work"
+# Made in the upper layer while warming, owned by the slot's user: the overlay merges them with
+# the workspace's, so a job pays no copy-up to write there. Every workspace has check/ (dart's
+# lib/ is copied up per job like any language's writable_dirs).
+PREMADE_DIRS = ("check",)
 SANDBOX_DIR = "/sandbox"
 HOSTNAME = "kiln"
 TASK_USER = "runner"
@@ -92,6 +98,9 @@ class RootPlan:
     tmp: Tmpfs
     sys: Tmpfs
     workspaces: Bind  # the workspaces folder, at WORKSPACES_DIR
+    upper: Tmpfs  # at UPPER_DIR: the overlay's upper and work dirs, resized per job
+    uid: int
+    gid: int
     hostname: str = HOSTNAME
 
 
@@ -196,6 +205,9 @@ def root_plan(
         tmp=Tmpfs("/tmp", size=tmp_size, inodes=tmp_inodes, mode=0o1777),
         sys=Tmpfs("/sys", size=4096, inodes=4, mode=0o555, noexec=True, readonly=True),
         workspaces=Bind(workspaces, WORKSPACES_DIR, is_dir=True, recursive=False),
+        upper=Tmpfs(UPPER_DIR, size=tmp_size, inodes=tmp_inodes, mode=0o700),
+        uid=uid,
+        gid=gid,
     )
 
 
@@ -225,7 +237,7 @@ def job_plan(
         upper=Tmpfs(UPPER_DIR, size=size, inodes=inodes, mode=0o700),
         lower=lower,
         tmp=Tmpfs("/tmp", size=size, inodes=inodes, mode=0o1777),
-        writable_dirs=writable_dirs,
+        writable_dirs=tuple(d for d in writable_dirs if d not in PREMADE_DIRS),
         files=files,
         uid=uid,
         gid=gid,
