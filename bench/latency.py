@@ -26,6 +26,7 @@ from kilntest import Server  # noqa: E402 - the tests' server harness starts kil
 
 AB_SOLUTION = "import json\n\nwith open('asserts.json') as f:\n    data = json.load(f)\nprint(data['a'] + data['b'])\n"
 AB_ASSERTS = '{"a": 2, "b": 3}'
+AB_JS = "const d = JSON.parse(require('fs').readFileSync('asserts.json', 'utf8'));\nconsole.log(d.a + d.b);\n"
 
 
 class Connection:
@@ -43,10 +44,15 @@ class Connection:
         return elapsed, json.loads(body)["exit_code"]
 
 
+# what a task gets from kiln: nothing of this machine's environment (NODE_EXTRA_CA_CERTS alone
+# costs node ~20 ms at startup)
+BARE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+
+
 def bare(argv: list[str], cwd: str) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of one bare run."""
     started = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env={**BARE_ENV, "HOME": cwd})
     _, _status, rusage = os.wait4(proc.pid, 0)
     proc.returncode = 0
     return time.perf_counter() - started, rusage.ru_utime + rusage.ru_stime
@@ -57,17 +63,23 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def latency(port: int, payload: bytes, argv: list[str], cwd: str, runs: int) -> dict:
+def latency(port: int, payload: bytes, argv: list[str], cwd: str, runs: int, block: int) -> dict:
+    """Alternating kiln and bare so drift hits both; `block` runs of one before switching.
+    block=1 alternates every run. On a VM whose idle vCPUs the host deschedules, a run that
+    follows a pause is slower in wall time (not CPU) whoever runs it; longer blocks measure both
+    sides "hot", and the table says which was used."""
     conn = Connection(port)
     for _ in range(10):  # warm both paths
         conn.run(payload)
         bare(argv, cwd)
     kiln_s, bare_s, bare_cpu = [], [], []
-    for _ in range(runs):
-        kiln_s.append(conn.run(payload)[0])
-        wall, cpu = bare(argv, cwd)
-        bare_s.append(wall)
-        bare_cpu.append(cpu)
+    while len(kiln_s) < runs:
+        for _ in range(block):
+            kiln_s.append(conn.run(payload)[0])
+        for _ in range(block):
+            wall, cpu = bare(argv, cwd)
+            bare_s.append(wall)
+            bare_cpu.append(cpu)
     ms = lambda v: round(v * 1000, 3)  # noqa: E731
     return {
         "p50_ms": ms(percentile(kiln_s, 0.5)),
@@ -104,12 +116,48 @@ def throughput(port: int, payload: bytes, clients: int, seconds: float) -> dict:
     return {"runs_per_s": round(len(done) / elapsed, 1), "errors": len(errors), "first_error": errors[0] if errors else None, "p50_ms": round(percentile(done, 0.5) * 1000, 2) if done else None}
 
 
+def memory(server, payload: bytes, runs: int, clients: int) -> dict:
+    """USS of a warm slot, and of the front and zygote before and after `runs` runs."""
+    import psutil  # noqa: PLC0415
+
+    pids = server.pids()
+    zygote = psutil.Process(pids["zygote"])
+    slots = [p.memory_full_info().uss for p in zygote.children()]
+    before = {name: psutil.Process(pid).memory_full_info().uss for name, pid in pids.items()}
+    done = [0]
+
+    def client(count: int) -> None:
+        conn = Connection(server.port)
+        for _ in range(count):
+            conn.run(payload)
+        done[0] += count
+
+    threads = [threading.Thread(target=client, args=(runs // clients,)) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    after = {name: psutil.Process(pid).memory_full_info().uss for name, pid in pids.items()}
+    mib = lambda n: round(n / 2**20, 2)  # noqa: E731
+    return {
+        "runs": done[0],
+        "warm_slot_uss_mib": mib(statistics.median(slots)) if slots else None,
+        "front_uss_mib": [mib(before["front"]), mib(after["front"])],
+        "zygote_uss_mib": [mib(before["zygote"]), mib(after["zygote"])],
+        "front_growth_mib": mib(after["front"] - before["front"]),
+        "zygote_growth_mib": mib(after["zygote"] - before["zygote"]),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--concurrency", type=int, default=10)
+    parser.add_argument("--only", help="comma-separated workload names")
+    parser.add_argument("--block", type=int, default=1, help="runs of one side before switching to the other (1: strict alternation)")
+    parser.add_argument("--memory-runs", type=int, default=0, help="also measure memory across this many no-op runs (10000 for the issue's figure)")
     args = parser.parse_args()
     cpus = len(os.sched_getaffinity(0))
     results = []
@@ -121,15 +169,21 @@ def main() -> int:
         ab_dir.mkdir()
         (ab_dir / "solution.py").write_text(AB_SOLUTION)
         (ab_dir / "asserts.json").write_text(AB_ASSERTS)
+        (ab_dir / "solution.js").write_text(AB_JS)
         workloads = [
             ("no-op", {"RUN_WORKSPACE": str(noop_ws)}, {"lang_slug": "python", "solution_text": ""}, ["/usr/bin/true"], tmp),
             ("python a+b", {}, {"lang_slug": "python", "solution_text": AB_SOLUTION, "asserts": AB_ASSERTS}, ["/usr/bin/python3", "solution.py"], str(ab_dir)),
+            ("js a+b", {}, {"lang_slug": "js", "solution_text": AB_JS, "asserts": AB_ASSERTS}, ["/usr/bin/node", "solution.js"], str(ab_dir)),
         ]
+        if args.only:
+            workloads = [w for w in workloads if w[0] in args.only.split(",")]
         for name, env, body, argv, cwd in workloads:
             server = Server({"RUN_CONCURRENCY": str(args.concurrency), "RUN_LOG_FORMAT": "json", **env}).wait_ready()
             try:
                 payload = json.dumps(body).encode()
-                row = {"workload": name, **latency(server.port, payload, argv, cwd, args.runs)}
+                if name == "no-op" and args.memory_runs:
+                    memory_row = memory(server, payload, args.memory_runs, args.clients)
+                row = {"workload": name, "block": args.block, **latency(server.port, payload, argv, cwd, args.runs, args.block)}
                 load = throughput(server.port, payload, args.clients, args.seconds)
                 row.update(clients=args.clients, runs_per_s=load["runs_per_s"], errors=load["errors"], loaded_p50_ms=load["p50_ms"])
                 bare_rate = cpus / (row["bare_cpu_ms"] / 1000) if row["bare_cpu_ms"] else None
@@ -140,13 +194,17 @@ def main() -> int:
                 results.append(row)
             finally:
                 server.stop()
-    columns = ["workload", "p50_ms", "p90_ms", "p99_ms", "bare_p50_ms", "added_p50_ms", "ratio_p50", "clients", "runs_per_s", "bare_cpu_bound_runs_per_s", "rate_vs_bare", "errors"]
+    columns = ["workload", "block", "p50_ms", "p90_ms", "p99_ms", "bare_p50_ms", "added_p50_ms", "ratio_p50", "clients", "runs_per_s", "bare_cpu_bound_runs_per_s", "rate_vs_bare", "errors"]
     print(" | ".join(columns))
     for row in results:
         print(" | ".join(str(row.get(c)) for c in columns))
     out = Path(__file__).resolve().parent / "results"
     out.mkdir(exist_ok=True)
-    (out / "latest.json").write_text(json.dumps({"cpus": cpus, "results": results}, indent=2) + "\n")
+    report = {"cpus": cpus, "load_average": os.getloadavg(), "results": results}
+    if args.memory_runs:
+        report["memory"] = memory_row
+        print("memory:", json.dumps(memory_row))
+    (out / "latest.json").write_text(json.dumps(report, indent=2) + "\n")
     return 0
 
 
