@@ -5,72 +5,38 @@ harness protocol."""
 from __future__ import annotations
 
 import json
-import re
-import shutil
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
-from kilntest import REPO, Server
+import langcase
+from kilntest import REPO
 
-EXAMPLES = Path(__file__).parent / "examples" / "cpp"
-CHECKER = (EXAMPLES / "checker.cpp").read_text()
-SOLUTION = (EXAMPLES / "solution.cpp").read_text()
 ARGUMENTS = [[1, 2], [3, 4], [-5, 5], [100, 23]]
-TIMEOUT = "30s"  # compiling: generous, these tests assert behaviour, not speed
-SECONDS = re.compile(r"^\d+\.\d{7}$")
-
-
-def _missing() -> str | None:
-    if shutil.which("g++", path="/usr/local/bin:/usr/bin:/bin") is None:
-        return "g++ is not installed: run langs/install-toolchains.sh cpp"
-    if not Path("/usr/include/nlohmann/json.hpp").is_file():
-        return "nlohmann-json3-dev is not installed: run langs/install-toolchains.sh cpp"
-    if not (REPO / "langs" / "cpp" / "prelude" / "kiln.hpp.gch").is_file():
-        return "the prelude is not precompiled: run langs/install-toolchains.sh cpp"
-    if not (REPO / "langs" / "cpp" / ".installed").is_file():
-        return "the workspace is not marked prepared: run langs/install-toolchains.sh cpp"
-    return None
+SOLUTION = langcase.example("cpp", "solution.cpp")
+CPP = langcase.Lang("cpp", checker=langcase.example("cpp", "checker.cpp"), asserts={"arguments": ARGUMENTS}, ready_timeout=120, one_line=False)
+WORKSPACE = REPO / "langs" / "cpp"
 
 
 @pytest.fixture(scope="module")
-def cpp():
-    reason = _missing()
-    if reason:
-        pytest.skip(f"cpp: {reason}")
-    server = Server({"RUN_LANGS": "cpp", "RUN_CONCURRENCY": "2"}).wait_ready(120)
-    yield server
-    server.stop()
+def server():
+    yield from CPP.serve(langcase.missing(
+        "run langs/install-toolchains.sh cpp",
+        programs=("g++",),
+        paths=(
+            ("/usr/include/nlohmann/json.hpp", "nlohmann-json3-dev is not installed"),
+            (WORKSPACE / "prelude" / "kiln.hpp.gch", "the prelude is not precompiled"),
+            (WORKSPACE / ".installed", "the workspace is not marked prepared"),
+        ),
+    ))
 
 
-def run(server, solution: str, checker: str = CHECKER, arguments=ARGUMENTS, timeout: str = TIMEOUT) -> dict:
-    response = server.run(lang_slug="cpp", solution_text=solution, checker_text=checker, asserts={"arguments": arguments}, timeout=timeout)
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-def items(body: dict) -> list[dict]:
-    assert body["exit_code"] == 0, body
-    assert body["stats"]["outcome"] == "exited", body
-    return json.loads(body["stdout"])
-
-
-def test_a_plus_b_with_the_example_checker(cpp):
-    body = run(cpp, SOLUTION)
+def test_a_plus_b_with_the_example_checker(server):
+    body = CPP.run(server, SOLUTION)
     assert body["stderr"] == ""  # no compiler chatter, no "PCH not used" warning
-    got = items(body)
-    assert [(i["type"], i["value"], i["output"]) for i in got] == [
-        ("result", 3, "adding 1 and 2\n"),
-        ("result", 7, "adding 3 and 4\n"),
-        ("result", 0, "adding -5 and 5\n"),
-        ("result", 123, "adding 100 and 23\n"),
-    ]
-    assert all(SECONDS.match(i["time"]) for i in got)
-    assert list(got[0]) == ["type", "value", "time", "output"]
+    langcase.assert_a_plus_b(CPP, body, ARGUMENTS, key_order=True)
 
 
-def test_output_is_captured_per_call_at_the_descriptor(cpp):
+def test_output_is_captured_per_call_at_the_descriptor(server):
     # iostream, C stdio and write(2) all land in the output of the call that printed them
     solution = (
         "#include <bits/stdc++.h>\n#include <unistd.h>\n\nusing namespace std;\n\n"
@@ -81,11 +47,11 @@ def test_output_is_captured_per_call_at_the_descriptor(cpp):
         "  return a * b;\n"
         "}\n"
     )
-    got = items(run(cpp, solution))
+    got = CPP.items(CPP.run(server, solution))
     assert [(i["value"], i["output"]) for i in got] == [(2, ""), (12, "three 4"), (-25, "negative -5"), (2300, "raw")]
 
 
-def test_an_exception_in_one_call_leaves_the_others(cpp):
+def test_an_exception_in_one_call_leaves_the_others(server):
     solution = (
         "#include <bits/stdc++.h>\n\nusing namespace std;\n\n"
         "int solution(int a, int b) {\n"
@@ -94,16 +60,10 @@ def test_an_exception_in_one_call_leaves_the_others(cpp):
         "  return a - b;\n"
         "}\n"
     )
-    got = items(run(cpp, solution))
-    assert [(i["type"], i["value"], i["output"]) for i in got] == [
-        ("result", -1, "before"),
-        ("error", "three is not allowed", "before"),
-        ("result", -10, "before"),
-        ("result", 77, "before"),
-    ]
+    langcase.assert_only_the_failing_call_fails(CPP, CPP.run(server, solution), "three is not allowed")
 
 
-def test_values_go_through_nlohmann_json(cpp):
+def test_values_go_through_nlohmann_json(server):
     solution = (
         "#include <bits/stdc++.h>\n\nusing namespace std;\n\n"
         "map<string, vector<int>> solution(int a, int b) {\n"
@@ -120,11 +80,11 @@ def test_values_go_through_nlohmann_json(cpp):
         "    report.print();\n"
         "}\n"
     )
-    got = items(run(cpp, solution, checker, arguments=[[1, 2]]))
+    got = CPP.items(CPP.run(server, solution, checker=checker, arguments=[[1, 2]]))
     assert [i["value"] for i in got] == [{"range": [1, 2], "sum": [3]}, ["été", "x"]]
 
 
-def test_a_checker_in_codebattles_shape_compiles_unchanged(cpp):
+def test_a_checker_in_codebattles_shape_compiles_unchanged(server):
     # The shape Codebattle generates: "../json.hpp" and "../fifo_map.hpp" from check/, its own
     # global fifo_map/json aliases, `using namespace std`, std::cout swapped for a stringstream.
     checker = (
@@ -160,29 +120,23 @@ def test_a_checker_in_codebattles_shape_compiles_unchanged(cpp):
         "  for (auto& r : results_) cout << r << \"\\n\";\n"
         "}\n"
     )
-    body = run(cpp, SOLUTION, checker)
+    body = CPP.run(server, SOLUTION, checker=checker)
     assert body["exit_code"] == 0, body
     lines = [json.loads(line) for line in body["stdout"].splitlines() if line]
     assert [list(line) for line in lines] == [["type", "value", "output", "time"]] * 2  # insertion order
     assert [(line["value"], line["output"]) for line in lines] == [(3, "adding 1 and 2\n"), (42, "adding 30 and 12\n")]
 
 
-def test_two_runs_at_once_each_with_its_own_copy(cpp):
-    # two slots, two uids, one read-only workspace with its prebuilt caches underneath both
-    with ThreadPoolExecutor(2) as pool:
-        bodies = list(pool.map(lambda args: run(cpp, SOLUTION, arguments=args), [[[1, 2]], [[20, 22]]]))
-    assert [[i["value"] for i in items(body)] for body in bodies] == [[3], [42]]
+def test_two_runs_at_once_each_with_its_own_copy(server):
+    langcase.assert_each_run_has_its_own_copy(CPP, server, SOLUTION)
 
 
-def test_a_compile_error_is_the_compilers_message_and_status(cpp):
-    body = run(cpp, "int solution(int a, int b) {\n  return a + ;\n}\n")
-    assert body["stats"]["outcome"] == "exited"
-    assert body["exit_code"] not in (0, None)
-    assert body["stdout"] == ""
-    assert "solution.cpp:2" in body["stderr"] and "error" in body["stderr"]
+def test_a_compile_error_is_the_compilers_message_and_status(server):
+    body = CPP.run(server, "int solution(int a, int b) {\n  return a + ;\n}\n")
+    langcase.assert_compile_error(body, "solution.cpp:2", "error")
 
 
-def test_an_infinite_loop_times_out(cpp):
+def test_an_infinite_loop_times_out(server):
     solution = (
         "#include <bits/stdc++.h>\n\n"
         "int solution(int a, int b) {\n"
@@ -190,7 +144,5 @@ def test_an_infinite_loop_times_out(cpp):
         "  for (volatile unsigned long i = 0;; i = i + 1) {}\n"
         "}\n"
     )
-    body = run(cpp, solution, timeout="15s")  # compiling takes part of it; the loop the rest
-    assert body["stats"]["outcome"] == "timed_out"
-    assert body["exit_code"] is None
-    assert "looping" in body["stderr"]
+    body = CPP.run(server, solution, timeout="15s")  # compiling takes part of it; the loop the rest
+    langcase.assert_timed_out(body, "looping")

@@ -4,74 +4,43 @@ with Solution.hs (langs/haskell), the checker prints the harness protocol."""
 from __future__ import annotations
 
 import json
-import shutil
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
-from kilntest import REPO, Server
+import langcase
+from kilntest import REPO
 
-EXAMPLES = Path(__file__).parent / "examples" / "haskell"
-CHECKER = (EXAMPLES / "Checker.hs").read_text()
-SOLUTION = (EXAMPLES / "Solution.hs").read_text()
-TIMEOUT = "30s"  # compiling: generous, these tests assert behaviour, not speed
-
-
-def _missing() -> str | None:
-    for exe in ("ghc", "gcc", "ld.lld"):
-        if shutil.which(exe, path="/usr/local/bin:/usr/bin:/bin") is None:
-            return f"{exe} is not installed: run langs/haskell/install.sh"
-    if not (REPO / "langs" / "haskell" / "boot" / "main.o").is_file():
-        return "langs/haskell/boot/main.o is not built: run langs/haskell/install.sh"
-    return None
+CHECKER = langcase.example("haskell", "Checker.hs")
+SOLUTION = langcase.example("haskell", "Solution.hs")
+HASKELL = langcase.Lang("haskell", checker=CHECKER, one_line=False)
+PAIRS = [[1, 2], [3, 4], [10, -7], [0, 0]]  # the example checker's
 
 
 @pytest.fixture(scope="module")
-def hs():
-    reason = _missing()
-    if reason:
-        pytest.skip(f"haskell: {reason}")
-    server = Server({"RUN_LANGS": "haskell", "RUN_CONCURRENCY": "2"}).wait_ready()
-    yield server
-    server.stop()
+def server():
+    yield from HASKELL.serve(langcase.missing(
+        "run langs/haskell/install.sh",
+        programs=("ghc", "gcc", "ld.lld"),
+        paths=((REPO / "langs" / "haskell" / "boot" / "main.o", "langs/haskell/boot/main.o is not built"),),
+    ))
 
 
-def run(server, solution: str, checker: str = CHECKER, timeout: str = TIMEOUT) -> dict:
-    response = server.run(lang_slug="haskell", solution_text=solution, checker_text=checker, timeout=timeout)
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-def items(body: dict) -> list[dict]:
-    assert body["exit_code"] == 0, body
-    return json.loads(body["stdout"])
-
-
-def test_a_plus_b_with_the_example_checker(hs):
-    body = run(hs, SOLUTION)
-    assert body["stats"]["outcome"] == "exited"
+def test_a_plus_b_with_the_example_checker(server):
+    body = HASKELL.run(server, SOLUTION)
     assert body["stderr"] == ""  # no compiler chatter, no linker warning
-    got = items(body)
-    assert [(i["type"], i["value"], i["output"]) for i in got] == [
-        ("result", 3, ""),
-        ("result", 7, ""),
-        ("result", 3, ""),
-        ("result", 0, ""),
-    ]
-    assert all(float(i["time"]) >= 0 and len(i["time"].split(".")[1]) == 7 for i in got)
+    langcase.assert_a_plus_b(HASKELL, body, PAIRS, "")
 
 
-def test_an_error_in_one_call_leaves_the_others(hs):
+def test_an_error_in_one_call_leaves_the_others(server):
     solution = "module Solution where\n\nsolution :: Int -> Int -> Int\nsolution a b\n  | a == 3 = error \"three is not allowed\"\n  | otherwise = a `div` b\n"
-    got = items(run(hs, solution))
+    got = HASKELL.items(HASKELL.run(server, solution))
     assert [i["type"] for i in got] == ["result", "error", "result", "error"]
     assert got[0]["value"] == 0 and got[2]["value"] == -2
     assert got[1]["value"] == "three is not allowed"
     assert got[3]["value"] == "divide by zero"
 
 
-def test_output_is_captured_per_call(hs):
+def test_output_is_captured_per_call(server):
     solution = (
         "module Solution where\n\n"
         "import System.IO.Unsafe (unsafePerformIO)\n\n"
@@ -81,34 +50,25 @@ def test_output_is_captured_per_call(hs):
         '  putStrLn ("adding " ++ show a ++ " and " ++ show b ++ " \\233t\\233")\n'
         "  pure (a + b)\n"
     )
-    got = items(run(hs, solution))
-    assert [i["value"] for i in got] == [3, 7, 3, 0]
-    assert [i["output"] for i in got] == [
-        "adding 1 and 2 été\n",
-        "adding 3 and 4 été\n",
-        "adding 10 and -7 été\n",
-        "adding 0 and 0 été\n",
-    ]
+    got = HASKELL.items(HASKELL.run(server, solution))
+    assert [(i["type"], i["value"], i["output"]) for i in got] == langcase.additions(PAIRS, "adding {a} and {b} été\n")
 
 
-def test_a_compile_error_is_a_failed_run_with_the_compiler_message(hs):
-    body = run(hs, "module Solution where\n\nsolution :: Int -> Int -> Int\nsolution a b = a + \"b\"\n")
-    assert body["exit_code"] not in (0, None)
-    assert body["stdout"] == ""
-    assert "Solution.hs:4:" in body["stderr"] and "error" in body["stderr"]
+def test_a_compile_error_is_a_failed_run_with_the_compiler_message(server):
+    body = HASKELL.run(server, "module Solution where\n\nsolution :: Int -> Int -> Int\nsolution a b = a + \"b\"\n")
+    langcase.assert_compile_error(body, "Solution.hs:4:", "error")
 
 
-def test_a_checker_that_does_not_compile(hs):
-    body = run(hs, SOLUTION, checker="module Main (main) where\nimport Solution (solution)\nmain :: IO ()\nmain = print (solution 1)\n")
+def test_a_checker_that_does_not_compile(server):
+    body = HASKELL.run(server, SOLUTION, checker="module Main (main) where\nimport Solution (solution)\nmain :: IO ()\nmain = print (solution 1)\n")
     assert body["exit_code"] not in (0, None)
     assert "Checker.hs:4:" in body["stderr"]
 
 
-def test_an_infinite_loop_times_out(hs):
+def test_an_infinite_loop_times_out(server):
     solution = "module Solution where\n\nsolution :: Int -> Int -> Int\nsolution a _ = length (repeat a)\n"
-    body = run(hs, solution, timeout="2s")
-    assert body["stats"]["outcome"] == "timed_out"
-    assert body["exit_code"] is None
+    body = HASKELL.run(server, solution, timeout="2s")
+    langcase.assert_timed_out(body)
 
 
 # Codebattle's Haskell checker template: `module Checker where`, aeson objects printed one per
@@ -188,8 +148,8 @@ solution a b =
 """
 
 
-def test_a_codebattle_style_checker_and_the_libraries_codebattle_lists(hs):
-    body = run(hs, LIBRARIES_SOLUTION, checker=CODEBATTLE_STYLE_CHECKER)
+def test_a_codebattle_style_checker_and_the_libraries_codebattle_lists(server):
+    body = HASKELL.run(server, LIBRARIES_SOLUTION, checker=CODEBATTLE_STYLE_CHECKER)
     assert body["exit_code"] == 0, body
     assert [json.loads(line) for line in body["stdout"].splitlines()] == [
         {"status": "success", "result": 3, "expected": 3, "arguments": "[1, 2]"},
@@ -197,15 +157,12 @@ def test_a_codebattle_style_checker_and_the_libraries_codebattle_lists(hs):
     ]
 
 
-def test_a_checker_module_with_a_main(hs):
+def test_a_checker_module_with_a_main(server):
     checker = CHECKER.replace("module Main (main) where", "module Checker (main) where")
     assert "module Checker (main) where" in checker
-    assert [i["value"] for i in items(run(hs, SOLUTION, checker=checker))] == [3, 7, 3, 0]
+    assert [i["value"] for i in HASKELL.items(HASKELL.run(server, SOLUTION, checker=checker))] == [3, 7, 3, 0]
 
 
-def test_two_runs_at_once_in_both_slots(hs):
+def test_two_runs_at_once_in_both_slots(server):
     """Each slot runs as its own uid: the workspace must build for any of them."""
-    with ThreadPoolExecutor(2) as pool:
-        bodies = list(pool.map(lambda _: run(hs, SOLUTION), range(4)))
-    for body in bodies:
-        assert [i["value"] for i in items(body)] == [3, 7, 3, 0]
+    langcase.assert_four_runs_in_two_slots(HASKELL, server, SOLUTION, [3, 7, 3, 0])

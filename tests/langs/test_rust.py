@@ -4,72 +4,36 @@ offline, and the checker prints the harness protocol."""
 
 from __future__ import annotations
 
-import json
-import re
-import shutil
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-
 import pytest
 
-from kiln import langs
-from kilntest import REPO, Server
+import langcase
+from kilntest import REPO
 
-EXAMPLES = Path(__file__).parent / "examples" / "rust"
-CHECKER = (EXAMPLES / "checker.rs").read_text()
-SOLUTION = (EXAMPLES / "solution.rs").read_text()
 ARGUMENTS = [[1, 2], [3, 4], [-5, 5], [100, 23]]
-TIMEOUT = "30s"  # compiling: generous, these tests assert behaviour, not speed
-SECONDS = re.compile(r"^\d+\.\d{7}$")
-
-
-def _missing() -> str | None:
-    for exe in ("cargo", "rustc", "cc"):
-        if shutil.which(exe, path="/usr/local/bin:/usr/bin:/bin") is None:
-            return f"{exe} is not installed: run langs/install-toolchains.sh rust"
-    if not (REPO / "langs" / "rust" / "target" / "debug" / "checker").is_file():
-        return "the dependencies are not prebuilt: run langs/install-toolchains.sh rust"
-    if not (REPO / "langs" / "rust" / ".installed").is_file():
-        return "the workspace is not marked prepared: run langs/install-toolchains.sh rust"
-    return None
+SOLUTION = langcase.example("rust", "solution.rs")
+RUST = langcase.Lang("rust", checker=langcase.example("rust", "checker.rs"), asserts={"arguments": ARGUMENTS}, ready_timeout=120, one_line=False)
+WORKSPACE = REPO / "langs" / "rust"
 
 
 @pytest.fixture(scope="module")
-def rust():
-    reason = _missing()
-    if reason:
-        pytest.skip(f"rust: {reason}")
-    server = Server({"RUN_LANGS": "rust", "RUN_CONCURRENCY": "2"}).wait_ready(120)
-    yield server
-    server.stop()
+def server():
+    yield from RUST.serve(langcase.missing(
+        "run langs/install-toolchains.sh rust",
+        programs=("cargo", "rustc", "cc"),
+        paths=(
+            (WORKSPACE / "target" / "debug" / "checker", "the dependencies are not prebuilt"),
+            (WORKSPACE / ".installed", "the workspace is not marked prepared"),
+        ),
+    ))
 
 
-def run(server, solution: str, checker: str = CHECKER, arguments=ARGUMENTS, timeout: str = TIMEOUT) -> dict:
-    response = server.run(lang_slug="rust", solution_text=solution, checker_text=checker, asserts={"arguments": arguments}, timeout=timeout)
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-def items(body: dict) -> list[dict]:
-    assert body["exit_code"] == 0, body
-    assert body["stats"]["outcome"] == "exited", body
-    return json.loads(body["stdout"])
-
-
-def test_a_plus_b_with_the_example_checker(rust):
-    body = run(rust, SOLUTION)
+def test_a_plus_b_with_the_example_checker(server):
+    body = RUST.run(server, SOLUTION)
     assert body["stderr"] == ""  # dependencies prebuilt: no "Compiling serde ..." and no warning
-    got = items(body)
-    assert [(i["type"], i["value"], i["output"]) for i in got] == [
-        ("result", 3, "adding 1 and 2\n"),
-        ("result", 7, "adding 3 and 4\n"),
-        ("result", 0, "adding -5 and 5\n"),
-        ("result", 123, "adding 100 and 23\n"),
-    ]
-    assert all(SECONDS.match(i["time"]) for i in got)
+    langcase.assert_a_plus_b(RUST, body, ARGUMENTS)
 
 
-def test_output_is_captured_per_call(rust):
+def test_output_is_captured_per_call(server):
     solution = (
         "use std::io::Write;\n\n"
         "pub fn solution(a: i64, b: i64) -> i64 {\n"
@@ -78,11 +42,11 @@ def test_output_is_captured_per_call(rust):
         "    a * b\n"
         "}\n"
     )
-    got = items(run(rust, solution))
+    got = RUST.items(RUST.run(server, solution))
     assert [(i["value"], i["output"]) for i in got] == [(2, ""), (12, "three 4"), (-25, "negative -5"), (2300, "")]
 
 
-def test_a_panic_in_one_call_leaves_the_others(rust):
+def test_a_panic_in_one_call_leaves_the_others(server):
     solution = (
         "pub fn solution(a: i64, b: i64) -> i64 {\n"
         "    print!(\"before\");\n"
@@ -90,29 +54,23 @@ def test_a_panic_in_one_call_leaves_the_others(rust):
         "    a - b\n"
         "}\n"
     )
-    body = run(rust, solution)
-    got = items(body)
-    assert [(i["type"], i["value"], i["output"]) for i in got] == [
-        ("result", -1, "before"),
-        ("error", "three is not allowed", "before"),
-        ("result", -10, "before"),
-        ("result", 77, "before"),
-    ]
+    body = RUST.run(server, solution)
+    langcase.assert_only_the_failing_call_fails(RUST, body, "three is not allowed")
     assert "three is not allowed" in body["stderr"]  # the default panic hook's report
 
 
-def test_values_go_through_serde_json(rust):
+def test_values_go_through_serde_json(server):
     solution = (
         "use std::collections::HashMap;\n\n"
         "pub fn solution(a: i64, b: i64) -> HashMap<String, Vec<i64>> {\n"
         "    HashMap::from([(String::from(\"range\"), vec![a, b]), (String::from(\"sum\"), vec![a + b])])\n"
         "}\n"
     )
-    got = items(run(rust, solution, arguments=[[1, 2]]))
+    got = RUST.items(RUST.run(server, solution, arguments=[[1, 2]]))
     assert got[0]["value"] == {"range": [1, 2], "sum": [3]}
 
 
-def test_a_checker_in_codebattles_shape_compiles_unchanged(rust):
+def test_a_checker_in_codebattles_shape_compiles_unchanged(server):
     # The shape Codebattle generates: serde_with's #[serde_as] for the time, libc pipes around
     # each call, std::os::fd (Rust 1.66+), #![allow(warnings)], `mod solution;`.
     checker = (
@@ -158,39 +116,27 @@ def test_a_checker_in_codebattles_shape_compiles_unchanged(rust):
         "    return ans;\n"
         "}\n"
     )
-    body = run(rust, solution, checker)
-    got = items(body)
+    body = RUST.run(server, solution, checker=checker)
+    got = RUST.items(body)
     assert [(i["type"], i["value"], i["output"]) for i in got] == [("result", 3, "adding 1 and 2\n"), ("result", 42, "adding 30 and 12\n")]
     for item in got:  # DurationSecondsWithFrac<String>: the seconds as the text of an f64
         assert isinstance(item["time"], str) and 0 <= float(item["time"]) < 60
 
 
-def test_two_runs_at_once_each_with_its_own_copy(rust):
-    # two slots, two uids, one read-only workspace with its prebuilt caches underneath both
-    with ThreadPoolExecutor(2) as pool:
-        bodies = list(pool.map(lambda args: run(rust, SOLUTION, arguments=args), [[[1, 2]], [[20, 22]]]))
-    assert [[i["value"] for i in items(body)] for body in bodies] == [[3], [42]]
+def test_two_runs_at_once_each_with_its_own_copy(server):
+    langcase.assert_each_run_has_its_own_copy(RUST, server, SOLUTION)
 
 
 def test_install_builds_with_the_tasks_environment():
-    # the prebuilt caches only help when install.sh built them with the environment the task gets
-    script = (REPO / "langs" / "rust" / "install.sh").read_text()
-    body = re.search(r"^cargo_env\(\) {\n(.*?)^}", script, re.S | re.M).group(1)
-    built_with = dict(re.findall(r"\b([A-Z_]+)=(\S*)", body))
-    assert built_with.pop("HOME") == "/sandbox"
-    for key, value in langs.LANGUAGES["rust"].env:
-        assert built_with.get(key) == value, key
+    langcase.assert_install_builds_with_the_tasks_environment("rust", "cargo_env")
 
 
-def test_a_compile_error_is_the_compilers_message_and_status(rust):
-    body = run(rust, "pub fn solution(a: i64, b: i64) -> i64 {\n    a +\n}\n")
-    assert body["stats"]["outcome"] == "exited"
-    assert body["exit_code"] not in (0, None)
-    assert body["stdout"] == ""
-    assert "check/solution.rs" in body["stderr"] and "error" in body["stderr"]
+def test_a_compile_error_is_the_compilers_message_and_status(server):
+    body = RUST.run(server, "pub fn solution(a: i64, b: i64) -> i64 {\n    a +\n}\n")
+    langcase.assert_compile_error(body, "check/solution.rs", "error")
 
 
-def test_an_infinite_loop_times_out(rust):
+def test_an_infinite_loop_times_out(server):
     solution = (
         "pub fn solution(a: i64, b: i64) -> i64 {\n"
         "    eprintln!(\"looping\");\n"
@@ -198,7 +144,5 @@ def test_an_infinite_loop_times_out(rust):
         "    loop {\n        n = std::hint::black_box(n.wrapping_add(b));\n    }\n"
         "}\n"
     )
-    body = run(rust, solution, timeout="15s")  # building takes part of it; the loop the rest
-    assert body["stats"]["outcome"] == "timed_out"
-    assert body["exit_code"] is None
-    assert "looping" in body["stderr"]
+    body = RUST.run(server, solution, timeout="15s")  # building takes part of it; the loop the rest
+    langcase.assert_timed_out(body, "looping")

@@ -4,70 +4,36 @@ harness protocol."""
 
 from __future__ import annotations
 
-import json
-import re
-import shutil
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-
 import pytest
 
-from kilntest import REPO, Server
+import langcase
+from kilntest import REPO
 
-EXAMPLES = Path(__file__).parent / "examples" / "zig"
-CHECKER = (EXAMPLES / "checker.zig").read_text()
-SOLUTION = (EXAMPLES / "solution.zig").read_text()
 ARGUMENTS = [[1, 2], [3, 4], [-5, 5], [100, 23]]
-TIMEOUT = "30s"  # compiling: generous, these tests assert behaviour, not speed
-SECONDS = re.compile(r"^\d+\.\d{7}$")
-
-
-def _missing() -> str | None:
-    if shutil.which("zig", path="/usr/local/bin:/usr/bin:/bin") is None:
-        return "zig is not installed: run langs/install-toolchains.sh zig"
-    if not (REPO / "langs" / "zig" / ".cache" / "zig").is_dir():
-        return "the zig cache is not prewarmed: run langs/install-toolchains.sh zig"
-    if not (REPO / "langs" / "zig" / ".installed").is_file():
-        return "the workspace is not marked prepared: run langs/install-toolchains.sh zig"
-    return None
+SOLUTION = langcase.example("zig", "solution.zig")
+ZIG = langcase.Lang("zig", checker=langcase.example("zig", "checker.zig"), asserts={"arguments": ARGUMENTS}, ready_timeout=120, one_line=False)
+WORKSPACE = REPO / "langs" / "zig"
 
 
 @pytest.fixture(scope="module")
-def zig():
-    reason = _missing()
-    if reason:
-        pytest.skip(f"zig: {reason}")
-    server = Server({"RUN_LANGS": "zig", "RUN_CONCURRENCY": "2"}).wait_ready(120)
-    yield server
-    server.stop()
+def server():
+    yield from ZIG.serve(langcase.missing(
+        "run langs/install-toolchains.sh zig",
+        programs=("zig",),
+        paths=(
+            (WORKSPACE / ".cache" / "zig", "the zig cache is not prewarmed"),
+            (WORKSPACE / ".installed", "the workspace is not marked prepared"),
+        ),
+    ))
 
 
-def run(server, solution: str, checker: str = CHECKER, arguments=ARGUMENTS, timeout: str = TIMEOUT) -> dict:
-    response = server.run(lang_slug="zig", solution_text=solution, checker_text=checker, asserts={"arguments": arguments}, timeout=timeout)
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-def items(body: dict) -> list[dict]:
-    assert body["exit_code"] == 0, body
-    assert body["stats"]["outcome"] == "exited", body
-    return json.loads(body["stdout"])
-
-
-def test_a_plus_b_with_the_example_checker(zig):
-    body = run(zig, SOLUTION)
+def test_a_plus_b_with_the_example_checker(server):
+    body = ZIG.run(server, SOLUTION)
     assert body["stderr"] == ""
-    got = items(body)
-    assert [(i["type"], i["value"], i["output"]) for i in got] == [
-        ("result", 3, "adding 1 and 2\n"),
-        ("result", 7, "adding 3 and 4\n"),
-        ("result", 0, "adding -5 and 5\n"),
-        ("result", 123, "adding 100 and 23\n"),
-    ]
-    assert all(SECONDS.match(i["time"]) for i in got)
+    langcase.assert_a_plus_b(ZIG, body, ARGUMENTS)
 
 
-def test_output_is_captured_per_call(zig):
+def test_output_is_captured_per_call(server):
     solution = (
         "const std = @import(\"std\");\n\n"
         "pub fn solution(a: i64, b: i64) i64 {\n"
@@ -77,11 +43,11 @@ def test_output_is_captured_per_call(zig):
         "    return a * b;\n"
         "}\n"
     )
-    got = items(run(zig, solution))
+    got = ZIG.items(ZIG.run(server, solution))
     assert [(i["value"], i["output"]) for i in got] == [(2, ""), (12, "three 4"), (-25, "negative"), (2300, "")]
 
 
-def test_an_error_in_one_call_leaves_the_others(zig):
+def test_an_error_in_one_call_leaves_the_others(server):
     solution = (
         "const std = @import(\"std\");\n\n"
         "pub fn solution(a: i64, b: i64) !i64 {\n"
@@ -90,16 +56,10 @@ def test_an_error_in_one_call_leaves_the_others(zig):
         "    return a - b;\n"
         "}\n"
     )
-    got = items(run(zig, solution))
-    assert [(i["type"], i["value"], i["output"]) for i in got] == [
-        ("result", -1, "before"),
-        ("error", "ThreeIsNotAllowed", "before"),
-        ("result", -10, "before"),
-        ("result", 77, "before"),
-    ]
+    langcase.assert_only_the_failing_call_fails(ZIG, ZIG.run(server, solution), "ThreeIsNotAllowed")
 
 
-def test_a_checker_in_codebattles_shape_compiles_unchanged(zig):
+def test_a_checker_in_codebattles_shape_compiles_unchanged(server):
     # The shape Codebattle generates for Zig 0.15: a pipe around each call, std.json.fmt through
     # the new std.Io.Writer interface, the solution's own `const std` and typed constants.
     checker = (
@@ -150,27 +110,21 @@ def test_a_checker_in_codebattles_shape_compiles_unchanged(zig):
         "    return ans;\n"
         "}\n"
     )
-    got = items(run(zig, solution, checker))
+    got = ZIG.items(ZIG.run(server, solution, checker=checker))
     assert [(i["type"], i["value"], i["output"]) for i in got] == [("result", 3, "hi")]
     assert isinstance(got[0]["time"], float)
 
 
-def test_two_runs_at_once_each_with_its_own_copy(zig):
-    # two slots, two uids, one read-only workspace with its prebuilt caches underneath both
-    with ThreadPoolExecutor(2) as pool:
-        bodies = list(pool.map(lambda args: run(zig, SOLUTION, arguments=args), [[[1, 2]], [[20, 22]]]))
-    assert [[i["value"] for i in items(body)] for body in bodies] == [[3], [42]]
+def test_two_runs_at_once_each_with_its_own_copy(server):
+    langcase.assert_each_run_has_its_own_copy(ZIG, server, SOLUTION)
 
 
-def test_a_compile_error_is_the_compilers_message_and_status(zig):
-    body = run(zig, "pub fn solution(a: i64, b: i64) i64 {\n    return a +;\n}\n")
-    assert body["stats"]["outcome"] == "exited"
-    assert body["exit_code"] not in (0, None)
-    assert body["stdout"] == ""
-    assert "solution.zig:2" in body["stderr"] and "error" in body["stderr"]
+def test_a_compile_error_is_the_compilers_message_and_status(server):
+    body = ZIG.run(server, "pub fn solution(a: i64, b: i64) i64 {\n    return a +;\n}\n")
+    langcase.assert_compile_error(body, "solution.zig:2", "error")
 
 
-def test_an_infinite_loop_times_out(zig):
+def test_an_infinite_loop_times_out(server):
     solution = (
         "const std = @import(\"std\");\n\n"
         "pub fn solution(a: i64, b: i64) i64 {\n"
@@ -179,7 +133,5 @@ def test_an_infinite_loop_times_out(zig):
         "    while (true) {\n        n +%= b;\n        std.mem.doNotOptimizeAway(n);\n    }\n"
         "}\n"
     )
-    body = run(zig, solution, timeout="15s")  # compiling takes part of it; the loop the rest
-    assert body["stats"]["outcome"] == "timed_out"
-    assert body["exit_code"] is None
-    assert "looping" in body["stderr"]
+    body = ZIG.run(server, solution, timeout="15s")  # compiling takes part of it; the loop the rest
+    langcase.assert_timed_out(body, "looping")

@@ -3,21 +3,15 @@ sandbox)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-# langs_direct/conftest.py's helpers (Workspace, _copy), loaded under a name of their own: the
-# module name `conftest` is shared with tests/conftest.py.
-_spec = importlib.util.spec_from_file_location("langs_direct_helpers_elixir", Path(__file__).with_name("conftest.py"))
-helpers = sys.modules.setdefault(_spec.name, importlib.util.module_from_spec(_spec))
-if not hasattr(helpers, "Workspace"):
-    _spec.loader.exec_module(helpers)
+import harnesscase
+from harnesscase import INVALID_JSON, NOT_THE_SHAPE, assert_reports, report
 
 ELIXIR = "/usr/bin/elixir"
 ADD = "defmodule Solution do\n  def solution(a, b), do: a + b\nend\n"
@@ -32,9 +26,7 @@ IO.puts(String.to_integer(a) + String.to_integer(b))
 @pytest.fixture(scope="session")
 def elixir_install():
     """Runs langs/elixir/install.sh once per session (it compiles the harness into ebin/)."""
-    if not Path(ELIXIR).exists():
-        return None
-    return subprocess.run([str(helpers.LANGS / "elixir" / "install.sh")], capture_output=True, text=True, timeout=600)
+    return harnesscase.install("elixir", ELIXIR)
 
 
 @pytest.fixture
@@ -42,11 +34,7 @@ def ex(tmp_path, elixir_install):
     if elixir_install is None:
         pytest.skip(f"{ELIXIR} is not installed: run langs/elixir/install.sh")
     assert elixir_install.returncode == 0, elixir_install.stderr
-    return helpers.Workspace(helpers._copy("elixir", tmp_path), "solution.exs")
-
-
-def bare(ws):
-    return ws.run_bare(ELIXIR, "solution.exs")
+    return harnesscase.Workspace(harnesscase.copy_workspace("elixir", tmp_path), "solution.exs", ELIXIR)
 
 
 FLAGS = "+S 1:1 +SDcpu 1:1 +SDio 1 +A 1"
@@ -54,19 +42,16 @@ FLAGS = "+S 1:1 +SDcpu 1:1 +SDio 1 +A 1"
 
 def test_test_command_is_one_simple_line(ex):
     assert ex.command.startswith("cd check && ERL_CRASH_DUMP_SECONDS=0 ")
-    assert ex.command.endswith(" -pa ../ebin -r harness.exs solution.exs\n") and ex.command.count("\n") == 1
+    assert ex.command.endswith(" -pa ../ebin -r harness.exs solution.exs\n")
     assert FLAGS in ex.command
-    makefile = (ex.root / "Makefile").read_text()
-    assert ".PHONY: test" in makefile
-    assert re.search(r"^test:\s*$", makefile, re.M), "test must have no prerequisites"
-    assert "CURDIR" not in makefile and str(ex.root) not in ex.command
+    harnesscase.assert_simple_test_target(ex)
 
 
 def test_the_command_is_what_the_elixir_script_would_run(ex):
     """erlexec is called as /usr/bin/elixir then erl would call it (their dry run says how)."""
     dry = subprocess.run(
         [ELIXIR, "--erl", FLAGS, "-pa", "../ebin", "-r", "harness.exs", "solution.exs"],
-        env={"PATH": helpers.SANDBOX_PATH, "ELIXIR_CLI_DRY_RUN": "1"}, capture_output=True, text=True, check=True,
+        env={"PATH": harnesscase.SANDBOX_PATH, "ELIXIR_CLI_DRY_RUN": "1"}, capture_output=True, text=True, check=True,
     ).stdout.split()
     assert dry[0] == "erl"
     erts = re.search(r"BINDIR=(\S+) ", ex.command).group(1)
@@ -81,28 +66,12 @@ def test_the_harness_is_precompiled(ex):
 
 
 def test_a_plus_b_over_several_argument_lists(ex):
-    res = ex.run(ADD, '{"arguments": [[1, 2], [10, -3], [0, 0], [2.5, 0.25]]}')
-    assert res.returncode == 0, res.stderr
-    assert res.masked() == (
-        '[{"type":"result","value":3,"time":"T","output":""},'
-        '{"type":"result","value":7,"time":"T","output":""},'
-        '{"type":"result","value":0,"time":"T","output":""},'
-        '{"type":"result","value":2.75,"time":"T","output":""}]\n'
-    )
-    assert res.stderr == ""
-    for item in res.items():
-        assert float(item["time"]) < 1
+    harnesscase.assert_a_plus_b(ex, ADD)
 
 
 def test_an_error_in_one_call_does_not_stop_the_others(ex):
-    solution = "defmodule Solution do\n  def solution(a, b), do: div(a, b)\nend\n"
-    res = ex.run(solution, '{"arguments": [[7, 2], [1, 0], [9, 3]]}')
-    assert res.returncode == 0
-    assert res.masked() == (
-        '[{"type":"result","value":3,"time":"T","output":""},'
-        '{"type":"error","value":"ArithmeticError: bad argument in arithmetic expression","time":"T","output":""},'
-        '{"type":"result","value":3,"time":"T","output":""}]\n'
-    )
+    res = ex.run("defmodule Solution do\n  def solution(a, b), do: div(a, b)\nend\n", '{"arguments": [[7, 2], [1, 0], [9, 3]]}')
+    assert_reports(res, ("result", 3), ("error", "ArithmeticError: bad argument in arithmetic expression"), ("result", 3))
 
 
 def test_error_messages(ex):
@@ -160,31 +129,19 @@ def test_output_is_captured_per_call(ex):
         "  end\n"
         "end\n"
     )
-    res = ex.run(solution, '{"arguments": [[1], [2], [3]]}')
-    assert res.returncode == 0, res.stderr
-    items = res.items()
-    assert [i["output"] for i in items] == [f"puts {n}\nwrite {n}\n%{{n: {n}}}\nformat {n}\nfrom a task\n" for n in (1, 2, 3)]
-    assert [i["type"] for i in items] == ["result", "error", "result"]
+    harnesscase.assert_output_per_call(ex, solution, [f"puts {n}\nwrite {n}\n%{{n: {n}}}\nformat {n}\nfrom a task\n" for n in (1, 2, 3)])
 
 
 def test_stderr_is_left_alone(ex):
-    res = ex.run("defmodule Solution do\n  def solution do\n    IO.puts(:stderr, \"to stderr\")\n    1\n  end\nend\n", '{"arguments": [[]]}')
-    assert res.stderr == "to stderr\n"
-    assert res.masked() == '[{"type":"result","value":1,"time":"T","output":""}]\n'
+    harnesscase.assert_stderr_left_alone(ex, "defmodule Solution do\n  def solution do\n    IO.puts(:stderr, \"to stderr\")\n    1\n  end\nend\n")
 
 
 def test_output_while_loading_comes_first(ex):
-    res = ex.run('IO.puts("loading")\nIO.puts("twice")\n' + ADD, '{"arguments": [[1, 1]]}')
-    assert res.returncode == 0
-    assert res.masked() == (
-        '[{"type":"output","value":"loading\\ntwice\\n"},'
-        '{"type":"result","value":2,"time":"T","output":""}]\n'
-    )
+    harnesscase.assert_loading_output_comes_first(ex, 'IO.puts("loading")\nIO.puts("twice")\n' + ADD, "loading\ntwice\n")
 
 
 def test_no_output_item_without_output_while_loading(ex):
-    res = ex.run(ADD, '{"arguments": []}')
-    assert (res.returncode, res.stdout) == (0, "[]\n")
+    harnesscase.assert_no_output_item_without_output_while_loading(ex, ADD)
 
 
 def test_values_are_serialised_naturally(ex):
@@ -205,7 +162,7 @@ def test_values_are_serialised_naturally(ex):
     kinds = ["nil", "bool", "atom", "map", "tuple", "set", "range", "text", "big", "struct", "date", "charlist", "binary", "pid", "float", "keyword"]
     res = ex.run(solution, json.dumps({"arguments": [[k] for k in kinds]}))
     assert res.returncode == 0, res.stderr
-    values = [i["value"] for i in res.items()]
+    values = res.values()
     assert values[:13] == [
         None, True, "sym", {"a": [1, {"2": 3.5}]}, [1, [2, "x"]], [1, 2, 3], [1, 2, 3], 'привет "q"', 2**100,
         {"x": 1, "y": 2}, "2024-01-02", [97, 98], "\ufffdok",
@@ -227,47 +184,31 @@ def test_arguments_are_decoded_as_json(ex):
 
 def test_a_top_level_module_with_another_name_is_called_too(ex):
     res = ex.run("defmodule Helper do\n  def twice(x), do: 2 * x\nend\ndefmodule MyAnswer do\n  def solution(a), do: Helper.twice(a)\nend\n", '{"arguments": [[21]]}')
-    assert res.items()[0]["value"] == 42
+    assert res.values() == [42]
 
 
 def test_state_is_kept_between_calls(ex):
     solution = "defmodule Solution do\n  def solution do\n    n = (Process.get(:n) || 0) + 1\n    Process.put(:n, n)\n    n\n  end\nend\n"
-    res = ex.run(solution, '{"arguments": [[], [], []]}')
-    assert [i["value"] for i in res.items()] == [1, 2, 3]
+    assert ex.run(solution, '{"arguments": [[], [], []]}').values() == [1, 2, 3]
 
 
 def test_plain_mode_without_asserts_json(ex):
     res = ex.run('IO.inspect({"hello", System.argv(), Path.basename(__ENV__.file)})\n')
-    assert (res.returncode, res.stdout, res.stderr) == (0, '{"hello", [], "solution.exs"}\n', "")
+    assert res.outcome == (0, '{"hello", [], "solution.exs"}\n', "")
 
 
-@pytest.mark.parametrize(
-    "asserts",
-    [
-        '{"a": 2, "b": 3}',
-        "[[1, 2]]",
-        '{"arguments": [1, 2]}',
-        '{"arguments": {"a": [1]}}',
-        '{"arguments": [[1], 2]}',
-        '"arguments"',
-        "",
-    ],
-    ids=["other-object", "list", "list-of-numbers", "object-arguments", "mixed", "string", "empty"],
-)
+@pytest.mark.parametrize("asserts", NOT_THE_SHAPE)
 def test_plain_mode_when_asserts_are_not_of_the_shape(ex, asserts):
-    res = ex.run(ADD + 'IO.puts("plain")\n', asserts)
-    assert (res.returncode, res.stdout, res.stderr) == (0, "plain\n", "")
+    assert ex.run(ADD + 'IO.puts("plain")\n', asserts).outcome == (0, "plain\n", "")
 
 
-@pytest.mark.parametrize("asserts", ['{"arguments": [[1, 2]]', "{arguments: [[1, 2]]}", b'{"arguments": [["\xff"]]}', '{"arguments": [[01]]}'])
+@pytest.mark.parametrize("asserts", [*INVALID_JSON, '{"arguments": [[01]]}'])
 def test_plain_mode_when_asserts_are_invalid_json(ex, asserts):
-    res = ex.run(ADD + 'IO.puts("plain")\n', asserts)
-    assert (res.returncode, res.stdout, res.stderr) == (0, "plain\n", "")
+    assert ex.run(ADD + 'IO.puts("plain")\n', asserts).outcome == (0, "plain\n", "")
 
 
 def test_the_original_runner_payload(ex):
-    res = ex.run(RUNNER_PAYLOAD, '{"a": 2, "b": 3}')
-    assert (res.returncode, res.stdout, res.stderr) == (0, "5\n", "")
+    harnesscase.assert_runner_payload_runs(ex, RUNNER_PAYLOAD)
 
 
 def test_plain_mode_is_the_bare_run(ex):
@@ -280,50 +221,47 @@ def test_plain_mode_is_the_bare_run(ex):
         'Process.sleep(:infinity)\n'
     )
     res = ex.run(solution, '{"a": 1}', stdin="some input\n")
-    base = ex.run_bare(ELIXIR, "solution.exs", stdin="some input\n")
-    assert (res.returncode, res.stdout, res.stderr) == (base.returncode, base.stdout, base.stderr)
+    assert res.outcome == ex.bare(stdin="some input\n").outcome
     assert res.returncode == 4 and res.stdout.startswith('{[], true, "solution.exs"}\nSOME INPUT\n')
 
 
 def test_no_solution_module_passes_output_and_status_through(ex):
     res = ex.run('IO.puts("no module here")\nexit({:shutdown, 3})\n', '{"arguments": [[1, 2]]}')
-    assert (res.returncode, res.stdout, res.stderr) == (3, "no module here\n", "")
+    assert res.outcome == (3, "no module here\n", "")
     # System.halt/1 ends the VM on the spot: the output of loading, held by the harness, is lost
-    res = ex.run('IO.puts("no module here")\nSystem.halt(3)\n', '{"arguments": [[1, 2]]}')
-    assert (res.returncode, res.stdout, res.stderr) == (3, "", "")
+    assert ex.run('IO.puts("no module here")\nSystem.halt(3)\n', '{"arguments": [[1, 2]]}').outcome == (3, "", "")
 
 
 def test_no_solution_module_runs_to_its_end(ex):
     solution = 'System.at_exit(fn _ -> IO.puts("at exit") end)\ndefmodule Other do\n  def f, do: 1\nend\nIO.puts("done")\n'
-    res = ex.run(solution, '{"arguments": [[1, 2]]}')
-    assert (res.returncode, res.stdout, res.stderr) == (0, "done\nat exit\n", "")
+    assert ex.run(solution, '{"arguments": [[1, 2]]}').outcome == (0, "done\nat exit\n", "")
 
 
 def test_an_error_while_loading_passes_through_as_bare(ex):
     solution = 'IO.puts("before")\n' + ADD + 'raise "while loading"\n'
     res = ex.run(solution, '{"arguments": [[1, 2]]}')
-    base = bare(ex)
+    bare = ex.bare()
     assert (res.returncode, res.stdout) == (1, "before\n")
     assert res.stderr.startswith("** (RuntimeError) while loading\n    solution.exs:5: (file)\n")
     assert "harness" not in res.stderr
-    assert (res.returncode, res.stdout, res.stderr) == (base.returncode, base.stdout, base.stderr)
+    assert res.outcome == bare.outcome
 
 
 def test_uncaught_exception_in_plain_mode(ex):
     solution = 'defmodule M do\n  def f, do: raise(ArgumentError, "boom")\nend\nIO.puts("before")\nM.f()\n'
     res = ex.run(solution)
-    base = bare(ex)
+    bare = ex.bare()
     assert (res.returncode, res.stdout) == (1, "before\n")
     assert res.stderr.startswith("** (ArgumentError) boom\n    solution.exs:2: M.f/0\n")
-    assert (res.returncode, res.stdout, res.stderr) == (base.returncode, base.stdout, base.stderr)
+    assert res.outcome == bare.outcome
 
 
 @pytest.mark.parametrize("asserts", [None, '{"arguments": [[1, 2]]}'], ids=["plain", "harness"])
 def test_syntax_error_is_reported_as_bare(ex, asserts):
     res = ex.run("defmodule Solution do\n  def solution(a, b do\nend\n", asserts)
-    base = bare(ex)
+    bare = ex.bare()
     assert res.returncode == 1 and "TokenMissingError" in res.stderr and "harness" not in res.stderr
-    assert (res.returncode, res.stdout, res.stderr) == (base.returncode, base.stdout, base.stderr)
+    assert res.outcome == bare.outcome
 
 
 def test_exit_status_in_plain_mode(ex):
@@ -342,19 +280,14 @@ def test_late_output_cannot_follow_the_report(ex):
         "  end\n"
         "end\n"
     )
-    res = ex.run(solution, '{"arguments": [[]]}')
-    assert (res.returncode, res.masked()) == (0, '[{"type":"result","value":1,"time":"T","output":""}]\n')
+    harnesscase.assert_late_output_cannot_follow_the_report(ex, solution)
 
 
 def test_nothing_is_written_to_the_workspace(ex):
-    ex.run(ADD, '{"arguments": [[1, 2]]}')
-    files = sorted(p.relative_to(ex.root) for p in ex.root.rglob("*"))
-    ex.run(ADD, '{"arguments": [[1, 2]]}')
-    assert sorted(p.relative_to(ex.root) for p in ex.root.rglob("*")) == files
+    harnesscase.assert_nothing_is_written_to_the_workspace(ex, ADD)
 
 
 def test_without_the_compiled_harness_it_still_works(ex):
     for beam in (ex.root / "ebin").glob("*.beam"):
         beam.unlink()
-    res = ex.run(ADD, '{"arguments": [[1, 2]]}')
-    assert res.masked() == '[{"type":"result","value":3,"time":"T","output":""}]\n'
+    assert ex.run(ADD, '{"arguments": [[1, 2]]}').masked() == report(("result", 3))

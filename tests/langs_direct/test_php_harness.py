@@ -3,20 +3,12 @@ kiln, no sandbox)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import re
-import sys
-from pathlib import Path
 
 import pytest
 
-# langs_direct/conftest.py's helpers (Workspace, _copy), loaded under a name of their own: the
-# module name `conftest` is shared with tests/conftest.py.
-_spec = importlib.util.spec_from_file_location("langs_direct_helpers_php", Path(__file__).with_name("conftest.py"))
-helpers = sys.modules.setdefault(_spec.name, importlib.util.module_from_spec(_spec))
-if not hasattr(helpers, "Workspace"):
-    _spec.loader.exec_module(helpers)
+import harnesscase
+from harnesscase import INVALID_JSON, NOT_THE_SHAPE, assert_reports, report
 
 PHP = "/usr/bin/php"
 ADD = "<?php\nfunction solution($a, $b)\n{\n    return $a + $b;\n}\n"
@@ -30,42 +22,21 @@ echo $data['a'] + $data['b'], "\\n";
 
 @pytest.fixture
 def php(tmp_path):
-    if not Path(PHP).exists():
-        pytest.skip(f"{PHP} is not installed: run langs/php/install.sh")
-    return helpers.Workspace(helpers._copy("php", tmp_path), "solution.php")
+    return harnesscase.workspace(tmp_path, "php", "solution.php", PHP, ": run langs/php/install.sh")
 
 
 def test_test_command_is_one_simple_line(php):
     assert php.command == "cd check && exec /usr/bin/php -d auto_prepend_file=./prepend.php -d auto_append_file=./append.php solution.php\n"
-    makefile = (php.root / "Makefile").read_text()
-    assert ".PHONY: test" in makefile
-    assert re.search(r"^test:\s*$", makefile, re.M), "test must have no prerequisites"
-    assert "CURDIR" not in makefile and str(php.root) not in php.command
+    harnesscase.assert_simple_test_target(php)
 
 
 def test_a_plus_b_over_several_argument_lists(php):
-    res = php.run(ADD, '{"arguments": [[1, 2], [10, -3], [0, 0], [2.5, 0.25]]}')
-    assert res.returncode == 0, res.stderr
-    assert res.masked() == (
-        '[{"type":"result","value":3,"time":"T","output":""},'
-        '{"type":"result","value":7,"time":"T","output":""},'
-        '{"type":"result","value":0,"time":"T","output":""},'
-        '{"type":"result","value":2.75,"time":"T","output":""}]\n'
-    )
-    assert res.stderr == ""
-    for item in res.items():
-        assert float(item["time"]) < 1
+    harnesscase.assert_a_plus_b(php, ADD)
 
 
 def test_an_error_in_one_call_does_not_stop_the_others(php):
-    solution = "<?php\nfunction solution($a, $b) { return intdiv($a, $b); }\n"
-    res = php.run(solution, '{"arguments": [[7, 2], [1, 0], [9, 3]]}')
-    assert res.returncode == 0
-    assert res.masked() == (
-        '[{"type":"result","value":3,"time":"T","output":""},'
-        '{"type":"error","value":"DivisionByZeroError: Division by zero","time":"T","output":""},'
-        '{"type":"result","value":3,"time":"T","output":""}]\n'
-    )
+    res = php.run("<?php\nfunction solution($a, $b) { return intdiv($a, $b); }\n", '{"arguments": [[7, 2], [1, 0], [9, 3]]}')
+    assert_reports(res, ("result", 3), ("error", "DivisionByZeroError: Division by zero"), ("result", 3))
 
 
 def test_error_messages(php):
@@ -94,17 +65,9 @@ def test_error_messages(php):
 def test_exit_in_a_call_is_an_error_of_that_call(php):
     solution = "<?php\nfunction solution($n) {\n    echo \"n=$n\\n\";\n    if ($n === 2) exit(3);\n    if ($n === 3) die('dying');\n    return $n;\n}\n"
     res = php.run(solution, '{"arguments": [[1], [2], [4]]}')
-    assert res.returncode == 0, res.stderr
-    assert res.masked() == (
-        '[{"type":"result","value":1,"time":"T","output":"n=1\\n"},'
-        '{"type":"error","value":"exit","time":"T","output":"n=2\\n"},'
-        '{"type":"result","value":4,"time":"T","output":"n=4\\n"}]\n'
-    )
+    assert_reports(res, ("result", 1, "n=1\n"), ("error", "exit", "n=2\n"), ("result", 4, "n=4\n"))
     res = php.run(solution, '{"arguments": [[3], [1]]}')
-    assert res.masked() == (
-        '[{"type":"error","value":"exit","time":"T","output":"n=3\\ndying"},'
-        '{"type":"result","value":1,"time":"T","output":"n=1\\n"}]\n'
-    )
+    assert res.masked() == report(("error", "exit", "n=3\ndying"), ("result", 1, "n=1\n"))
 
 
 def test_output_is_captured_per_call(php):
@@ -123,44 +86,31 @@ def test_output_is_captured_per_call(php):
         "    return $n;\n"
         "}\n"
     )
-    res = php.run(solution, '{"arguments": [[1], [2], [3]]}')
-    assert res.returncode == 0, res.stderr
-    items = res.items()
-    assert [i["output"] for i in items] == [
-        f"echo {n}\nprint {n}\nprintf {n}\nstdout\nphp-stdout\nchild\nleft in a buffer\n" for n in (1, 2, 3)
-    ]
-    assert [i["type"] for i in items] == ["result", "error", "result"]
+    outputs = [f"echo {n}\nprint {n}\nprintf {n}\nstdout\nphp-stdout\nchild\nleft in a buffer\n" for n in (1, 2, 3)]
+    harnesscase.assert_output_per_call(php, solution, outputs)
 
 
 def test_stderr_is_left_alone(php):
-    res = php.run("<?php\nfunction solution() { fwrite(STDERR, \"to stderr\\n\"); return 1; }\n", '{"arguments": [[]]}')
-    assert res.stderr == "to stderr\n"
-    assert res.masked() == '[{"type":"result","value":1,"time":"T","output":""}]\n'
+    harnesscase.assert_stderr_left_alone(php, "<?php\nfunction solution() { fwrite(STDERR, \"to stderr\\n\"); return 1; }\n")
 
 
 def test_warnings_go_to_stderr(php):
     res = php.run("<?php\nfunction solution() { $a = []; return $a['missing'] ?? 1 + $a['x']; }\n", '{"arguments": [[]]}')
-    assert res.masked() == '[{"type":"result","value":1,"time":"T","output":""}]\n'
+    assert res.masked() == report(("result", 1))
     assert 'Warning:  Undefined array key "x"' in res.stderr
 
 
 def test_output_while_loading_comes_first(php):
-    res = php.run("<?php\necho \"loading\\n\";\necho \"twice\\n\";\n" + ADD[6:], '{"arguments": [[1, 1]]}')
-    assert res.returncode == 0
-    assert res.masked() == (
-        '[{"type":"output","value":"loading\\ntwice\\n"},'
-        '{"type":"result","value":2,"time":"T","output":""}]\n'
-    )
+    harnesscase.assert_loading_output_comes_first(php, "<?php\necho \"loading\\n\";\necho \"twice\\n\";\n" + ADD[6:], "loading\ntwice\n")
 
 
 def test_text_outside_php_tags_is_output_while_loading(php):
     res = php.run("header line\n" + ADD, '{"arguments": [[1, 1]]}')
-    assert res.masked() == '[{"type":"output","value":"header line\\n"},{"type":"result","value":2,"time":"T","output":""}]\n'
+    assert res.masked() == report(("result", 2), loading="header line\n")
 
 
 def test_no_output_item_without_output_while_loading(php):
-    res = php.run(ADD, '{"arguments": []}')
-    assert (res.returncode, res.stdout) == (0, "[]\n")
+    harnesscase.assert_no_output_item_without_output_while_loading(php, ADD)
 
 
 def test_values_are_serialised_naturally(php):
@@ -179,8 +129,7 @@ def test_values_are_serialised_naturally(php):
     kinds = ["null", "bool", "list", "assoc", "sparse", "empty", "float", "whole", "text", "object", "nan", "inf", "binary"]
     res = php.run(solution, json.dumps({"arguments": [[k] for k in kinds]}))
     assert res.returncode == 0, res.stderr
-    values = [i["value"] for i in res.items()]
-    assert values == [
+    assert res.values() == [
         None, True, [1, [2, 3]], {"a": 1, "b": [True]}, {"1": "x"}, [], 0.30000000000000004, 4,
         'привет "q" /', {"x": 1, "y": 2}, None, [None], "\ufffd ok",
     ]
@@ -189,42 +138,27 @@ def test_values_are_serialised_naturally(php):
 
 def test_object_arguments_are_arrays(php):
     res = php.run("<?php\nfunction solution(array $h, array $list) { return [$h['a'] + array_sum($list), array_keys($h)]; }\n", '{"arguments": [[{"a": 1, "b": 2}, [3, 4]], [{}, []]]}')
-    assert [i["value"] for i in res.items()] == [[8, ["a", "b"]], [0, []]]
+    assert res.values() == [[8, ["a", "b"]], [0, []]]
 
 
 def test_plain_mode_without_asserts_json(php):
     res = php.run("<?php\necho json_encode(['hello', $argv, basename(__FILE__)]), \"\\n\";\n")
-    assert (res.returncode, res.stdout, res.stderr) == (0, '["hello",["solution.php"],"solution.php"]\n', "")
+    assert res.outcome == (0, '["hello",["solution.php"],"solution.php"]\n', "")
 
 
-@pytest.mark.parametrize(
-    "asserts",
-    [
-        '{"a": 2, "b": 3}',
-        "[[1, 2]]",
-        '{"arguments": [1, 2]}',
-        '{"arguments": {"a": [1]}}',
-        '{"arguments": [[1], 2]}',
-        '"arguments"',
-        '[{"arguments": [[1]]}]',
-        "",
-    ],
-    ids=["other-object", "list", "list-of-numbers", "object-arguments", "mixed", "string", "nested", "empty"],
-)
+@pytest.mark.parametrize("asserts", [*NOT_THE_SHAPE, pytest.param('[{"arguments": [[1]]}]', id="nested")])
 def test_plain_mode_when_asserts_are_not_of_the_shape(php, asserts):
     res = php.run(ADD + "echo 'plain ', count(get_defined_vars()) > 0 ? 'vars' : 'none', \"\\n\";\n", asserts)
-    assert (res.returncode, res.stdout, res.stderr) == (0, "plain vars\n", "")
+    assert res.outcome == (0, "plain vars\n", "")
 
 
-@pytest.mark.parametrize("asserts", ['{"arguments": [[1, 2]]', "{arguments: [[1, 2]]}", b'{"arguments": [["\xff"]]}'])
+@pytest.mark.parametrize("asserts", INVALID_JSON)
 def test_plain_mode_when_asserts_are_invalid_json(php, asserts):
-    res = php.run(ADD + "echo \"plain\\n\";\n", asserts)
-    assert (res.returncode, res.stdout, res.stderr) == (0, "plain\n", "")
+    assert php.run(ADD + "echo \"plain\\n\";\n", asserts).outcome == (0, "plain\n", "")
 
 
 def test_the_original_runner_payload(php):
-    res = php.run(RUNNER_PAYLOAD, '{"a": 2, "b": 3}')
-    assert (res.returncode, res.stdout, res.stderr) == (0, "5\n", "")
+    harnesscase.assert_runner_payload_runs(php, RUNNER_PAYLOAD)
 
 
 def test_plain_mode_leaves_no_names_behind(php):
@@ -235,8 +169,8 @@ def test_plain_mode_leaves_no_names_behind(php):
         "echo json_encode([$vars, get_defined_functions()['user'], class_exists('KilnHarness')]), \"\\n\";\n"
     )
     res = php.run(solution, '{"a": 1}')
-    bare = php.run_bare(PHP, "solution.php")
-    assert (res.returncode, res.stdout, res.stderr) == (bare.returncode, bare.stdout, bare.stderr)
+    bare = php.bare()
+    assert res.outcome == bare.outcome
     assert res.stdout.endswith(",[],false]\n")
 
 
@@ -250,47 +184,45 @@ def test_plain_mode_is_the_bare_run(php):
         "exit(4);\n"
     )
     res = php.run(solution, '{"a": 1}', stdin="some input\n")
-    bare = php.run_bare(PHP, "solution.php", stdin="some input\n")
-    assert (res.returncode, res.stdout, res.stderr) == (bare.returncode, bare.stdout, bare.stderr)
+    assert res.outcome == php.bare(stdin="some input\n").outcome
     assert res.returncode == 4 and res.stdout.startswith('[["solution.php"],1,true,"solution.php","cli"]\nSOME INPUT\n')
 
 
 def test_no_solution_function_passes_output_and_status_through(php):
     res = php.run("<?php\necho \"no function here\\n\";\nexit(3);\n", '{"arguments": [[1, 2]]}')
-    assert (res.returncode, res.stdout, res.stderr) == (3, "no function here\n", "")
+    assert res.outcome == (3, "no function here\n", "")
 
 
 def test_no_solution_function_runs_to_its_end(php):
     solution = "<?php\nregister_shutdown_function(function () { echo \"shutdown\\n\"; });\n$solution = 42;\necho \"done\\n\";\n"
-    res = php.run(solution, '{"arguments": [[1, 2]]}')
-    assert (res.returncode, res.stdout, res.stderr) == (0, "done\nshutdown\n", "")
+    assert php.run(solution, '{"arguments": [[1, 2]]}').outcome == (0, "done\nshutdown\n", "")
 
 
 def test_an_error_while_loading_passes_through_as_bare(php):
     solution = "<?php\necho \"before\\n\";\nthrow new RuntimeException('while loading');\n" + ADD[6:]
     res = php.run(solution, '{"arguments": [[1, 2]]}')
-    bare = php.run_bare(PHP, "solution.php")
+    bare = php.bare()
     assert (res.returncode, res.stdout) == (255, "before\n")
     assert "PHP Fatal error:  Uncaught RuntimeException: while loading in " in res.stderr
     assert "harness" not in res.stderr and "prepend" not in res.stderr
-    assert (res.returncode, res.stdout, res.stderr) == (bare.returncode, bare.stdout, bare.stderr)
+    assert res.outcome == bare.outcome
 
 
 def test_uncaught_exception_in_plain_mode(php):
     solution = "<?php\nfunction f() {\n    throw new Exception('boom');\n}\necho \"before\\n\";\nf();\n"
     res = php.run(solution)
-    bare = php.run_bare(PHP, "solution.php")
+    bare = php.bare()
     assert (res.returncode, res.stdout) == (255, "before\n")
     assert "Uncaught Exception: boom in " in res.stderr and "#0 " in res.stderr
-    assert (res.returncode, res.stdout, res.stderr) == (bare.returncode, bare.stdout, bare.stderr)
+    assert res.outcome == bare.outcome
 
 
 @pytest.mark.parametrize("asserts", [None, '{"arguments": [[1, 2]]}'], ids=["plain", "harness"])
 def test_parse_error_is_reported_as_bare(php, asserts):
     res = php.run("<?php\nfunction broken( {\n", asserts)
-    bare = php.run_bare(PHP, "solution.php")
+    bare = php.bare()
     assert res.returncode == 255 and "PHP Parse error:" in res.stderr
-    assert (res.returncode, res.stdout, res.stderr) == (bare.returncode, bare.stdout, bare.stderr)
+    assert res.outcome == bare.outcome
 
 
 def test_exit_status_in_plain_mode(php):
@@ -300,8 +232,7 @@ def test_exit_status_in_plain_mode(php):
 
 
 def test_state_is_kept_between_calls(php):
-    res = php.run("<?php\nfunction solution() { static $n = 0; return ++$n; }\n", '{"arguments": [[], [], []]}')
-    assert [i["value"] for i in res.items()] == [1, 2, 3]
+    assert php.run("<?php\nfunction solution() { static $n = 0; return ++$n; }\n", '{"arguments": [[], [], []]}').values() == [1, 2, 3]
 
 
 def test_late_output_cannot_follow_the_report(php):
@@ -312,20 +243,16 @@ def test_late_output_cannot_follow_the_report(php):
         "register_shutdown_function(function () { echo \"shutdown\\n\"; exit(5); });\n"
         "function solution() { return 1; }\n"
     )
-    res = php.run(solution, '{"arguments": [[]]}')
-    assert (res.returncode, res.masked()) == (0, '[{"type":"result","value":1,"time":"T","output":""}]\n')
+    harnesscase.assert_late_output_cannot_follow_the_report(php, solution)
 
 
 def test_nothing_is_written_to_the_workspace(php):
-    php.run(ADD, '{"arguments": [[1, 2]]}')
-    files = sorted(p.relative_to(php.root) for p in php.root.rglob("*"))
-    php.run(ADD, '{"arguments": [[1, 2]]}')
-    assert sorted(p.relative_to(php.root) for p in php.root.rglob("*")) == files
+    harnesscase.assert_nothing_is_written_to_the_workspace(php, ADD)
 
 
 def test_mbstring_is_there(php):
     res = php.run("<?php\nfunction solution($s) { return [mb_strlen($s), mb_strtoupper($s)]; }\n", '{"arguments": [["привет"]]}')
-    assert res.items()[0]["value"] == [6, "ПРИВЕТ"], res.stderr
+    assert res.values() == [[6, "ПРИВЕТ"]], res.stderr
 
 
 def test_a_fatal_error_in_a_call_is_an_error_of_that_call(php):

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
+
+import harnesscase
+from harnesscase import INVALID_JSON, NOT_THE_SHAPE, assert_reports
 
 ADD = "def solution(a, b):\n    return a + b\n"
 
@@ -18,37 +20,23 @@ print(data["a"] + data["b"])
 """
 
 
+@pytest.fixture
+def python_ws(tmp_path):
+    return harnesscase.workspace(tmp_path, "python", "solution.py", "/usr/bin/python3")
+
+
 def test_test_command_is_one_simple_line(python_ws):
     assert python_ws.command == "/usr/bin/python3 -B check/harness.py\n"
-    makefile = (python_ws.root / "Makefile").read_text()
-    assert ".PHONY: test" in makefile
-    assert re.search(r"^test:\s*$", makefile, re.M), "test must have no prerequisites"
-    assert "CURDIR" not in makefile and str(python_ws.root) not in python_ws.command
+    harnesscase.assert_simple_test_target(python_ws)
 
 
 def test_a_plus_b_over_several_argument_lists(python_ws):
-    res = python_ws.run(ADD, '{"arguments": [[1, 2], [10, -3], [0, 0], [2.5, 0.25]]}')
-    assert res.returncode == 0, res.stderr
-    assert res.masked() == (
-        '[{"type":"result","value":3,"time":"T","output":""},'
-        '{"type":"result","value":7,"time":"T","output":""},'
-        '{"type":"result","value":0,"time":"T","output":""},'
-        '{"type":"result","value":2.75,"time":"T","output":""}]\n'
-    )
-    assert res.stderr == ""
-    for item in res.items():
-        assert float(item["time"]) < 1
+    harnesscase.assert_a_plus_b(python_ws, ADD)
 
 
 def test_an_error_in_one_call_does_not_stop_the_others(python_ws):
-    solution = "def solution(a, b):\n    return a // b\n"
-    res = python_ws.run(solution, '{"arguments": [[7, 2], [1, 0], [9, 3]]}')
-    assert res.returncode == 0
-    assert res.masked() == (
-        '[{"type":"result","value":3,"time":"T","output":""},'
-        '{"type":"error","value":"ZeroDivisionError: integer division or modulo by zero","time":"T","output":""},'
-        '{"type":"result","value":3,"time":"T","output":""}]\n'
-    )
+    res = python_ws.run("def solution(a, b):\n    return a // b\n", '{"arguments": [[7, 2], [1, 0], [9, 3]]}')
+    assert_reports(res, ("result", 3), ("error", "ZeroDivisionError: integer division or modulo by zero"), ("result", 3))
 
 
 def test_error_messages(python_ws):
@@ -84,33 +72,19 @@ def test_output_is_captured_per_call(python_ws):
         "        raise RuntimeError('after printing')\n"
         "    return n\n"
     )
-    res = python_ws.run(solution, '{"arguments": [[1], [2], [3]]}')
-    assert res.returncode == 0
-    items = res.items()
-    assert [i["output"] for i in items] == [f"print {n}\nwrite {n}\nbuffer\nfd\n" for n in (1, 2, 3)]
-    assert [i["type"] for i in items] == ["result", "error", "result"]
+    harnesscase.assert_output_per_call(python_ws, solution, [f"print {n}\nwrite {n}\nbuffer\nfd\n" for n in (1, 2, 3)])
 
 
 def test_stderr_is_left_alone(python_ws):
-    solution = "import sys\ndef solution():\n    print('to stderr', file=sys.stderr)\n    return 1\n"
-    res = python_ws.run(solution, '{"arguments": [[]]}')
-    assert res.stderr == "to stderr\n"
-    assert res.masked() == '[{"type":"result","value":1,"time":"T","output":""}]\n'
+    harnesscase.assert_stderr_left_alone(python_ws, "import sys\ndef solution():\n    print('to stderr', file=sys.stderr)\n    return 1\n")
 
 
 def test_output_while_loading_comes_first(python_ws):
-    solution = "print('loading')\nprint('twice')\n" + ADD
-    res = python_ws.run(solution, '{"arguments": [[1, 1]]}')
-    assert res.returncode == 0
-    assert res.masked() == (
-        '[{"type":"output","value":"loading\\ntwice\\n"},'
-        '{"type":"result","value":2,"time":"T","output":""}]\n'
-    )
+    harnesscase.assert_loading_output_comes_first(python_ws, "print('loading')\nprint('twice')\n" + ADD, "loading\ntwice\n")
 
 
 def test_no_output_item_without_output_while_loading(python_ws):
-    res = python_ws.run(ADD, '{"arguments": []}')
-    assert (res.returncode, res.stdout) == (0, "[]\n")
+    harnesscase.assert_no_output_item_without_output_while_loading(python_ws, ADD)
 
 
 def test_values_are_serialised_naturally(python_ws):
@@ -126,8 +100,7 @@ def test_values_are_serialised_naturally(python_ws):
     kinds = ["tuple", "set", "none", "bool", "nan", "inf", "text", "thing", "range", "big", 1]
     res = python_ws.run(solution, json.dumps({"arguments": [[k] for k in kinds]}))
     assert res.returncode == 0
-    values = [i["value"] for i in res.items()]
-    assert values == [[1, [2, 3]], [1, 2, 3], None, True, None, None, 'привет "q"', "Thing()", [0, 1, 2], 2**100, "int key"]
+    assert res.values() == [[1, [2, 3]], [1, 2, 3], None, True, None, None, 'привет "q"', "Thing()", [0, 1, 2], 2**100, "int key"]
     assert '"value":"привет \\"q\\""' in res.stdout  # UTF-8, not \u escapes
 
 
@@ -139,36 +112,21 @@ def test_huge_int_result_is_a_number(python_ws):
 
 def test_plain_mode_without_asserts_json(python_ws):
     res = python_ws.run("import sys\nprint('hello', sys.argv, __name__)\n")
-    assert (res.returncode, res.stdout, res.stderr) == (0, "hello ['solution.py'] __main__\n", "")
+    assert res.outcome == (0, "hello ['solution.py'] __main__\n", "")
 
 
-@pytest.mark.parametrize(
-    "asserts",
-    [
-        '{"a": 2, "b": 3}',
-        "[[1, 2]]",
-        '{"arguments": [1, 2]}',
-        '{"arguments": {"a": [1]}}',
-        '{"arguments": [[1], 2]}',
-        '"arguments"',
-        "",
-    ],
-    ids=["other-object", "list", "list-of-numbers", "object-arguments", "mixed", "string", "empty"],
-)
+@pytest.mark.parametrize("asserts", NOT_THE_SHAPE)
 def test_plain_mode_when_asserts_are_not_of_the_shape(python_ws, asserts):
-    res = python_ws.run(ADD + "print('plain', __name__)\n", asserts)
-    assert (res.returncode, res.stdout, res.stderr) == (0, "plain __main__\n", "")
+    assert python_ws.run(ADD + "print('plain', __name__)\n", asserts).outcome == (0, "plain __main__\n", "")
 
 
-@pytest.mark.parametrize("asserts", ['{"arguments": [[1, 2]]', "{arguments: [[1, 2]]}", b'{"arguments": [["\xff"]]}'])
+@pytest.mark.parametrize("asserts", INVALID_JSON)
 def test_plain_mode_when_asserts_are_invalid_json(python_ws, asserts):
-    res = python_ws.run(ADD + "print('plain')\n", asserts)
-    assert (res.returncode, res.stdout, res.stderr) == (0, "plain\n", "")
+    assert python_ws.run(ADD + "print('plain')\n", asserts).outcome == (0, "plain\n", "")
 
 
 def test_the_original_runner_payload(python_ws):
-    res = python_ws.run(RUNNER_PAYLOAD, '{"a": 2, "b": 3}')
-    assert (res.returncode, res.stdout, res.stderr) == (0, "5\n", "")
+    harnesscase.assert_runner_payload_runs(python_ws, RUNNER_PAYLOAD)
 
 
 def test_plain_mode_is_the_bare_run(python_ws):
@@ -181,48 +139,41 @@ def test_plain_mode_is_the_bare_run(python_ws):
         "sys.exit(4)\n"
     )
     res = python_ws.run(solution, '{"a": 1}', stdin="some input\n")
-    bare = python_ws.run_bare("/usr/bin/python3", "solution.py", stdin="some input\n")
-    assert (res.returncode, res.stdout, res.stderr) == (bare.returncode, bare.stdout, bare.stderr)
+    assert res.outcome == python_ws.bare(stdin="some input\n").outcome
     assert res.returncode == 4 and res.stdout.startswith("__main__ ['solution.py'] True True\n")
 
 
 def test_no_solution_function_passes_output_and_status_through(python_ws):
     solution = "import sys\nprint('no function here')\nsys.stdout.flush()\nsys.exit(3)\n"
-    res = python_ws.run(solution, '{"arguments": [[1, 2]]}')
-    assert (res.returncode, res.stdout, res.stderr) == (3, "no function here\n", "")
+    assert python_ws.run(solution, '{"arguments": [[1, 2]]}').outcome == (3, "no function here\n", "")
 
 
 def test_no_solution_function_runs_to_its_end(python_ws):
-    res = python_ws.run("solution = 42\nprint('done')\n", '{"arguments": [[1, 2]]}')
-    assert (res.returncode, res.stdout, res.stderr) == (0, "done\n", "")
+    assert python_ws.run("solution = 42\nprint('done')\n", '{"arguments": [[1, 2]]}').outcome == (0, "done\n", "")
 
 
 def test_an_error_while_loading_passes_through(python_ws):
     solution = "print('before')\nraise RuntimeError('while loading')\n" + ADD
     res = python_ws.run(solution, '{"arguments": [[1, 2]]}')
-    assert res.returncode == 1
-    assert res.stdout == "before\n"
+    assert (res.returncode, res.stdout) == (1, "before\n")
     assert res.stderr.endswith("RuntimeError: while loading\n")
     assert "harness.py" not in res.stderr
 
 
 def test_uncaught_exception_in_plain_mode(python_ws):
-    solution = "def f():\n    raise ValueError('boom')\n\nprint('before')\nf()\n"
-    res = python_ws.run(solution)
+    res = python_ws.run("def f():\n    raise ValueError('boom')\n\nprint('before')\nf()\n")
     assert (res.returncode, res.stdout) == (1, "before\n")
     assert res.stderr.startswith("Traceback (most recent call last):\n")
     assert res.stderr.endswith("ValueError: boom\n")
     assert 'solution.py", line 5, in <module>' in res.stderr
     assert "harness" not in res.stderr
-    bare = python_ws.run_bare("/usr/bin/python3", "solution.py")
-    assert (res.returncode, res.stdout, res.stderr) == (bare.returncode, bare.stdout, bare.stderr)
+    assert res.outcome == python_ws.bare().outcome
 
 
 def test_syntax_error_in_plain_mode_is_reported_as_bare(python_ws):
     res = python_ws.run("def broken(:\n    pass\n")
-    bare = python_ws.run_bare("/usr/bin/python3", "solution.py")
     assert res.returncode == 1
-    assert (res.returncode, res.stdout, res.stderr) == (bare.returncode, bare.stdout, bare.stderr)
+    assert res.outcome == python_ws.bare().outcome
     assert res.stderr.endswith("SyntaxError: invalid syntax\n")
 
 
@@ -238,14 +189,13 @@ def test_harness_mode_module_is_named_solution(python_ws):
         "if __name__ == '__main__':\n    print('not in harness mode')\n"
         "def solution():\n    return [__name__, sys.modules['solution'].solution is solution]\n"
     )
-    res = python_ws.run(solution, '{"arguments": [[]]}')
-    assert res.items()[0]["value"] == ["solution", True]
+    assert python_ws.run(solution, '{"arguments": [[]]}').values()[0] == ["solution", True]
 
 
 def test_no_bytecode_is_written_to_the_workspace(python_ws):
     (python_ws.check / "helper.py").write_text("def twice(x):\n    return 2 * x\n")
     res = python_ws.run("from helper import twice\ndef solution(x):\n    return twice(x)\n", '{"arguments": [[21]]}')
-    assert res.items()[0]["value"] == 42
+    assert res.values()[0] == 42
     assert not list(python_ws.root.rglob("*.pyc"))
 
 
@@ -257,5 +207,4 @@ def test_late_output_cannot_follow_the_report(python_ws):
         "    threading.Thread(target=lambda: (time.sleep(0.2), print('late'))).start()\n"
         "    return 1\n"
     )
-    res = python_ws.run(solution, '{"arguments": [[]]}')
-    assert (res.returncode, res.masked()) == (0, '[{"type":"result","value":1,"time":"T","output":""}]\n')
+    harnesscase.assert_late_output_cannot_follow_the_report(python_ws, solution)

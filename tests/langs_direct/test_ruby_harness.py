@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import re
-import sys
-from pathlib import Path
 
 import pytest
 
-# langs_direct/conftest.py's helpers (Workspace, _copy), loaded under a name of their own: the
-# module name `conftest` is shared with tests/conftest.py.
-_spec = importlib.util.spec_from_file_location("langs_direct_helpers_ruby", Path(__file__).with_name("conftest.py"))
-helpers = sys.modules.setdefault(_spec.name, importlib.util.module_from_spec(_spec))
-if not hasattr(helpers, "Workspace"):
-    _spec.loader.exec_module(helpers)
+import harnesscase
+from harnesscase import INVALID_JSON, NOT_THE_SHAPE, assert_reports, report
 
 RUBY = "/usr/bin/ruby"
 ADD = "def solution(a, b)\n  a + b\nend\n"
@@ -30,41 +22,21 @@ puts data['a'] + data['b']
 
 @pytest.fixture
 def rb(tmp_path):
-    if not Path(RUBY).exists():
-        pytest.skip(f"{RUBY} is not installed: run langs/ruby/install.sh")
-    return helpers.Workspace(helpers._copy("ruby", tmp_path), "solution.rb")
+    return harnesscase.workspace(tmp_path, "ruby", "solution.rb", RUBY, ": run langs/ruby/install.sh")
 
 
 def test_test_command_is_one_simple_line(rb):
     assert rb.command == "cd check && exec /usr/bin/ruby -r./harness.rb solution.rb\n"
-    makefile = (rb.root / "Makefile").read_text()
-    assert ".PHONY: test" in makefile
-    assert re.search(r"^test:\s*$", makefile, re.M), "test must have no prerequisites"
-    assert "CURDIR" not in makefile and str(rb.root) not in rb.command
+    harnesscase.assert_simple_test_target(rb)
 
 
 def test_a_plus_b_over_several_argument_lists(rb):
-    res = rb.run(ADD, '{"arguments": [[1, 2], [10, -3], [0, 0], [2.5, 0.25]]}')
-    assert res.returncode == 0, res.stderr
-    assert res.masked() == (
-        '[{"type":"result","value":3,"time":"T","output":""},'
-        '{"type":"result","value":7,"time":"T","output":""},'
-        '{"type":"result","value":0,"time":"T","output":""},'
-        '{"type":"result","value":2.75,"time":"T","output":""}]\n'
-    )
-    assert res.stderr == ""
-    for item in res.items():
-        assert float(item["time"]) < 1
+    harnesscase.assert_a_plus_b(rb, ADD)
 
 
 def test_an_error_in_one_call_does_not_stop_the_others(rb):
     res = rb.run("def solution(a, b)\n  a / b\nend\n", '{"arguments": [[7, 2], [1, 0], [9, 3]]}')
-    assert res.returncode == 0
-    assert res.masked() == (
-        '[{"type":"result","value":3,"time":"T","output":""},'
-        '{"type":"error","value":"ZeroDivisionError: divided by 0","time":"T","output":""},'
-        '{"type":"result","value":3,"time":"T","output":""}]\n'
-    )
+    assert_reports(res, ("result", 3), ("error", "ZeroDivisionError: divided by 0"), ("result", 3))
 
 
 def test_error_messages(rb):
@@ -107,31 +79,19 @@ def test_output_is_captured_per_call(rb):
         "  n\n"
         "end\n"
     )
-    res = rb.run(solution, '{"arguments": [[1], [2], [3]]}')
-    assert res.returncode == 0
-    items = res.items()
-    assert [i["output"] for i in items] == [f"puts {n}\nprint {n}\nwrite\nsyswrite\n{n}\nchild\n" for n in (1, 2, 3)]
-    assert [i["type"] for i in items] == ["result", "error", "result"]
+    harnesscase.assert_output_per_call(rb, solution, [f"puts {n}\nprint {n}\nwrite\nsyswrite\n{n}\nchild\n" for n in (1, 2, 3)])
 
 
 def test_stderr_is_left_alone(rb):
-    res = rb.run("def solution\n  warn 'to stderr'\n  1\nend\n", '{"arguments": [[]]}')
-    assert res.stderr == "to stderr\n"
-    assert res.masked() == '[{"type":"result","value":1,"time":"T","output":""}]\n'
+    harnesscase.assert_stderr_left_alone(rb, "def solution\n  warn 'to stderr'\n  1\nend\n")
 
 
 def test_output_while_loading_comes_first(rb):
-    res = rb.run("puts 'loading'\nputs 'twice'\n" + ADD, '{"arguments": [[1, 1]]}')
-    assert res.returncode == 0
-    assert res.masked() == (
-        '[{"type":"output","value":"loading\\ntwice\\n"},'
-        '{"type":"result","value":2,"time":"T","output":""}]\n'
-    )
+    harnesscase.assert_loading_output_comes_first(rb, "puts 'loading'\nputs 'twice'\n" + ADD, "loading\ntwice\n")
 
 
 def test_no_output_item_without_output_while_loading(rb):
-    res = rb.run(ADD, '{"arguments": []}')
-    assert (res.returncode, res.stdout) == (0, "[]\n")
+    harnesscase.assert_no_output_item_without_output_while_loading(rb, ADD)
 
 
 def test_values_are_serialised_naturally(rb):
@@ -153,7 +113,7 @@ def test_values_are_serialised_naturally(rb):
     kinds = ["nil", "bool", "sym", "hash", "set", "nan", "inf", "text", "big", "struct", "range", "thing", "named", "rational", "binary"]
     res = rb.run(solution, json.dumps({"arguments": [[k] for k in kinds]}))
     assert res.returncode == 0, res.stderr
-    values = [i["value"] for i in res.items()]
+    values = res.values()
     assert values[:12] == [None, True, "sym", {"a": [1, {"2": 3.5}]}, [1, 2, 3], None, None, 'привет "q"', 2**100, {"x": 1, "y": 2}, [1, 2, 3], values[11]]
     assert values[11].startswith("#<Thing")
     assert values[12:] == ["named", 2, "\ufffd ok"]
@@ -163,46 +123,31 @@ def test_values_are_serialised_naturally(rb):
 
 def test_a_cycle_is_its_inspect_text(rb):
     res = rb.run("def solution\n  a = [1]\n  a << a\n  a\nend\n", '{"arguments": [[]]}')
-    assert res.masked() == '[{"type":"result","value":"[1, [...]]","time":"T","output":""}]\n'
+    assert res.masked() == report(("result", "[1, [...]]"))
 
 
 def test_hash_arguments_and_string_keys(rb):
     res = rb.run("def solution(h, list)\n  [h['a'] + list.sum, h.keys]\nend\n", '{"arguments": [[{"a": 1, "b": 2}, [3, 4]]]}')
-    assert res.items()[0]["value"] == [8, ["a", "b"]]
+    assert res.values() == [[8, ["a", "b"]]]
 
 
 def test_plain_mode_without_asserts_json(rb):
     res = rb.run("puts ['hello', __FILE__, $0, ARGV].inspect\n")
-    assert (res.returncode, res.stdout, res.stderr) == (0, '["hello", "solution.rb", "solution.rb", []]\n', "")
+    assert res.outcome == (0, '["hello", "solution.rb", "solution.rb", []]\n', "")
 
 
-@pytest.mark.parametrize(
-    "asserts",
-    [
-        '{"a": 2, "b": 3}',
-        "[[1, 2]]",
-        '{"arguments": [1, 2]}',
-        '{"arguments": {"a": [1]}}',
-        '{"arguments": [[1], 2]}',
-        '"arguments"',
-        "",
-    ],
-    ids=["other-object", "list", "list-of-numbers", "object-arguments", "mixed", "string", "empty"],
-)
+@pytest.mark.parametrize("asserts", NOT_THE_SHAPE)
 def test_plain_mode_when_asserts_are_not_of_the_shape(rb, asserts):
-    res = rb.run(ADD + "puts ['plain', __FILE__ == $0].inspect\n", asserts)
-    assert (res.returncode, res.stdout, res.stderr) == (0, '["plain", true]\n', "")
+    assert rb.run(ADD + "puts ['plain', __FILE__ == $0].inspect\n", asserts).outcome == (0, '["plain", true]\n', "")
 
 
-@pytest.mark.parametrize("asserts", ['{"arguments": [[1, 2]]', "{arguments: [[1, 2]]}", b'{"arguments": [["\xff"]]}'])
+@pytest.mark.parametrize("asserts", INVALID_JSON)
 def test_plain_mode_when_asserts_are_invalid_json(rb, asserts):
-    res = rb.run(ADD + "puts 'plain'\n", asserts)
-    assert (res.returncode, res.stdout, res.stderr) == (0, "plain\n", "")
+    assert rb.run(ADD + "puts 'plain'\n", asserts).outcome == (0, "plain\n", "")
 
 
 def test_the_original_runner_payload(rb):
-    res = rb.run(RUNNER_PAYLOAD, '{"a": 2, "b": 3}')
-    assert (res.returncode, res.stdout, res.stderr) == (0, "5\n", "")
+    harnesscase.assert_runner_payload_runs(rb, RUNNER_PAYLOAD)
 
 
 def test_plain_mode_is_the_bare_run(rb):
@@ -217,52 +162,50 @@ def test_plain_mode_is_the_bare_run(rb):
         "data section\n"
     )
     res = rb.run(solution, '{"a": 1}', stdin="some input\n")
-    bare = rb.run_bare(RUBY, "solution.rb", stdin="some input\n")
-    assert (res.returncode, res.stdout, res.stderr) == (bare.returncode, bare.stdout, bare.stderr)
+    assert res.outcome == rb.bare(stdin="some input\n").outcome
     assert res.returncode == 4 and res.stdout.startswith('["solution.rb", "solution.rb", true, [], "nil"]\nSOME INPUT\n')
 
 
 def test_no_solution_method_passes_output_and_status_through(rb):
-    res = rb.run("puts 'no method here'\nexit 3\n", '{"arguments": [[1, 2]]}')
-    assert (res.returncode, res.stdout, res.stderr) == (3, "no method here\n", "")
+    assert rb.run("puts 'no method here'\nexit 3\n", '{"arguments": [[1, 2]]}').outcome == (3, "no method here\n", "")
 
 
 def test_no_solution_method_runs_to_its_end(rb):
     res = rb.run("at_exit { puts 'at exit' }\nsolution = 42\nputs 'done'\n", '{"arguments": [[1, 2]]}')
-    assert (res.returncode, res.stdout, res.stderr) == (0, "done\nat exit\n", "")
+    assert res.outcome == (0, "done\nat exit\n", "")
 
 
 def test_an_error_while_loading_passes_through_as_bare(rb):
     solution = "puts 'before'\ndef f = raise('while loading')\nf\n" + ADD
     res = rb.run(solution, '{"arguments": [[1, 2]]}')
-    bare = rb.run_bare(RUBY, "solution.rb")
+    bare = rb.bare()
     assert (res.returncode, res.stdout) == (1, "before\n")
     assert res.stderr == "solution.rb:2:in `f': while loading (RuntimeError)\n\tfrom solution.rb:3:in `<main>'\n"
-    assert (res.returncode, res.stdout, res.stderr) == (bare.returncode, bare.stdout, bare.stderr)
+    assert res.outcome == bare.outcome
 
 
 def test_a_name_error_while_loading_is_reported_as_bare(rb):
     res = rb.run("x = nil\nx.foo\n" + ADD, '{"arguments": [[1, 2]]}')
-    bare = rb.run_bare(RUBY, "solution.rb")
+    bare = rb.bare()
     assert res.returncode == 1 and "undefined method `foo' for nil" in res.stderr
-    assert (res.returncode, res.stdout, res.stderr) == (bare.returncode, bare.stdout, bare.stderr)
+    assert res.outcome == bare.outcome
 
 
 def test_uncaught_exception_in_plain_mode(rb):
     solution = "def f\n  raise ArgumentError, 'boom'\nend\n\nputs 'before'\nf\n"
     res = rb.run(solution)
-    bare = rb.run_bare(RUBY, "solution.rb")
+    bare = rb.bare()
     assert (res.returncode, res.stdout) == (1, "before\n")
     assert res.stderr == "solution.rb:2:in `f': boom (ArgumentError)\n\tfrom solution.rb:6:in `<main>'\n"
-    assert (res.returncode, res.stdout, res.stderr) == (bare.returncode, bare.stdout, bare.stderr)
+    assert res.outcome == bare.outcome
 
 
 @pytest.mark.parametrize("asserts", [None, '{"arguments": [[1, 2]]}'], ids=["plain", "harness"])
 def test_syntax_error_is_reported_as_bare(rb, asserts):
     res = rb.run("def broken(\n  1\n", asserts)
-    bare = rb.run_bare(RUBY, "solution.rb")
+    bare = rb.bare()
     assert res.returncode == 1 and "syntax error" in res.stderr and "harness" not in res.stderr
-    assert (res.returncode, res.stdout, res.stderr) == (bare.returncode, bare.stdout, bare.stderr)
+    assert res.outcome == bare.outcome
 
 
 def test_exit_status_in_plain_mode(rb):
@@ -274,36 +217,31 @@ def test_exit_status_in_plain_mode(rb):
 def test_harness_mode_loads_the_solution_as_a_library(rb):
     solution = "puts 'main' if __FILE__ == $0\ndef solution = [__FILE__, $0, __dir__ == Dir.pwd]\n"
     res = rb.run(solution, '{"arguments": [[]]}')
-    assert res.masked() == '[{"type":"result","value":["%s/solution.rb","solution.rb",true],"time":"T","output":""}]\n' % rb.check
+    assert res.masked() == report(("result", [f"{rb.check}/solution.rb", "solution.rb", True]))
 
 
 def test_a_solution_module_method_is_called_too(rb):
     res = rb.run("module Solution\n  def self.solution(a) = a * 2\nend\n", '{"arguments": [[21]]}')
-    assert res.items()[0]["value"] == 42
+    assert res.values() == [42]
 
 
 def test_state_is_kept_between_calls(rb):
-    res = rb.run("$calls = 0\ndef solution = ($calls += 1)\n", '{"arguments": [[], [], []]}')
-    assert [i["value"] for i in res.items()] == [1, 2, 3]
+    assert rb.run("$calls = 0\ndef solution = ($calls += 1)\n", '{"arguments": [[], [], []]}').values() == [1, 2, 3]
 
 
 def test_late_output_cannot_follow_the_report(rb):
     solution = "at_exit { puts 'at exit' }\ndef solution\n  Thread.new { sleep 0.2; puts 'late' }\n  1\nend\n"
-    res = rb.run(solution, '{"arguments": [[]]}')
-    assert (res.returncode, res.masked()) == (0, '[{"type":"result","value":1,"time":"T","output":""}]\n')
+    harnesscase.assert_late_output_cannot_follow_the_report(rb, solution)
 
 
 def test_nothing_is_written_to_the_workspace(rb):
-    rb.run(ADD, '{"arguments": [[1, 2]]}')
-    files = sorted(p.relative_to(rb.root) for p in rb.root.rglob("*"))
-    rb.run(ADD, '{"arguments": [[1, 2]]}')
-    assert sorted(p.relative_to(rb.root) for p in rb.root.rglob("*")) == files
+    harnesscase.assert_nothing_is_written_to_the_workspace(rb, ADD)
 
 
 def test_a_syntax_error_raised_while_loading_is_an_error_while_loading(rb):
     (rb.check / "broken.rb").write_text("def (\n")
     res = rb.run("puts 'before'\nrequire_relative 'broken'\n" + ADD, '{"arguments": [[1, 2]]}')
-    bare = rb.run_bare(RUBY, "solution.rb")
+    bare = rb.bare()
     assert (res.returncode, res.stdout) == (1, "before\n")  # the solution ran once, not twice
     assert "broken.rb:1: syntax error" in res.stderr and "harness" not in res.stderr
     assert res.stderr == bare.stderr
@@ -311,4 +249,4 @@ def test_a_syntax_error_raised_while_loading_is_an_error_while_loading(rb):
 
 def test_sets_are_arrays_without_the_harness_loading_set(rb):
     res = rb.run("def solution = [defined?(Set) ? 'set' : 'no set', $LOADED_FEATURES.grep(/\\/set\\.rb/).size]\n", '{"arguments": [[]]}')
-    assert res.items()[0]["value"] == ["no set", 0]  # as in a bare Ruby 3.1 run
+    assert res.values() == [["no set", 0]]  # as in a bare Ruby 3.1 run

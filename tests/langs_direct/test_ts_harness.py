@@ -3,21 +3,12 @@ kiln, no sandbox)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-# langs_direct/conftest.py's helpers (Workspace, _copy), loaded under a name of their own: the
-# module name `conftest` is shared with tests/conftest.py.
-_spec = importlib.util.spec_from_file_location("langs_direct_helpers_ts", Path(__file__).with_name("conftest.py"))
-helpers = sys.modules.setdefault(_spec.name, importlib.util.module_from_spec(_spec))
-if not hasattr(helpers, "Workspace"):
-    _spec.loader.exec_module(helpers)
+import harnesscase
+from harnesscase import assert_reports, report
 
 NODE = "/usr/bin/node"
 ADD = "function solution(a: number, b: number): number {\n  return a + b;\n}\n\nexport default solution;\n"
@@ -33,57 +24,39 @@ console.log(data.a + data.b);
 @pytest.fixture(scope="session")
 def ts_install():
     """Runs langs/ts/install.sh once per session (None without node)."""
-    if not Path(NODE).exists():
-        return None
-    return subprocess.run([str(helpers.LANGS / "ts" / "install.sh")], capture_output=True, text=True, timeout=600)
+    return harnesscase.install("ts", NODE)
 
 
 @pytest.fixture
 def ts(tmp_path, ts_install):
     if ts_install is None:
         pytest.skip(f"{NODE} is not installed")
-    modules = helpers.LANGS / "ts" / "node_modules"
+    modules = harnesscase.LANGS / "ts" / "node_modules"
     if not (modules / "esbuild").is_dir():
         pytest.skip(f"langs/ts/node_modules is absent: langs/ts/install.sh exited {ts_install.returncode}: {ts_install.stdout.strip()} {ts_install.stderr.strip()[-2000:]}")
-    root = helpers._copy("ts", tmp_path)
+    root = harnesscase.copy_workspace("ts", tmp_path)
     (root / "node_modules").symlink_to(modules, target_is_directory=True)  # kiln mounts the workspace with it
-    return helpers.Workspace(root, "solution.js")
+    return harnesscase.Workspace(root, "solution.js")
 
 
 def test_test_command_is_one_simple_line(ts):
     assert ts.command == "/usr/bin/node check/harness.js\n"
-    makefile = (ts.root / "Makefile").read_text()
-    assert ".PHONY: test" in makefile
-    assert re.search(r"^test:\s*$", makefile, re.M), "test must have no prerequisites"
-    assert "CURDIR" not in makefile and str(ts.root) not in ts.command
+    harnesscase.assert_simple_test_target(ts)
 
 
 def test_the_js_harness_is_the_js_workspaces(ts):
     """check/js-harness.js is a copy of langs/js/check/harness.js: keep them the same."""
-    assert (ts.check / "js-harness.js").read_bytes() == (helpers.LANGS / "js" / "check" / "harness.js").read_bytes()
+    assert (ts.check / "js-harness.js").read_bytes() == (harnesscase.LANGS / "js" / "check" / "harness.js").read_bytes()
 
 
 def test_a_plus_b_over_several_argument_lists(ts):
-    res = ts.run(ADD, '{"arguments": [[1, 2], [10, -3], [0, 0], [2.5, 0.25]]}')
-    assert res.returncode == 0, res.stderr
-    assert res.masked() == (
-        '[{"type":"result","value":3,"time":"T","output":""},'
-        '{"type":"result","value":7,"time":"T","output":""},'
-        '{"type":"result","value":0,"time":"T","output":""},'
-        '{"type":"result","value":2.75,"time":"T","output":""}]\n'
-    )
-    assert res.stderr == ""
+    harnesscase.assert_a_plus_b(ts, ADD)
 
 
 def test_an_error_in_one_call_does_not_stop_the_others(ts):
     solution = "export default (a: number, b: number): number => {\n  if (b === 0) throw new RangeError('b is zero');\n  return a / b;\n};\n"
     res = ts.run(solution, '{"arguments": [[8, 2], [1, 0], [9, 3]]}')
-    assert res.returncode == 0
-    assert res.masked() == (
-        '[{"type":"result","value":4,"time":"T","output":""},'
-        '{"type":"error","value":"b is zero","time":"T","output":""},'
-        '{"type":"result","value":3,"time":"T","output":""}]\n'
-    )
+    assert_reports(res, ("result", 4), ("error", "b is zero"), ("result", 3))
 
 
 def test_typescript_features(ts):
@@ -103,7 +76,7 @@ def test_typescript_features(ts):
     )
     res = ts.run(solution, '{"arguments": [["sum", [2, 3]], ["product", [2, 3]]]}')
     assert res.returncode == 0, res.stderr
-    assert [i["value"] for i in res.items()] == [{"value": 10}, {"value": 12}]
+    assert res.values() == [{"value": 10}, {"value": 12}]
 
 
 @pytest.mark.parametrize(
@@ -119,7 +92,7 @@ def test_typescript_features(ts):
 )
 def test_ways_of_exporting_the_solution(ts, export):
     res = ts.run(f"function solution(a: number, b: number): number {{ return a * b; }}\n{export}\n", '{"arguments": [[6, 7]]}')
-    assert res.masked() == '[{"type":"result","value":42,"time":"T","output":""}]\n', res.stderr
+    assert res.masked() == report(("result", 42)), res.stderr
 
 
 def test_output_is_captured_per_call(ts):
@@ -131,37 +104,28 @@ def test_output_is_captured_per_call(ts):
         "  return n;\n"
         "};\n"
     )
-    res = ts.run(solution, '{"arguments": [[1], [2], [3]]}')
-    assert res.returncode == 0
-    items = res.items()
-    assert [i["output"] for i in items] == [f"log {n}\nwrite {n}\n" for n in (1, 2, 3)]
-    assert [i["type"] for i in items] == ["result", "error", "result"]
+    harnesscase.assert_output_per_call(ts, solution, [f"log {n}\nwrite {n}\n" for n in (1, 2, 3)])
 
 
 def test_output_while_loading_comes_first(ts):
-    res = ts.run("console.log('loading');\n" + ADD, '{"arguments": [[1, 1]]}')
-    assert res.masked() == (
-        '[{"type":"output","value":"loading\\n"},'
-        '{"type":"result","value":2,"time":"T","output":""}]\n'
-    )
+    harnesscase.assert_loading_output_comes_first(ts, "console.log('loading');\n" + ADD, "loading\n")
 
 
 def test_values_are_serialised_as_for_js(ts):
     solution = "export default (kind: string): unknown => ({ undef: undefined, big: 2n ** 70n, obj: { a: [1, { b: undefined }] }, text: 'привет' } as Record<string, unknown>)[kind];\n"
     kinds = ["undef", "big", "obj", "text"]
     res = ts.run(solution, json.dumps({"arguments": [[k] for k in kinds]}))
-    assert [i["value"] for i in res.items()] == [None, 2**70, {"a": [1, {}]}, "привет"]
+    assert res.values() == [None, 2**70, {"a": [1, {}]}, "привет"]
 
 
 def test_promises_are_awaited(ts):
     solution = "export default async (x: number): Promise<number> => {\n  await new Promise((r) => setTimeout(r, 5));\n  return x * 2;\n};\n"
-    res = ts.run(solution, '{"arguments": [[1], [3]]}')
-    assert [i["value"] for i in res.items()] == [2, 6]
+    assert ts.run(solution, '{"arguments": [[1], [3]]}').values() == [2, 6]
 
 
 def test_plain_mode_without_asserts_json(ts):
     res = ts.run("const greeting: string = 'hello';\nconsole.log(greeting, require.main === module, process.argv.length);\n")
-    assert (res.returncode, res.stdout, res.stderr) == (0, "hello true 2\n", "")
+    assert res.outcome == (0, "hello true 2\n", "")
 
 
 @pytest.mark.parametrize(
@@ -170,13 +134,11 @@ def test_plain_mode_without_asserts_json(ts):
     ids=["other-object", "list", "list-of-numbers", "invalid", "empty"],
 )
 def test_plain_mode_when_asserts_are_not_of_the_shape(ts, asserts):
-    res = ts.run(ADD + "console.log('plain', require.main === module);\n", asserts)
-    assert (res.returncode, res.stdout, res.stderr) == (0, "plain true\n", "")
+    assert ts.run(ADD + "console.log('plain', require.main === module);\n", asserts).outcome == (0, "plain true\n", "")
 
 
 def test_the_original_runner_payload(ts):
-    res = ts.run(RUNNER_PAYLOAD, '{"a": 2, "b": 3}')
-    assert (res.returncode, res.stdout, res.stderr) == (0, "5\n", "")
+    harnesscase.assert_runner_payload_runs(ts, RUNNER_PAYLOAD)
 
 
 @pytest.mark.parametrize("asserts", [None, '{"arguments": [[1, 2]]}'], ids=["plain", "harness"])
@@ -203,7 +165,7 @@ def test_an_error_while_loading_passes_through(ts):
 
 def test_no_solution_function_passes_output_and_status_through(ts):
     res = ts.run("console.log('no function here');\nprocess.exit(3);\n", '{"arguments": [[1, 2]]}')
-    assert (res.returncode, res.stdout, res.stderr) == (3, "no function here\n", "")
+    assert res.outcome == (3, "no function here\n", "")
 
 
 def test_exit_status_in_plain_mode(ts):
@@ -216,13 +178,8 @@ def test_lodash_and_rambda_are_requirable(ts):
         "import { sum, map } from 'rambda';\n"
         "export default (xs: number[]) => [_.sum(xs), sum(xs), _.chunk(xs, 2), map((x: number) => x * 2, xs)];\n"
     )
-    res = ts.run(solution, '{"arguments": [[[1, 2, 3]]]}')
-    assert res.returncode == 0, res.stderr
-    assert res.masked() == '[{"type":"result","value":[6,6,[[1,2],[3]],[2,4,6]],"time":"T","output":""}]\n'
+    assert_reports(ts.run(solution, '{"arguments": [[[1, 2, 3]]]}'), ("result", [6, 6, [[1, 2], [3]], [2, 4, 6]]))
 
 
 def test_nothing_is_written_to_the_workspace(ts):
-    ts.run(ADD, '{"arguments": [[1, 2]]}')
-    files = sorted(p.relative_to(ts.root) for p in ts.root.rglob("*") if "node_modules" not in p.parts)
-    ts.run(ADD, '{"arguments": [[1, 2]]}')
-    assert sorted(p.relative_to(ts.root) for p in ts.root.rglob("*") if "node_modules" not in p.parts) == files
+    harnesscase.assert_nothing_is_written_to_the_workspace(ts, ADD)
