@@ -116,6 +116,10 @@ class App:
         info["slot"] = slot.index
         try:
             frame = self._run_on(slot, request, environ.get("kiln.socket"))
+        except RuntimeError:
+            if self.shutting_down:  # killed at the end of the grace period: let a balancer retry it
+                raise ApiError(503, "shutting down") from None
+            raise
         finally:
             self.pool.release(slot)  # before the response is written
         return self._result_response(frame, request, info)

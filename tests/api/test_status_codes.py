@@ -256,3 +256,15 @@ def test_request_id_is_echoed_or_made(server):
     assert server.client.get("/nope").headers["x-request-id"]
     assert post_raw(server, b"{").headers["x-request-id"]
     assert any(r.get("request_id") == "abc-123" and r.get("status") == 200 for r in server.logged("request"))
+
+
+def test_a_run_killed_when_the_grace_period_ends_is_a_503_a_balancer_retries(start_server):
+    srv = start_server(RUN_SHUTDOWN_GRACE="1s")
+    results = {}
+    slow = threading.Thread(target=lambda: results.update(r=srv.run(solution_text=SLOW.format(seconds=30), timeout="1m")))
+    slow.start()
+    _wait_for_busy(srv, 1)
+    srv.proc.send_signal(signal.SIGTERM)
+    slow.join(30)
+    assert results["r"].status_code == 503 and results["r"].json() == {"error": "shutting down"}
+    assert srv.proc.wait(30) == 0
