@@ -46,3 +46,15 @@ def workspace(tmp_path):
         return folder
 
     return make
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _runtime_folders_of_killed_zygotes():
+    """A zygote killed by a test (SIGKILL: no clean-up) leaves /run/<instance>: remove this
+    session's once every server is gone."""
+    yield
+    import os
+    import shutil
+
+    for folder in Path("/run").glob(f"kiln-test-{os.getpid()}-*"):
+        shutil.rmtree(folder, ignore_errors=True)
