@@ -152,6 +152,8 @@ class Zygote:
         for index, spec in self.specs.items():
             if index in self.slots or self.backoff.get(index, Backoff()).not_before > now:
                 continue
+            if self.backoff.get(index):  # after a failure: the staging folder may have been removed
+                os.makedirs(self.runtime.staging_dir, 0o700, exist_ok=True)
             self.generation += 1
             try:
                 # named per zygote and generation: a crashed predecessor's may still be draining
