@@ -29,6 +29,7 @@ from kiln.zygote.protocol import ProtocolError
 from kiln.zygote.title import set_title
 
 PR_SET_CHILD_SUBREAPER = 36
+MIGRATION_KEEPALIVE_S = 0.05  # see Driver.keep_migrations_fast
 MAX_BACKOFF_S = 5.0
 STOP_TIMEOUT_S = 5.0
 
@@ -175,6 +176,9 @@ class Zygote:
     def _wait(self) -> None:
         warming = {s.sock: s for s in self.slots.values() if s.sock is not None}
         timeout = self._next_backoff_in()
+        if self.cgroups.name != "off":
+            timeout = MIGRATION_KEEPALIVE_S if timeout is None else min(timeout, MIGRATION_KEEPALIVE_S)
+            self.cgroups.keep_migrations_fast()
         readable, _, _ = select.select([self.wake_r, self.front, *warming], [], [], timeout)
         for source in readable:
             if source == self.wake_r:
