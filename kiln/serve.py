@@ -80,10 +80,10 @@ def serve(environ: dict[str, str]) -> int:
     for unserved in runtime.unserved:
         log.warning("language not served", slug=unserved.slug, reason=unserved.reason)
 
-    from kiln.sandbox import cgroups  # noqa: PLC0415
+    from kiln.sandbox import cgroup_detect, cgroups  # noqa: PLC0415
 
     try:
-        cgroup_driver = cgroups.open_driver(config.cgroup, config.instance, log)
+        cgroup_driver = cgroup_detect.open_driver(config.cgroup, config.instance, log)
         cgroup_driver.setup()  # on v2 this moves us (front and zygote to be) into a leaf
     except cgroups.CgroupError as error:
         log.error("cannot start", error=str(error))

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from kiln.log import Log
-from kiln.sandbox import cgroups, libc
+from kiln.sandbox import cgroup_detect, cgroups, libc
 from kiln.sandbox.cgroup_v1 import V1Driver
 from kiln.sandbox.cgroup_v2 import V2Driver
 from kiln.sandbox.cgroups import CgroupError
@@ -28,8 +28,8 @@ from kiln.sandbox.cgroups import CgroupError
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="real cgroups need root")
 
 MiB = 1 << 20
-HIERARCHIES = cgroups.find_hierarchies(Path("/proc/self/mountinfo").read_text())
-OWN = cgroups.parse_proc_self_cgroup(Path("/proc/self/cgroup").read_text())
+HIERARCHIES = cgroup_detect.find_hierarchies(Path("/proc/self/mountinfo").read_text())
+OWN = cgroup_detect.parse_proc_self_cgroup(Path("/proc/self/cgroup").read_text())
 INSTANCE = f"kiln-cgtest-{os.getpid()}"
 OTHER_INSTANCE = f"kiln-cgtest-{os.getpid()}-o"
 
@@ -115,7 +115,7 @@ def make_driver():
         if kind == "v1":
             if not HAVE_V1:
                 pytest.skip(f"no cgroup v1 memory, pids and cpuacct hierarchies here ({V1_BASES})")
-            driver = cgroups.open_driver("v1", instance, log)
+            driver = cgroup_detect.open_driver("v1", instance, log)
         else:
             if V2_BASE is None:
                 pytest.skip("no cgroup2 hierarchy mounted here")
@@ -171,7 +171,7 @@ def sleep_forever(_fd) -> int:
 
 
 def cgroup_lines(pid: int) -> dict[str, str]:
-    return cgroups.parse_proc_self_cgroup(Path(f"/proc/{pid}/cgroup").read_text())
+    return cgroup_detect.parse_proc_self_cgroup(Path(f"/proc/{pid}/cgroup").read_text())
 
 
 def expected_paths(driver, name: str) -> dict[str, str]:
@@ -195,13 +195,13 @@ def killed_by_sigkill(status: int) -> bool:
 
 @pytest.mark.skipif(not HAVE_V1 or {"memory", "pids"} <= set(V2_CONTROLLERS), reason="this host is not hybrid with v1 memory/pids")
 def test_auto_here_takes_v1_and_v2_is_refused_with_advice():
-    driver = cgroups.open_driver("auto", INSTANCE, Log())
+    driver = cgroup_detect.open_driver("auto", INSTANCE, Log())
     assert isinstance(driver, V1Driver)
     assert driver.instance_dirs == tuple(str(V1_BASES[c] / INSTANCE) for c in ("memory", "pids", "cpuacct"))
     assert not any(Path(d).exists() for d in driver.instance_dirs), "open_driver must not create anything"
     with pytest.raises(CgroupError, match=r"lacks .*Delegate=yes"):
-        cgroups.open_driver("v2", INSTANCE, Log())
-    assert cgroups.open_driver("off", INSTANCE, Log()).name == "off"
+        cgroup_detect.open_driver("v2", INSTANCE, Log())
+    assert cgroup_detect.open_driver("off", INSTANCE, Log()).name == "off"
 
 
 # --- both drivers ---

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from kiln.sandbox import cgroups
+from kiln.sandbox import cgroup_detect, cgroups
 from kiln.sandbox.cgroup_v1 import V1Driver, V1Slot
 from kiln.sandbox.cgroup_v2 import V2Driver, V2Slot
 from kiln.sandbox.cgroups import CgroupError, CgroupStats, NoCgroups
@@ -291,7 +291,7 @@ COMOUNTED_MOUNTINFO = """\
 
 
 def test_proc_self_cgroup_hybrid_gives_each_controller_and_the_unified_path():
-    own = cgroups.parse_proc_self_cgroup(HYBRID_CGROUP)
+    own = cgroup_detect.parse_proc_self_cgroup(HYBRID_CGROUP)
     assert own["memory"] == "/process_api/c11722685c44c47a303abaebecb84168"
     assert own["pids"] == own["cpuacct"] == own["cpu"] == "/"
     assert own[""] == "/"
@@ -300,13 +300,13 @@ def test_proc_self_cgroup_hybrid_gives_each_controller_and_the_unified_path():
 
 
 def test_proc_self_cgroup_pure_v2_and_comounted_controllers():
-    assert cgroups.parse_proc_self_cgroup("0::/system.slice/kiln.service\n") == {"": "/system.slice/kiln.service"}
-    own = cgroups.parse_proc_self_cgroup("3:cpu,cpuacct:/user.slice\n2:memory:/user.slice/a:b\n0::/user.slice\n")
+    assert cgroup_detect.parse_proc_self_cgroup("0::/system.slice/kiln.service\n") == {"": "/system.slice/kiln.service"}
+    own = cgroup_detect.parse_proc_self_cgroup("3:cpu,cpuacct:/user.slice\n2:memory:/user.slice/a:b\n0::/user.slice\n")
     assert own == {"cpu": "/user.slice", "cpuacct": "/user.slice", "memory": "/user.slice/a:b", "": "/user.slice"}
 
 
 def test_mountinfo_hybrid_like_this_machine():
-    found = cgroups.find_hierarchies(HYBRID_MOUNTINFO)
+    found = cgroup_detect.find_hierarchies(HYBRID_MOUNTINFO)
     assert found == {
         "cpu": "/sys/fs/cgroup/cpu",
         "cpuacct": "/sys/fs/cgroup/cpuacct",
@@ -322,11 +322,11 @@ def test_mountinfo_hybrid_like_this_machine():
 
 
 def test_mountinfo_pure_v2_has_only_the_unified_hierarchy():
-    assert cgroups.find_hierarchies(PURE_V2_MOUNTINFO) == {"": "/sys/fs/cgroup"}
+    assert cgroup_detect.find_hierarchies(PURE_V2_MOUNTINFO) == {"": "/sys/fs/cgroup"}
 
 
 def test_mountinfo_comounted_controllers_share_a_mount_and_options_are_not_controllers():
-    found = cgroups.find_hierarchies(COMOUNTED_MOUNTINFO)
+    found = cgroup_detect.find_hierarchies(COMOUNTED_MOUNTINFO)
     assert found["cpu"] == found["cpuacct"] == "/sys/fs/cgroup/cpu,cpuacct"
     assert found["net_cls"] == found["net_prio"] == "/sys/fs/cgroup/net_cls,net_prio"
     assert found["cpuset"] == "/sys/fs/cgroup/cpuset"
@@ -343,7 +343,7 @@ def test_mountinfo_skips_subtree_binds_decodes_escapes_and_keeps_the_first_mount
         "53 1 0:41 / /sys/fs/cgroup rw shared:4 master:1 - cgroup2 cgroup2 rw\n"
         "garbage line\n"
     )
-    assert cgroups.find_hierarchies(text) == {"memory": "/mnt/my cgroups/memory", "": "/sys/fs/cgroup"}
+    assert cgroup_detect.find_hierarchies(text) == {"memory": "/mnt/my cgroups/memory", "": "/sys/fs/cgroup"}
 
 
 def test_flat_keyed_files():
@@ -378,7 +378,7 @@ def pure_v2_host(kernel: FakeKernel, path: str = "/system.slice/kiln.service", d
 
 def test_auto_on_a_hybrid_host_like_this_one_takes_v1(kernel, log):
     mountinfo, own, mounts, _ = hybrid_host(kernel)
-    driver = cgroups.choose_driver("auto", "kiln", log, mountinfo, own)
+    driver = cgroup_detect.choose_driver("auto", "kiln", log, mountinfo, own)
     assert isinstance(driver, V1Driver) and driver.name == "v1" and driver.reason is None
     assert driver.instance_dirs == (str(mounts["memory"] / "process_api/x/kiln"), str(mounts["pids"] / "kiln"), str(mounts["cpuacct"] / "kiln"))
     [record] = log.records
@@ -389,7 +389,7 @@ def test_auto_on_a_hybrid_host_like_this_one_takes_v1(kernel, log):
 def test_explicit_v2_without_delegated_controllers_says_what_to_do(kernel, log):
     mountinfo, own, _, unified = hybrid_host(kernel)
     with pytest.raises(CgroupError) as caught:
-        cgroups.choose_driver("v2", "kiln", log, mountinfo, own)
+        cgroup_detect.choose_driver("v2", "kiln", log, mountinfo, own)
     message = str(caught.value)
     assert f"{unified}/cgroup.controllers lacks memory and pids (has: hugetlb)" in message
     assert "Delegate=yes" in message and "systemd-run --scope -p Delegate=yes kiln serve" in message
@@ -398,60 +398,60 @@ def test_explicit_v2_without_delegated_controllers_says_what_to_do(kernel, log):
 def test_v2_needs_memory_and_pids_not_just_a_cgroup2_mount(kernel, log):
     mountinfo, own, _, _ = hybrid_host(kernel, unified_controllers="memory cpu")
     with pytest.raises(CgroupError, match=r"lacks pids \(has: memory cpu\)"):
-        cgroups.choose_driver("v2", "kiln", log, mountinfo, own)
+        cgroup_detect.choose_driver("v2", "kiln", log, mountinfo, own)
 
 
 def test_pure_v2_delegated_takes_v2_with_the_own_cgroup_as_base(kernel, log):
     mountinfo, own, _, base = pure_v2_host(kernel)
-    driver = cgroups.choose_driver("auto", "kiln", log, mountinfo, own)
+    driver = cgroup_detect.choose_driver("auto", "kiln", log, mountinfo, own)
     assert isinstance(driver, V2Driver) and driver.name == "v2"
     assert driver.base == str(base) and driver.instance_dir == str(base / "kiln")
     assert driver.supervisor == str(base / "kiln" / "supervisor")
-    assert cgroups.choose_driver("v2", "kiln", log, mountinfo, own).base == str(base)
+    assert cgroup_detect.choose_driver("v2", "kiln", log, mountinfo, own).base == str(base)
 
 
 def test_a_kiln_already_in_its_supervisor_leaf_keeps_the_same_base(kernel, log):
     mountinfo, _, _, base = pure_v2_host(kernel)
-    driver = cgroups.choose_driver("v2", "kiln", log, mountinfo, "0::/system.slice/kiln.service/kiln/supervisor\n")
+    driver = cgroup_detect.choose_driver("v2", "kiln", log, mountinfo, "0::/system.slice/kiln.service/kiln/supervisor\n")
     assert driver.base == str(base)
     # another instance's supervisor is not ours: that path is the base as it is
     with pytest.raises(CgroupError, match="other/supervisor/cgroup.controllers"):
-        cgroups.choose_driver("v2", "kiln", log, mountinfo, "0::/system.slice/kiln.service/other/supervisor\n")
+        cgroup_detect.choose_driver("v2", "kiln", log, mountinfo, "0::/system.slice/kiln.service/other/supervisor\n")
 
 
 def test_pure_v2_not_delegated_auto_runs_without_cgroups_and_says_why(kernel, log):
     mountinfo, own, _, base = pure_v2_host(kernel, delegated=False)
-    driver = cgroups.choose_driver("auto", "kiln", log, mountinfo, own)
+    driver = cgroup_detect.choose_driver("auto", "kiln", log, mountinfo, own)
     assert isinstance(driver, NoCgroups) and driver.name == "off"
     assert f"{base}/cgroup.controllers lacks memory and pids (has: nothing)" in driver.reason
     assert "Delegate=yes" in driver.reason
     assert "cgroup v1: no memory hierarchy is mounted" in driver.reason
     with pytest.raises(CgroupError, match="cgroup v1: no memory hierarchy is mounted"):
-        cgroups.choose_driver("v1", "kiln", log, mountinfo, own)
+        cgroup_detect.choose_driver("v1", "kiln", log, mountinfo, own)
 
 
 def test_v1_names_the_missing_hierarchy(kernel, log):
     mountinfo, own, _, _ = hybrid_host(kernel)
     without_pids = "\n".join(line for line in mountinfo.splitlines() if "rw,pids" not in line)
     with pytest.raises(CgroupError, match="cgroup v1: no pids hierarchy is mounted"):
-        cgroups.choose_driver("v1", "kiln", log, without_pids, own)
+        cgroup_detect.choose_driver("v1", "kiln", log, without_pids, own)
 
 
 def test_v1_with_cpu_and_cpuacct_comounted(kernel, log):
     memory, pids, cpu = kernel.v1_hierarchy("memory"), kernel.v1_hierarchy("pids"), kernel.v1_hierarchy("cpu,cpuacct")
     mountinfo = "".join(f"{i} 1 0:{i} / {m} rw - cgroup cgroup rw,{m.name}\n" for i, m in enumerate((memory, pids, cpu)))
-    driver = cgroups.choose_driver("auto", "kiln", log, mountinfo, "3:cpu,cpuacct:/\n2:pids:/\n1:memory:/\n")
+    driver = cgroup_detect.choose_driver("auto", "kiln", log, mountinfo, "3:cpu,cpuacct:/\n2:pids:/\n1:memory:/\n")
     assert driver.instance_dirs == (str(memory / "kiln"), str(pids / "kiln"), str(cpu / "kiln"))
 
 
 def test_off_looks_at_nothing_and_bad_arguments_are_refused(log):
-    driver = cgroups.choose_driver("off", "kiln", log, "not read", "not read")
+    driver = cgroup_detect.choose_driver("off", "kiln", log, "not read", "not read")
     assert isinstance(driver, NoCgroups) and driver.name == "off" and driver.reason == "RUN_CGROUP=off"
     with pytest.raises(ValueError, match="cgroup mode"):
-        cgroups.choose_driver("v3", "kiln", log, "", "")
+        cgroup_detect.choose_driver("v3", "kiln", log, "", "")
     for instance in ("", "Kiln", "../x", "a/b", "x" * 33, "1kiln"):
         with pytest.raises(ValueError, match="cgroup instance"):
-            cgroups.choose_driver("off", instance, log, "", "")
+            cgroup_detect.choose_driver("off", instance, log, "", "")
 
 
 # --- v1 driver ---
@@ -461,7 +461,7 @@ def test_off_looks_at_nothing_and_bad_arguments_are_refused(log):
 def v1(kernel, log):
     """A V1Driver on a fake hybrid host, set up; memory base is a nested cgroup as here."""
     mountinfo, own, mounts, _ = hybrid_host(kernel)
-    driver = cgroups.choose_driver("v1", "kiln", log, mountinfo, own)
+    driver = cgroup_detect.choose_driver("v1", "kiln", log, mountinfo, own)
     driver.setup()
     driver.mounts = mounts
     return driver
@@ -486,7 +486,7 @@ def test_v1_setup_removes_this_instances_leftover_slots_only(kernel, log):
     other = kernel.mkdirs(memory_base / "kiln2" / "slot-1-g3", procs=(5001,))
     not_a_slot = kernel.mkdirs(mounts["pids"] / "kiln" / "keep-me", procs=(5002,))
 
-    cgroups.choose_driver("v1", "kiln", log, mountinfo, own).setup()
+    cgroup_detect.choose_driver("v1", "kiln", log, mountinfo, own).setup()
 
     assert not left_memory.exists() and not left_pids.exists() and not nested.parent.exists()
     assert sorted(kernel.killed) == [4001, 4002, 4003]
@@ -501,7 +501,7 @@ def test_v1_setup_fails_loudly_when_a_leftover_cannot_be_emptied(kernel, log, mo
     mountinfo, own, mounts, _ = hybrid_host(kernel)
     stuck = kernel.mkdirs(mounts["pids"] / "kiln" / "slot-0-g0", procs=(4001,))
     monkeypatch.setattr(cgroups, "kill_members", lambda fd: 1)  # a process that SIGKILL does not end (D state)
-    driver = cgroups.choose_driver("v1", "kiln", log, mountinfo, own)
+    driver = cgroup_detect.choose_driver("v1", "kiln", log, mountinfo, own)
     monkeypatch.setattr(cgroups, "remove_tree", lambda path, timeout=0.05, _real=cgroups.remove_tree: _real(path, 0.05))
     with pytest.raises(CgroupError, match=r"slot-0-g0: processes \[4001\] survived SIGKILL"):
         driver.setup()
@@ -512,7 +512,7 @@ def test_setup_reports_a_filesystem_failure_as_cgroup_error(kernel, log):
     mountinfo, own, mounts, _ = hybrid_host(kernel)
     kernel.refuse_mkdir.add(mounts["pids"] / "kiln")
     with pytest.raises(CgroupError, match=r"cgroup setup below .*/pids/kiln"):
-        cgroups.choose_driver("v1", "kiln", log, mountinfo, own).setup()
+        cgroup_detect.choose_driver("v1", "kiln", log, mountinfo, own).setup()
 
 
 def test_v1_create_slot_holds_a_dir_fd_and_an_open_cgroup_procs_per_hierarchy(kernel, v1):
@@ -706,7 +706,7 @@ def test_v2_setup_at_the_root_cgroup_moves_nothing_and_enables_controllers(kerne
 def test_v2_setup_in_a_delegated_cgroup_moves_itself_and_the_front_first(kernel, log):
     mountinfo, own, _, base = pure_v2_host(kernel)
     kernel.set_procs(base, [FRONT, ME])
-    driver = cgroups.choose_driver("v2", "kiln", log, mountinfo, own)
+    driver = cgroup_detect.choose_driver("v2", "kiln", log, mountinfo, own)
     assert not driver.is_root()
     driver.setup(move_pids=[FRONT])
     b = kernel.rel(base)
@@ -727,7 +727,7 @@ def test_v2_setup_in_a_delegated_cgroup_moves_itself_and_the_front_first(kernel,
 def test_v2_setup_never_moves_a_process_it_did_not_start(kernel, log):
     mountinfo, own, _, base = pure_v2_host(kernel)
     kernel.set_procs(base, [ME, 999])
-    driver = cgroups.choose_driver("v2", "kiln", log, mountinfo, own)
+    driver = cgroup_detect.choose_driver("v2", "kiln", log, mountinfo, own)
     with pytest.raises(CgroupError) as caught:
         driver.setup()
     message = str(caught.value)
@@ -740,7 +740,7 @@ def test_v2_setup_never_moves_a_process_it_did_not_start(kernel, log):
 def test_v2_setup_again_writes_nothing(kernel, log):
     mountinfo, own, _, base = pure_v2_host(kernel)
     kernel.set_procs(base, [ME])
-    driver = cgroups.choose_driver("v2", "kiln", log, mountinfo, own)
+    driver = cgroup_detect.choose_driver("v2", "kiln", log, mountinfo, own)
     driver.setup()
     kernel.writes.clear()
     driver.setup()
@@ -771,7 +771,7 @@ def test_v2_cpu_is_optional(kernel, log):
 def v2(kernel, log):
     mountinfo, own, _, base = pure_v2_host(kernel)
     kernel.set_procs(base, [ME])
-    driver = cgroups.choose_driver("v2", "kiln", log, mountinfo, own)
+    driver = cgroup_detect.choose_driver("v2", "kiln", log, mountinfo, own)
     driver.setup()
     kernel.writes.clear()
     return driver
@@ -784,7 +784,7 @@ def test_v2_leftovers_are_killed_with_cgroup_kill_and_removed(kernel, log):
     kernel.mkdirs(base / "kiln" / "slot-0-g1" / "inner", procs=(4003,))
     other = kernel.mkdirs(base / "other" / "slot-0-g1", procs=(5001,))
     old_supervisor = kernel.mkdirs(base / "kiln" / "supervisor", procs=(5002,))
-    cgroups.choose_driver("v2", "kiln", log, mountinfo, own).setup()
+    cgroup_detect.choose_driver("v2", "kiln", log, mountinfo, own).setup()
     b = kernel.rel(base)
     kills = [w for w in kernel.writes if w[0].endswith("cgroup.kill")]
     assert kills == [(f"{b}/kiln/slot-0-g1/inner/cgroup.kill", "1"), (f"{b}/kiln/slot-0-g1/cgroup.kill", "1")]

@@ -1,0 +1,152 @@
+"""Which cgroup driver kiln uses (RUN_CGROUP): v2 where kiln's cgroup offers memory and pids,
+else v1 where the memory, pids and cpuacct hierarchies are mounted, else none (said loudly).
+
+open_driver is the only function of kiln's cgroup code that reads the real /proc; the rest of
+this module decides from the texts of /proc/self/mountinfo and /proc/self/cgroup, so unit tests
+can give it any host's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from kiln.sandbox.cgroups import DELEGATE_HINT, SUPERVISOR, CgroupError, Driver, NoCgroups, check_instance, read_file
+
+# --- parsing (pure) ---
+
+
+def parse_proc_self_cgroup(text: str) -> dict[str, str]:
+    """/proc/self/cgroup -> {controller: path}; the v2 (unified) hierarchy's key is "".
+
+    "4:memory:/a" -> {"memory": "/a"}; "2:cpu,cpuacct:/" -> {"cpu": "/", "cpuacct": "/"};
+    "1:name=systemd:/" -> {"name=systemd": "/"}; "0::/system.slice/kiln.service" -> {"": ...}.
+    """
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
+        for controller in controllers.split(",") if controllers else [""]:
+            found.setdefault(controller, path)
+    return found
+
+
+# Super options of a v1 cgroup mount that are not controller names.
+_V1_OPTIONS = {"rw", "ro", "none", "all", "noprefix", "clone_children", "xattr", "cpuset_v2_mode", "favordynmods"}
+
+
+def _unescape(field: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def find_hierarchies(mountinfo_text: str) -> dict[str, str]:
+    """/proc/self/mountinfo -> {controller: mount point}; a cgroup2 mount's key is "".
+
+    Only mounts of a whole hierarchy count (mount root "/"): a bind of a subtree (a container's
+    view) would need path translation kiln does not do. The first such mount of each wins.
+    """
+    found: dict[str, str] = {}
+    for line in mountinfo_text.splitlines():
+        fields = line.split(" ")
+        if "-" not in fields:
+            continue
+        dash = fields.index("-")
+        if len(fields) < dash + 4 or len(fields) < 5:
+            continue
+        root, mount_point = _unescape(fields[3]), _unescape(fields[4])
+        fstype, super_options = fields[dash + 1], fields[dash + 3].split(",")
+        if root != "/":
+            continue
+        if fstype == "cgroup2":
+            found.setdefault("", mount_point)
+        elif fstype == "cgroup":
+            for option in super_options:
+                if option in _V1_OPTIONS or ("=" in option and not option.startswith("name=")):
+                    continue
+                found.setdefault(option, mount_point)
+    return found
+
+
+# --- the decision ---
+
+
+# open_driver runs at startup, long before any slot pivot_roots away the venv: the drivers'
+# modules may be imported lazily.
+
+
+def _v2_driver(hierarchies: dict[str, str], own: dict[str, str], instance: str, log) -> Driver:
+    from kiln.sandbox.cgroup_v2 import V2Driver
+
+    mount, path = hierarchies.get(""), own.get("")
+    if mount is None:
+        raise CgroupError(f"cgroup v2: no cgroup2 filesystem is mounted; {DELEGATE_HINT}")
+    if path is None:
+        raise CgroupError("cgroup v2: /proc/self/cgroup has no 0:: line (this process is in no v2 cgroup)")
+    # A kiln that already moved itself into its supervisor leaf still has the same base.
+    leaf = f"/{instance}/{SUPERVISOR}"
+    if path.endswith(leaf):
+        path = path[: -len(leaf)] or "/"
+    base = os.path.normpath(os.path.join(mount, path.lstrip("/")))
+    controllers = (read_file(os.path.join(base, "cgroup.controllers")) or "").split()
+    missing = [c for c in ("memory", "pids") if c not in controllers]
+    if missing:
+        raise CgroupError(
+            f"cgroup v2: {base}/cgroup.controllers lacks {' and '.join(missing)} "
+            f"(has: {' '.join(controllers) or 'nothing'}): kiln's cgroup is not delegated; {DELEGATE_HINT}"
+        )
+    if not os.access(base, os.W_OK):
+        raise CgroupError(f"cgroup v2: {base} is not writable (read-only cgroup mount?); {DELEGATE_HINT}")
+    return V2Driver(base, instance, log)
+
+
+def _v1_driver(hierarchies: dict[str, str], own: dict[str, str], instance: str, log) -> Driver:
+    from kiln.sandbox.cgroup_v1 import REQUIRED, V1Driver
+
+    bases = {}
+    for controller in REQUIRED:
+        mount, path = hierarchies.get(controller), own.get(controller)
+        if mount is None or path is None:
+            raise CgroupError(
+                f"cgroup v1: no {controller} hierarchy is mounted (kiln needs {', '.join(REQUIRED)}); "
+                "mount it, or use cgroup v2 (RUN_CGROUP=v2)"
+            )
+        bases[controller] = os.path.normpath(os.path.join(mount, path.lstrip("/")))
+        if not os.access(bases[controller], os.W_OK):
+            raise CgroupError(f"cgroup v1: {bases[controller]} is not writable (read-only cgroup mount?)")
+    return V1Driver(bases, instance, log)
+
+
+def choose_driver(mode: str, instance: str, log, mountinfo_text: str, proc_self_cgroup_text: str) -> Driver:
+    """open_driver's decision, from the texts of /proc/self/mountinfo and /proc/self/cgroup."""
+    check_instance(instance)
+    if mode == "off":
+        return NoCgroups("RUN_CGROUP=off")
+    if mode not in ("auto", "v2", "v1"):
+        raise ValueError(f"cgroup mode {mode!r}: must be auto, v2, v1 or off")
+    hierarchies = find_hierarchies(mountinfo_text)
+    own = parse_proc_self_cgroup(proc_self_cgroup_text)
+    reasons = []
+    for version in ("v2", "v1") if mode == "auto" else (mode,):
+        make = _v2_driver if version == "v2" else _v1_driver
+        try:
+            driver = make(hierarchies, own, instance, log)
+        except CgroupError as error:
+            if mode != "auto":
+                raise
+            reasons.append(str(error))
+            continue
+        log.info("cgroup driver", driver=driver.name, mode=mode, subtree=list(driver.instance_dirs), rejected=reasons or None)
+        return driver
+    return NoCgroups("no usable cgroup driver: " + "; ".join(reasons))
+
+
+def open_driver(mode: str, instance: str, log) -> Driver:
+    """The zygote's entry point: mode is RUN_CGROUP, instance is RUN_INSTANCE.
+
+    "off" -> NoCgroups; "auto" -> V2Driver, else V1Driver, else NoCgroups whose .reason says why;
+    "v2"/"v1" -> that driver, or CgroupError saying what is missing and what to do.
+    """
+    with open("/proc/self/mountinfo") as mountinfo, open("/proc/self/cgroup") as own:
+        return choose_driver(mode, instance, log, mountinfo.read(), own.read())
