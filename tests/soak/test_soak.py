@@ -18,7 +18,6 @@ from pathlib import Path
 
 import httpx
 import psutil
-import pytest
 
 from kilntest import Server
 
