@@ -37,14 +37,18 @@ class V1Slot(SlotCgroup):
 
     def stats(self) -> CgroupStats:
         memory, pids = self._dir("memory"), self._dir("pids")
-        usage_ns = cgroups.read_int("cpuacct.usage", self._dir("cpuacct"))
         return CgroupStats(
             memory_peak_bytes=cgroups.read_int("memory.max_usage_in_bytes", memory),
-            cpu_usage_ms=usage_ns / 1e6 if usage_ns is not None else None,
+            cpu_usage_ms=self.cpu_usage_ms(),
             # The oom_kill line exists since Linux 4.13; without it there is no exact counter.
             oom_kills=cgroups.parse_flat_keyed(cgroups.read_file("memory.oom_control", memory)).get("oom_kill", 0),
             pids_limit_hits=cgroups.parse_flat_keyed(cgroups.read_file("pids.events", pids)).get("max", 0),
         )
+
+
+    def cpu_usage_ms(self) -> float | None:
+        usage_ns = cgroups.read_int("cpuacct.usage", self._dir("cpuacct"))
+        return usage_ns / 1e6 if usage_ns is not None else None
 
 
 class V1Driver(TreeDriver):

@@ -38,13 +38,17 @@ class V2Slot(SlotCgroup):
         cgroups.write_file("pids.max", pids_max, dir_fd=self._dir)
 
     def stats(self) -> CgroupStats:
-        cpu = cgroups.parse_flat_keyed(cgroups.read_file("cpu.stat", self._dir))
         return CgroupStats(
             memory_peak_bytes=cgroups.read_int("memory.peak", self._dir),  # kernel >= 5.19
-            cpu_usage_ms=cpu["usage_usec"] / 1000 if "usage_usec" in cpu else None,
+            cpu_usage_ms=self.cpu_usage_ms(),
             oom_kills=cgroups.parse_flat_keyed(cgroups.read_file("memory.events", self._dir)).get("oom_kill", 0),
             pids_limit_hits=cgroups.parse_flat_keyed(cgroups.read_file("pids.events", self._dir)).get("max", 0),
         )
+
+
+    def cpu_usage_ms(self) -> float | None:
+        cpu = cgroups.parse_flat_keyed(cgroups.read_file("cpu.stat", self._dir))
+        return cpu["usage_usec"] / 1000 if "usage_usec" in cpu else None
 
 
 class V2Driver(TreeDriver):

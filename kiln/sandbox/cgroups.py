@@ -284,6 +284,10 @@ class SlotCgroup:
     def stats(self) -> CgroupStats:
         raise NotImplementedError
 
+    def cpu_usage_ms(self) -> float | None:
+        """CPU time of every process the cgroup has held so far (a prestarted run's baseline)."""
+        raise NotImplementedError
+
     def kill_all(self, timeout: float = 2.0) -> bool:
         """SIGKILL every process in the slot's cgroup(s); True once they are empty."""
         return all([kill_cgroup(fd, timeout) for fd in self._dir_fds])
@@ -341,6 +345,9 @@ class NoSlot(SlotCgroup):
 
     def stats(self) -> CgroupStats:
         return NO_STATS
+
+    def cpu_usage_ms(self) -> float | None:
+        return None
 
     def kill_all(self, timeout: float = 2.0) -> bool:
         return True
