@@ -15,6 +15,7 @@ theirs (NOT_THE_SHAPE, INVALID_JSON).
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -23,10 +24,12 @@ from pathlib import Path
 
 import pytest
 
+from kiln.sandbox.libc import close_range
 from kilntest import REPO
 
 LANGS = REPO / "langs"
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
+_ENV = {"PATH": SANDBOX_PATH, "LANG": "C.UTF-8"}
 TIME = re.compile(r'"time":"\d+\.\d{7}"')
 AB = '{"arguments": [[1, 2], [10, -3], [0, 0], [2.5, 0.25]]}'  # a+b's argument lists
 
@@ -70,16 +73,25 @@ class Result:
 
 
 class Workspace:
-    def __init__(self, root: Path, solution_name: str, interpreter: str | None = None):
+    def __init__(self, root: Path, solution_name: str, interpreter: str | None = None, prestarted: bool = False):
+        """prestarted: run the workspace's `prestart` command as kiln runs it in a prestarted
+        slot (started before the files exist, released by a byte on descriptor 3)."""
         self.root = root
         self.check = root / "check"
         self.solution_name = solution_name
         self.interpreter = interpreter  # what runs the solution bare (see bare)
-        made = subprocess.run(["make", "-n", "-s", "test"], cwd=root, capture_output=True, text=True, check=True)
+        self.prestarted = prestarted
+        made = subprocess.run(["make", "-n", "-s", "prestart" if prestarted else "test"], cwd=root, capture_output=True, text=True, check=True)
         self.command = made.stdout
 
     def run(self, solution: str | bytes, asserts: str | bytes | None = None, *, stdin: str = "") -> Result:
         """Write the request's files as kiln does and run the test command."""
+        if self.prestarted:
+            return self._run_prestarted(solution, asserts, stdin)
+        self._write(solution, asserts)
+        return self._exec(["/bin/sh", "-e", "-c", self.command], self.root, stdin)
+
+    def _write(self, solution: str | bytes, asserts: str | bytes | None) -> None:
         data = solution.encode() if isinstance(solution, str) else solution
         (self.check / self.solution_name).write_bytes(data)
         asserts_path = self.check / "asserts.json"
@@ -87,7 +99,20 @@ class Workspace:
             asserts_path.unlink(missing_ok=True)
         else:
             asserts_path.write_bytes(asserts.encode() if isinstance(asserts, str) else asserts)
-        return self._exec(["/bin/sh", "-e", "-c", self.command], self.root, stdin)
+
+    def _run_prestarted(self, solution: str | bytes, asserts: str | bytes | None, stdin: str) -> Result:
+        for stale in (self.check / self.solution_name, self.check / "asserts.json"):
+            stale.unlink(missing_ok=True)  # kiln starts the command before the request's files exist
+        go_r, go_w = os.pipe()
+        try:
+            proc = subprocess.Popen(["/bin/sh", "-e", "-c", self.command], cwd=self.root, env=_ENV | {"HOME": str(self.root)}, close_fds=False, preexec_fn=lambda: go_on_fd_3(go_r), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        finally:
+            os.close(go_r)
+        self._write(solution, asserts)
+        os.write(go_w, b"g")
+        os.close(go_w)
+        out, err = proc.communicate(stdin.encode(), timeout=60)
+        return Result(proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
 
     def run_bare(self, *argv: str, stdin: str = "") -> Result:
         """The same files run without the harness, from check/ (e.g. `python3 solution.py`)."""
@@ -98,9 +123,14 @@ class Workspace:
         return self.run_bare(self.interpreter, self.solution_name, stdin=stdin)
 
     def _exec(self, argv: list[str], cwd: Path, stdin: str) -> Result:
-        env = {"PATH": SANDBOX_PATH, "HOME": str(self.root), "LANG": "C.UTF-8"}
-        done = subprocess.run(argv, cwd=cwd, env=env, input=stdin.encode(), capture_output=True, timeout=60)
+        done = subprocess.run(argv, cwd=cwd, env=_ENV | {"HOME": str(self.root)}, input=stdin.encode(), capture_output=True, timeout=60)
         return Result(done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace"))
+
+
+def go_on_fd_3(go_r: int) -> None:
+    """In the child, before exec: descriptors 0-2 and the go pipe on 3, as kiln lays them out."""
+    os.dup2(go_r, 3)
+    close_range(4)
 
 
 def copy_workspace(slug: str, dest: Path) -> Path:
@@ -110,12 +140,12 @@ def copy_workspace(slug: str, dest: Path) -> Path:
     return root
 
 
-def workspace(tmp_path: Path, slug: str, solution_name: str, interpreter: str, hint: str = "") -> Workspace:
+def workspace(tmp_path: Path, slug: str, solution_name: str, interpreter: str, hint: str = "", prestarted: bool = False) -> Workspace:
     """A fresh copy of langs/<slug>/ whose solution file is check/<solution_name>; skips when
     interpreter is not installed ("<interpreter> is not installed<hint>")."""
     if not Path(interpreter).exists():
         pytest.skip(f"{interpreter} is not installed{hint}")
-    return Workspace(copy_workspace(slug, tmp_path), solution_name, interpreter)
+    return Workspace(copy_workspace(slug, tmp_path), solution_name, interpreter, prestarted)
 
 
 def install(slug: str, interpreter: str) -> subprocess.CompletedProcess | None:

@@ -28,15 +28,16 @@ def js_install() -> subprocess.CompletedProcess | None:
     return harnesscase.install("js", NODE)
 
 
-@pytest.fixture
-def js_ws(tmp_path: Path, js_install: subprocess.CompletedProcess | None) -> harnesscase.Workspace:
+@pytest.fixture(params=["test", "prestart"])
+def js_ws(tmp_path: Path, js_install: subprocess.CompletedProcess | None, request) -> harnesscase.Workspace:
+    """Every case twice: the test command, and the prestart command released by kiln's go byte."""
     if js_install is None:
         pytest.skip(f"{NODE} is not installed")
     root = harnesscase.copy_workspace("js", tmp_path)
     modules = harnesscase.LANGS / "js" / "node_modules"
     if modules.is_dir():  # kiln mounts the workspace with it: here a link does
         (root / "node_modules").symlink_to(modules, target_is_directory=True)
-    return harnesscase.Workspace(root, "solution.js", NODE)
+    return harnesscase.Workspace(root, "solution.js", NODE, prestarted=request.param == "prestart")
 
 
 @pytest.fixture
@@ -63,7 +64,8 @@ def _same_as_bare(res: harnesscase.Result, bare: harnesscase.Result) -> bool:
 
 
 def test_test_command_is_one_simple_line(js_ws):
-    assert js_ws.command == "/usr/bin/node check/harness.js\n"
+    flag = " --prestarted" if js_ws.prestarted else ""
+    assert js_ws.command == f"/usr/bin/node check/harness.js{flag}\n"
     harnesscase.assert_simple_test_target(js_ws)
 
 
@@ -267,3 +269,8 @@ def test_lodash_and_rambda_are_requirable(js_ws, js_node_modules):
     assert_reports(js_ws.run(solution, '{"arguments": [[[1, 2, 3]]]}'), ("result", [6, 6, [[1, 2], [3]], [2, 4, 6]]))
     plain = js_ws.run("console.log(require('lodash').kebabCase('Kiln Runs'), typeof require('rambda').pipe);\n")
     assert plain.outcome == (0, "kiln-runs function\n", "")
+
+
+def test_the_solution_sees_the_argv_of_the_test_command(js_ws):
+    res = js_ws.run("console.log(JSON.stringify(process.argv.slice(1)), typeof require('fs').fstatSync)\n")
+    assert res.outcome == (0, f'["{js_ws.check / "solution.js"}"] function\n', ""), res.stderr

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 import pytest
 
@@ -20,13 +22,16 @@ print(data["a"] + data["b"])
 """
 
 
-@pytest.fixture
-def python_ws(tmp_path):
-    return harnesscase.workspace(tmp_path, "python", "solution.py", "/usr/bin/python3")
+@pytest.fixture(params=["test", "prestart"])
+def python_ws(tmp_path, request):
+    """Every case twice: the test command, and the prestart command released by kiln's go byte
+    (a prestarted slot must behave exactly as a plain one)."""
+    return harnesscase.workspace(tmp_path, "python", "solution.py", "/usr/bin/python3", prestarted=request.param == "prestart")
 
 
 def test_test_command_is_one_simple_line(python_ws):
-    assert python_ws.command == "/usr/bin/python3 -B check/harness.py\n"
+    flag = " --prestarted" if python_ws.prestarted else ""
+    assert python_ws.command == f"/usr/bin/python3 -B check/harness.py{flag}\n"
     harnesscase.assert_simple_test_target(python_ws)
 
 
@@ -208,3 +213,19 @@ def test_late_output_cannot_follow_the_report(python_ws):
         "    return 1\n"
     )
     harnesscase.assert_late_output_cannot_follow_the_report(python_ws, solution)
+
+
+def test_the_solution_sees_the_argv_and_descriptors_of_the_test_command(python_ws):
+    probe = "import os, sys\nprint(sys.argv, sorted(int(fd) for fd in os.listdir('/proc/self/fd')))\n"
+    res = python_ws.run(probe)
+    assert res.outcome == (0, "['solution.py'] [0, 1, 2, 3]\n", ""), res.stderr  # 3: listdir's own
+
+
+def test_a_prestarted_harness_given_up_before_its_request_runs_nothing(tmp_path):
+    ws = harnesscase.workspace(tmp_path, "python", "solution.py", "/usr/bin/python3", prestarted=True)
+    (ws.check / "solution.py").write_text("print('ran')\n")
+    go_r, go_w = os.pipe()
+    os.close(go_w)  # end-of-file, no byte: kiln closed the slot unused
+    done = subprocess.run(["/bin/sh", "-e", "-c", ws.command], cwd=ws.root, close_fds=False, preexec_fn=lambda: harnesscase.go_on_fd_3(go_r), capture_output=True, timeout=60)
+    os.close(go_r)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")

@@ -305,6 +305,20 @@ def _calls(data):
     os._exit(0)  # nothing the solution left behind (threads, atexit) may print or change the status
 '''
 
+if sys.argv[1:] == ["--prestarted"]:  # started ahead of the request (Makefile `prestart`)
+    # Load now, while nothing waits, what harness mode loads before it runs any solution: the
+    # solution then finds the modules it would find (plain mode finds these three in addition).
+    _load()
+    import collections
+    import json
+    import time
+    from os import close, read
+
+    if not read(3, 1):
+        raise SystemExit  # the slot was closed before a request came
+    close(3)
+    del sys.argv[1], close, read
+
 chdir(HERE)
 try:
     with open("asserts.json", "rb") as f:
