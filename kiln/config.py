@@ -65,6 +65,7 @@ class Config:
     readonly_paths: tuple[str, ...]
     front_user: str
     langs: tuple[str, ...] | None
+    prestart: bool
     api_keys: tuple[str, ...]
     sandbox_path: str
     shutdown_grace_ms: int
@@ -120,6 +121,7 @@ class Config:
             "readonly_paths": list(self.readonly_paths),
             "front_user": self.front_user,
             "langs": list(self.langs) if self.langs is not None else None,
+            "prestart": self.prestart,
             "api_keys": len(self.api_keys),
             "sandbox_path": self.sandbox_path,
             "shutdown_grace": duration(self.shutdown_grace_ms),
@@ -329,6 +331,7 @@ _SETTINGS = (
     _Setting("RUN_READONLY_PATHS", "readonly_paths", _readonly_paths, ""),
     _Setting("RUN_FRONT_USER", "front_user", _non_empty, "nobody"),
     _Setting("RUN_LANGS", "langs", _slugs, None),
+    _Setting("RUN_PRESTART", "prestart", _boolean, "true"),
     _Setting("RUN_API_KEYS", "api_keys", _api_keys, "", secret=True),
     _Setting("RUN_SANDBOX_PATH", "sandbox_path", _search_path, "/usr/local/bin:/usr/bin:/bin"),
     _Setting("RUN_SHUTDOWN_GRACE", "shutdown_grace_ms", _duration(0), "30s"),

@@ -38,6 +38,8 @@ class Workload:
     tmp_size: int
     memory_max: int
     pids_max: int
+    # the workspace's `prestart` command, started while a slot warms (see read_prestart_command)
+    prestart_argv: tuple[str, ...] | None = None
 
     @property
     def slug(self) -> str:
@@ -83,21 +85,40 @@ def single_workspace(config: Config) -> bool:
 def read_test_command(folder: Path) -> str:
     """The lines of `make -n -s test`, after checking `test` is phony with phony prerequisites
     only: the command is taken once, so a file target would make it depend on the host."""
+    return read_commands(folder)[0]
+
+
+def read_commands(folder: Path) -> tuple[str, str | None]:
+    """The test command, and the lines of `make -n -s prestart` when the workspace has that
+    target (else None).
+
+    A workspace opts in to prestarted slots this way: kiln starts this command while a slot
+    warms, in the finished sandbox (workspace mounted, no request files yet), with descriptor 3
+    the read end of a pipe. When the request's files are in place kiln writes one byte and
+    closes the pipe; the command reads it, closes descriptor 3, and from then on must do
+    exactly what the test command does. End-of-file without a byte: the slot was given up."""
     database = _make(folder, "-p", "-n", "-s", "-r", "-R", "test")
+    test = _phony_command(folder, "test", database)
+    if not re.search(r"^prestart:", database, re.MULTILINE):
+        return test, None
+    return test, _phony_command(folder, "prestart", database)
+
+
+def _phony_command(folder: Path, target: str, database: str) -> str:
     phony = set()
     for line in database.splitlines():
         if line.startswith(".PHONY:"):
             phony.update(line.split(":", 1)[1].split())
-    if "test" not in phony:
-        raise StartupError(f"{folder}/Makefile: `test` must be declared .PHONY")
-    rule = re.search(r"^test:(.*)$", database, re.MULTILINE)
+    if target not in phony:
+        raise StartupError(f"{folder}/Makefile: `{target}` must be declared .PHONY")
+    rule = re.search(rf"^{target}:(.*)$", database, re.MULTILINE)
     prerequisites = rule.group(1).split("|")[0].split() if rule else []
     files = [p for p in prerequisites if p not in phony]
     if files:
-        raise StartupError(f"{folder}/Makefile: `test` depends on files {files}; only .PHONY prerequisites are allowed")
-    script = _make(folder, "-n", "-s", "test").strip("\n")
+        raise StartupError(f"{folder}/Makefile: `{target}` depends on files {files}; only .PHONY prerequisites are allowed")
+    script = _make(folder, "-n", "-s", target).strip("\n")
     if not script.strip():
-        raise StartupError(f"{folder}/Makefile: `make -n -s test` printed no command")
+        raise StartupError(f"{folder}/Makefile: `make -n -s {target}` printed no command")
     return exec_last_command(script)
 
 
@@ -223,7 +244,7 @@ def survey(config: Config, slugs) -> tuple[dict[str, Workload], list[Unserved]]:
     single = single_workspace(config)
     workloads: dict[str, Workload] = {}
     unserved: list[Unserved] = []
-    shared_script = read_test_command(config.workspace) if single else None
+    shared = read_commands(config.workspace) if single else None
     for slug in slugs:
         language = langs.LANGUAGES[slug]
         folder = config.workspace if single else config.workspace / slug
@@ -232,7 +253,7 @@ def survey(config: Config, slugs) -> tuple[dict[str, Workload], list[Unserved]]:
             reason = workspace_problem(folder) or find_toolchain(language, config)
         if reason is None:
             try:
-                script = shared_script or read_test_command(folder)
+                script, prestart = shared or read_commands(folder)
             except StartupError as error:
                 reason = str(error)
         if reason is not None:
@@ -246,6 +267,7 @@ def survey(config: Config, slugs) -> tuple[dict[str, Workload], list[Unserved]]:
             tmp_size=config.tmp_size_for(slug),
             memory_max=config.memory_max_for(slug),
             pids_max=config.pids_max_for(slug),
+            prestart_argv=task_argv(prestart, config) if prestart and config.prestart else None,
         )
     return workloads, unserved
 

@@ -16,8 +16,10 @@ import psutil
 
 from kiln import config as config_module
 from kiln.runtime import zygote_pidfile
+from kiln.zygote.job import TITLE_EVERY_S  # a busy slot's title shows its run's age from then on
 
-TITLE = re.compile(r"kiln: slot (\d+) (warming|warm|busy)(?: (\S+))?")
+# "kiln: slot 3 warm", "kiln: slot 3 warm python" (prestarted), "kiln: slot 3 busy python 2.0s"
+TITLE = re.compile(r"kiln: slot (\d+) (warming|warm|busy)(?: (\S+))?(?: (\d+\.\d)s)?")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -73,7 +75,7 @@ def snapshot(zygote: psutil.Process) -> list[dict]:
                     "pid": init.pid,
                     "uid": uid_base + index,
                     "language": match.group(3),
-                    "age_s": round(time.time() - task.create_time(), 1) if task and match.group(2) == "busy" else None,
+                    "age_s": _age_s(match, task),
                     "cpu_s": round(cpu, 2),
                     "rss_bytes": int(rss),
                 }
@@ -81,6 +83,19 @@ def snapshot(zygote: psutil.Process) -> list[dict]:
         except psutil.Error:
             continue  # the slot ended while we looked
     return sorted(rows, key=lambda row: row["index"])
+
+
+def _age_s(match: re.Match, task: psutil.Process | None) -> float | None:
+    """A busy slot's run: from its title, or, within its first second, from its task's start
+    (a prestarted task started while the slot warmed: at most that second)."""
+    if match.group(2) != "busy":
+        return None
+    if match.group(4):
+        return float(match.group(4))
+    try:
+        return round(min(time.time() - task.create_time(), TITLE_EVERY_S), 1) if task else 0.0
+    except psutil.Error:
+        return 0.0
 
 
 def render(rows: list[dict]) -> str:

@@ -88,6 +88,7 @@ class App:
             wall_ms=info.get("wall_ms"),
             duration_ms=round((time.monotonic() - started) * 1000, 2),
             slot=info.get("slot"),
+            prestarted=info.get("prestarted"),
             bytes_in=info.get("bytes_in"),
             bytes_out=response.content_length,
             request_id=request_id,
@@ -106,7 +107,7 @@ class App:
         if self.shutting_down:
             raise ApiError(503, "shutting down")
         try:
-            slot = self.pool.acquire()
+            slot = self.pool.acquire(self._prestart_kind(request))
         except Busy:
             self.metrics.busy_refusals.inc()
             raise ApiError(429, "runner busy") from None
@@ -114,6 +115,7 @@ class App:
             self.log.error("no warm slot", error=str(error))
             raise ApiError(503, "no warm slot") from None
         info["slot"] = slot.index
+        info["prestarted"] = slot.prestart is not None
         try:
             frame = self._run_on(slot, request, environ.get("kiln.socket"))
         except RuntimeError:
@@ -141,6 +143,7 @@ class App:
                 "tmp_size_bytes": w.tmp_size,
                 "memory_max_bytes": w.memory_max,
                 "pids_max": w.pids_max,
+                "prestart": w.prestart_argv is not None,
             }
             for w in self.runtime.workloads.values()
         ]
@@ -165,6 +168,13 @@ class App:
         return json_response(200, {"status": "shutting down"})
 
     # -- helpers ----------------------------------------------------------------------------
+    def _prestart_kind(self, request: RunRequest) -> str | None:
+        """The language of the prestarted slot that can serve `request` (None: a plain slot)."""
+        workload = self.runtime.workloads.get(request.slug)
+        if workload is None or workload.prestart_argv is None or request.stdin is not None:
+            return None
+        return request.slug
+
     def _authorize(self, environ) -> None:
         keys = self.config.api_keys
         if not keys:

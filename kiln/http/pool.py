@@ -3,6 +3,12 @@
 RUN_CONCURRENCY bounds the runs in flight. A request that finds no warm slot while fewer runs
 are in flight waits (briefly) for the replacement the zygote is warming; only a request that
 would exceed RUN_CONCURRENCY is refused at once.
+
+A slot is plain, or prestarted for one language (its workspace's prestart command already
+running). A request takes a slot prestarted for its language if one is warm, else a plain one;
+if only slots prestarted for other languages are warm, it closes one unused and waits for its
+replacement. Each slot's replacement is warmed for the language of the request it served, so
+the mix of warm slots follows the mix of requests.
 """
 
 from __future__ import annotations
@@ -14,7 +20,6 @@ from dataclasses import dataclass
 
 import gevent
 import gevent.event
-import gevent.queue
 import gevent.socket
 
 from kiln.log import Log
@@ -37,6 +42,7 @@ class WarmSlot:
     index: int
     pid: int
     sock: gevent.socket.socket
+    prestart: str | None = None  # the language it is prestarted for; None: plain
 
 
 class SlotPool:
@@ -45,7 +51,8 @@ class SlotPool:
         self.concurrency = concurrency
         self.log = log
         self.on_zygote_lost = on_zygote_lost
-        self.warm: gevent.queue.Queue[WarmSlot] = gevent.queue.Queue()
+        self.warm: list[WarmSlot] = []  # in arrival order
+        self._waiters: list[gevent.event.Event] = []
         self.in_flight = 0
         self.all_warm = gevent.event.Event()
         self.last_warm_error: str | None = None
@@ -54,15 +61,58 @@ class SlotPool:
         self.on_warm = lambda seconds: None  # /metrics observes warm-up durations
         self.reader = gevent.spawn(self._read_zygote)
 
-    def acquire(self) -> WarmSlot:
+    def acquire(self, want: str | None = None) -> WarmSlot:
+        """A warm slot for a request that a slot prestarted for `want` can serve (None: the
+        request needs a plain slot)."""
         if self.in_flight >= self.concurrency:
             raise Busy
         self.in_flight += 1
+        deadline = time.monotonic() + WARM_WAIT_S
+        gave_up_one = False
+        while True:
+            slot = self._take(want)
+            if slot is not None:
+                if slot.prestart != want:  # its replacement follows the demand
+                    self._tell_zygote({"op": "demand", "index": slot.index, "slug": want})
+                return slot
+            if not gave_up_one and self.warm:  # all warm for other languages: trade one in
+                unfit = self.warm.pop(0)
+                self._tell_zygote({"op": "demand", "index": unfit.index, "slug": want})
+                unfit.sock.close()  # its init reads end-of-file and exits unused
+                gave_up_one = True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.in_flight -= 1
+                raise NoWarmSlot(self.last_warm_error or "no slot became warm in time")
+            waiter = gevent.event.Event()
+            self._waiters.append(waiter)
+            try:
+                waiter.wait(remaining)
+            finally:
+                self._waiters.remove(waiter)
+
+    def _take(self, want: str | None) -> WarmSlot | None:
+        plain = None
+        for slot in self.warm:
+            if slot.prestart == want:
+                self.warm.remove(slot)
+                return slot
+            if plain is None and slot.prestart is None:
+                plain = slot
+        if plain is not None:
+            self.warm.remove(plain)
+        return plain
+
+    def _put(self, slot: WarmSlot) -> None:
+        self.warm.append(slot)
+        for waiter in self._waiters:
+            waiter.set()
+
+    def _tell_zygote(self, header: dict) -> None:
         try:
-            return self.warm.get(timeout=WARM_WAIT_S)
-        except gevent.queue.Empty:
-            self.in_flight -= 1
-            raise NoWarmSlot(self.last_warm_error or "no slot became warm in time") from None
+            protocol.send_frame(self.zygote, header)
+        except OSError:
+            pass  # the zygote is gone: the reader notices and ends the front
 
     def release(self, slot: WarmSlot) -> None:
         self.in_flight -= 1
@@ -70,7 +120,7 @@ class SlotPool:
 
     @property
     def warm_count(self) -> int:
-        return self.warm.qsize()
+        return len(self.warm)
 
     def healthy(self) -> tuple[bool, str]:
         if self.warm_count or self.in_flight:
@@ -84,8 +134,8 @@ class SlotPool:
             protocol.send_frame(self.zygote, {"op": "shutdown"})
         except OSError:
             pass
-        while not self.warm.empty():
-            self.warm.get_nowait().sock.close()
+        while self.warm:
+            self.warm.pop().sock.close()
 
     def _read_zygote(self) -> None:
         fds: list[int] = []
@@ -104,7 +154,8 @@ class SlotPool:
             op = header.get("op")
             if op == "slot" and fds:
                 sock = gevent.socket.socket(fileno=fds.pop(0))
-                self.warm.put(WarmSlot(header["index"], header["pid"], sock))
+                prestart = header.get("prestart")
+                self._put(WarmSlot(header["index"], header["pid"], sock, prestart if isinstance(prestart, str) else None))
                 self.last_warm_ok = time.monotonic()
                 self.on_warm(float(header.get("warm_ms", 0.0)) / 1000)
             elif op == "warm_failed":

@@ -3,7 +3,11 @@
 - build_root: while warming, in the slot's init (PID 1 of fresh mount, pid, ipc, uts, net and
   cgroup namespaces), before any request exists;
 - prepare_job: per request, in init: the workspace overlay, /tmp's size, the request's files;
-- enter_task: per request, in the task process, from root to the test command.
+- start_prestarted / release_prestarted: the same split for a slot warmed for one language
+  whose workspace has a prestart command: workspace and task while warming, files and go per
+  request;
+- become_task, spawn_task: per request, init takes the task's identity and spawns the test
+  command.
 
 A step that fails raises SetupError naming itself; init reports it as infrastructure_failure.
 """
@@ -14,7 +18,7 @@ import os
 import signal
 import socket
 
-from kiln.sandbox import files, identity, mounts, rlimits, seccomp
+from kiln.sandbox import files, identity, mounts, prestart, rlimits, seccomp
 from kiln.sandbox.cgroups import SlotCgroup
 from kiln.sandbox.mounts import under
 from kiln.sandbox.plan import OVERLAY_UPPER, OVERLAY_WORK, PREMADE_DIRS, SANDBOX_DIR, JobPlan, RootPlan, TaskPlan
@@ -99,21 +103,77 @@ def build_root(plan: RootPlan, staging: str) -> None:
 def prepare_job(plan: JobPlan) -> None:
     """The workspaces stay bound at /.kiln/ws, which only root may enter (0700): unmounting
     them per job cost more than the rest of the mounts together."""
+    mount_workspace(plan)
+    write_files(plan)
+
+
+def mount_workspace(plan: JobPlan) -> None:
+    """The language's workspace at /sandbox, its writable dirs, /tmp sized: per request, or
+    while warming a slot prestarted for the language."""
     with step("mount the workspace"):
         mounts.resize_tmpfs(plan.upper.path, plan.upper)
         mounts.mount_overlay(SANDBOX_DIR, plan.lower, OVERLAY_UPPER, OVERLAY_WORK)
     with step("size /tmp"):
         mounts.resize_tmpfs(plan.tmp.path, plan.tmp)
-    with step("write the request's files"):
+    with step("make the writable dirs"):
         root_fd = files.open_dir(SANDBOX_DIR)
         try:
             for relpath in plan.writable_dirs:
                 files.ensure_dir(root_fd, relpath, plan.uid, plan.gid)
                 files.make_writable(root_fd, relpath, plan.uid, plan.gid)
+        finally:
+            os.close(root_fd)
+
+
+def write_files(plan: JobPlan) -> None:
+    with step("write the request's files"):
+        root_fd = files.open_dir(SANDBOX_DIR)
+        try:
             for relpath, content in plan.files:
                 files.write_file(root_fd, relpath, content, plan.uid, plan.gid)
         finally:
             os.close(root_fd)
+
+
+def start_prestarted(workspace: JobPlan, plan: TaskPlan, seccomp_filter: bytes | None, cgroup: SlotCgroup, memory_max: int, pids_max: int) -> prestart.PrestartedTask:
+    """While warming a slot for one language: its workspace and limits in place, the
+    workspace's prestart command started and waiting (see prestart.py)."""
+    mount_workspace(workspace)
+    with step("set cgroup limits"):
+        cgroup.set_limits(memory_max, pids_max)
+    # init takes the task's limits and filter for good: what is left of its work (the request's
+    # files, supervision, the result) needs neither a mount nor more than root's file access
+    with step("set rlimits"):
+        rlimits.apply(plan.rlimits)
+    with step("enter the workspace"):
+        os.chdir(plan.cwd)
+    with step("set no_new_privs"):
+        identity.set_no_new_privs()
+    if seccomp_filter is not None:
+        with step("load seccomp"):
+            seccomp.load(seccomp_filter)
+    with step("join the slot's cgroup"):
+        cgroup.join()
+    try:
+        with step("take the slot's user"):
+            identity.act_as(plan.uid, plan.gid)
+        try:
+            with step("start the prestart command"):
+                return prestart.spawn(plan)
+        finally:
+            with step("take root back"):
+                identity.act_as_root()
+                identity.set_parent_death_signal(signal.SIGKILL)  # a uid change cleared it
+    finally:
+        with step("leave the slot's cgroup"):
+            cgroup.leave()
+
+
+def release_prestarted(job: JobPlan, task: prestart.PrestartedTask) -> None:
+    """Per request, in a prestarted slot: the request's files, then go."""
+    write_files(job)
+    with step("release the prestarted task"):
+        prestart.go(task)
 
 
 def become_task(plan: TaskPlan, seccomp_filter: bytes | None) -> None:

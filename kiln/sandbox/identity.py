@@ -57,6 +57,20 @@ def become(uid: int, gid: int) -> None:
     os.setresuid(uid, uid, uid)
 
 
+def act_as(uid: int, gid: int) -> None:
+    """Become `uid` for everything but the saved ids, which stay root: what a spawn makes now
+    is wholly `uid` (exec sets the saved ids from the effective ones), and act_as_root() is
+    allowed back."""
+    os.setgroups([])
+    os.setresgid(gid, gid, 0)
+    os.setresuid(uid, uid, 0)
+
+
+def act_as_root() -> None:
+    os.setresuid(0, 0, 0)
+    os.setresgid(0, 0, 0)
+
+
 def set_not_dumpable() -> None:
     """No /proc/<pid>/mem, environ or fd for processes of the same uid (a uid change already
     makes a process undumpable when fs.suid_dumpable is 0; this does not depend on it)."""

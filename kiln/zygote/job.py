@@ -7,6 +7,7 @@ task's processes, and everything left dies with init when it exits after the res
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import fcntl
 import os
@@ -20,6 +21,7 @@ from kiln.runtime import Runtime, Workload
 from kiln.sandbox import contain, plan
 from kiln.sandbox.cgroups import CgroupStats, SlotCgroup
 from kiln.sandbox.contain import SetupError
+from kiln.sandbox.prestart import PrestartedTask
 from kiln.zygote.title import set_title
 
 FILE_PARTS = ("solution", "checker", "asserts")
@@ -78,7 +80,18 @@ def _paths(job: Job) -> tuple[tuple[str, bytes], ...]:
 
 
 def plans(job: Job, runtime: Runtime, uid: int) -> tuple[plan.JobPlan, plan.TaskPlan]:
-    config, workload = runtime.config, job.workload
+    return _plans(job.workload, runtime, uid, _paths(job), job.timeout_ms, job.workload.argv)
+
+
+def prestart_plans(workload: Workload, runtime: Runtime, uid: int) -> tuple[plan.JobPlan, plan.TaskPlan]:
+    """A prestarted task starts before its request: it gets the limits of the longest timeout
+    (each run's own deadline is still kept, by init's clock) and no files yet."""
+    assert workload.prestart_argv is not None
+    return _plans(workload, runtime, uid, (), runtime.config.timeout_max_ms, workload.prestart_argv)
+
+
+def _plans(workload: Workload, runtime: Runtime, uid: int, files, timeout_ms: int, argv) -> tuple[plan.JobPlan, plan.TaskPlan]:
+    config = runtime.config
     job_plan = plan.job_plan(
         lower=workload.lower,
         size=workload.tmp_size,
@@ -86,15 +99,15 @@ def plans(job: Job, runtime: Runtime, uid: int) -> tuple[plan.JobPlan, plan.Task
         uid=uid,
         gid=uid,
         writable_dirs=(workload.language.check_dir, *workload.language.writable_dirs),
-        files=_paths(job),
+        files=files,
     )
     task_plan = plan.TaskPlan(
         uid=uid,
         gid=uid,
-        argv=workload.argv,
+        argv=argv,
         env=plan.task_env(path=config.sandbox_path, inherited=config.sandbox_env, language=workload.language.env),
         cwd=plan.SANDBOX_DIR,
-        rlimits=plan.task_rlimits(timeout_ms=job.timeout_ms, cpus=runtime.cpus, pids_max=workload.pids_max),
+        rlimits=plan.task_rlimits(timeout_ms=timeout_ms, cpus=runtime.cpus, pids_max=workload.pids_max),
     )
     return job_plan, task_plan
 
@@ -267,10 +280,44 @@ def execute(job: Job, runtime: Runtime, uid: int, cgroup: SlotCgroup, cancel_soc
     sup.run(started + job.timeout_ms / 1000, title)
     if sup.cancelled:
         return None
+    return _result(sup, cgroup, task_plan, started)
+
+
+def start_prestarted(workload: Workload, runtime: Runtime, uid: int, cgroup: SlotCgroup) -> PrestartedTask:
+    """While warming a slot for `workload`: its prestart command, started and waiting."""
+    workspace, task_plan = prestart_plans(workload, runtime, uid)
+    return contain.start_prestarted(workspace, task_plan, runtime.seccomp_filter, cgroup, workload.memory_max, workload.pids_max)
+
+
+def fits_prestarted(job: Job, workload: Workload) -> bool:
+    """A prestarted task serves its language's requests without stdin (its stdin is /dev/null)."""
+    return job.workload is workload and job.stdin is None
+
+
+def execute_prestarted(job: Job, runtime: Runtime, uid: int, task: PrestartedTask, cgroup: SlotCgroup, cancel_sock, title: str) -> tuple[dict, list[bytes]] | None:
+    """execute(), for a job that fits_prestarted: files, go, the same supervision and result.
+    CPU counts from go: the start-up before it was not the request's."""
+    job_plan, task_plan = plans(job, runtime, uid)
+    try:
+        cpu_before_ms = cgroup.cpu_usage_ms()
+        started = time.monotonic()
+        contain.release_prestarted(job_plan, task)
+    except (SetupError, OSError) as error:
+        return _failure(str(error))
+    cgroup.close_procs()
+    sup = Supervisor(task.pid, task.stdout, task.stderr, cancel_sock, runtime.config.output_max)
+    sup.run(started + job.timeout_ms / 1000, title)
+    if sup.cancelled:
+        return None
+    return _result(sup, cgroup, task_plan, started, cpu_before_ms or 0.0)
+
+
+def _result(sup: Supervisor, cgroup: SlotCgroup, task_plan: plan.TaskPlan, started: float, cpu_before_ms: float = 0.0) -> tuple[dict, list[bytes]]:
     cpu_limit_ms = dict(task_plan.rlimits).get(resource.RLIMIT_CPU, 0) * 1000
     stats = cgroup.stats()
+    if stats.cpu_usage_ms is not None:
+        stats = dataclasses.replace(stats, cpu_usage_ms=stats.cpu_usage_ms - cpu_before_ms)
     kind, exit_code, killed_by = outcome(sup, stats, cpu_limit_ms)
-    stderr = bytes(sup.streams[err_r])
     header = {
         "op": "result",
         "exit_code": exit_code,
@@ -281,7 +328,7 @@ def execute(job: Job, runtime: Runtime, uid: int, cgroup: SlotCgroup, cancel_soc
         "signal": killed_by,
         "output_overflow": sup.overflow,
     }
-    return header, [bytes(sup.streams[out_r]), stderr]
+    return header, [bytes(sup.streams[sup.out_fd]), bytes(sup.streams[sup.err_fd])]
 
 
 def _failure(message: str) -> tuple[dict, list[bytes]]:

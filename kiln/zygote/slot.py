@@ -15,11 +15,12 @@ import signal
 import socket
 from dataclasses import dataclass
 
-from kiln.runtime import Runtime
+from kiln.runtime import Runtime, Workload
 from kiln.sandbox import contain, identity, libc
 from kiln.sandbox.cgroups import SlotCgroup
 from kiln.sandbox.contain import SetupError
 from kiln.sandbox.plan import RootPlan
+from kiln.sandbox.prestart import PrestartedTask
 from kiln.zygote import job, protocol
 from kiln.zygote.protocol import ProtocolError
 from kiln.zygote.title import set_title
@@ -39,18 +40,19 @@ def job_frame_limit(runtime: Runtime) -> int:
     return 4 * runtime.config.input_max + protocol.MAX_HEADER + 64
 
 
-def spawn(spec: SlotSpec, cgroup: SlotCgroup, runtime: Runtime, netns_fd: int | None, zygote: int) -> tuple[int, socket.socket]:
+def spawn(spec: SlotSpec, cgroup: SlotCgroup, runtime: Runtime, netns_fd: int | None, zygote: int, prestart: Workload | None = None) -> tuple[int, socket.socket]:
     """In the zygote: start warming a slot. Returns init's pid and the zygote's end of the
     slot's socket (handed to the front once the slot reports ready). Without `netns_fd` the
     slot gets a new network namespace. `zygote` is a pidfd of the zygote (a pid would mean
-    nothing inside the slot's pid namespace)."""
+    nothing inside the slot's pid namespace). With `prestart`, the slot is warmed for that
+    language: its workspace mounted and its prestart command started."""
     zygote_end, slot_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     flags = NAMESPACES | (libc.CLONE_NEWNET if netns_fd is None else 0)
     pid = libc.fork_into_namespaces(flags)
     if pid == 0:
         code = 70
         try:
-            _init(spec, cgroup, runtime, slot_end, zygote, netns_fd)
+            _init(spec, cgroup, runtime, slot_end, zygote, netns_fd, prestart)
             code = 0
         except BaseException as error:  # noqa: BLE001 - init must never fall back into the zygote's code
             os.write(2, f"kiln: slot {spec.index} failed: {error!r}\n".encode(errors="replace"))
@@ -60,17 +62,22 @@ def spawn(spec: SlotSpec, cgroup: SlotCgroup, runtime: Runtime, netns_fd: int | 
     return pid, zygote_end
 
 
-def _init(spec: SlotSpec, cgroup: SlotCgroup, runtime: Runtime, sock: socket.socket, zygote: int, netns_fd: int | None) -> None:
+def _init(spec: SlotSpec, cgroup: SlotCgroup, runtime: Runtime, sock: socket.socket, zygote: int, netns_fd: int | None, prestart: Workload | None) -> None:
     _become_init(spec.index, cgroup, sock, zygote, netns_fd)
     _reset_signals()
+    prestarted = None
     try:
         contain.build_root(spec.root, runtime.staging_dir)
+        if prestart is not None:
+            prestarted = job.start_prestarted(prestart, runtime, spec.uid, cgroup)
+            if zygote_gone(zygote):  # it died while the parent-death signal was re-armed
+                os._exit(0)
     except SetupError as error:
         protocol.send_frame(sock, {"op": "failed", "error": str(error)})
         return
     protocol.send_frame(sock, {"op": "ready"})
-    set_title(f"kiln: slot {spec.index} warm")
-    _serve_one_job(spec, runtime, cgroup, sock, zygote)
+    set_title(f"kiln: slot {spec.index} warm" + (f" {prestart.slug}" if prestart else ""))
+    _serve_one_job(spec, runtime, cgroup, sock, zygote, prestart, prestarted)
 
 
 def _become_init(index: int, cgroup: SlotCgroup, sock: socket.socket, zygote: int, netns_fd: int | None) -> None:
@@ -102,17 +109,22 @@ def _reset_signals() -> None:
     libc.reset_signal_dispositions(keep={signal.SIGPIPE, signal.SIGXFSZ})
 
 
-def _serve_one_job(spec: SlotSpec, runtime: Runtime, cgroup: SlotCgroup, sock: socket.socket, zygote: int) -> None:
+def _serve_one_job(spec: SlotSpec, runtime: Runtime, cgroup: SlotCgroup, sock: socket.socket, zygote: int, prestart: Workload | None, prestarted: PrestartedTask | None) -> None:
     try:
         frame = protocol.recv_frame(sock, job_frame_limit(runtime))
         if frame is None:
-            return  # the front closed the slot unused (shutdown)
+            return  # the front closed the slot unused (shutdown, or warmed for another language)
         work = job.parse(*frame, runtime)
+        if prestart is not None and not job.fits_prestarted(work, prestart):
+            raise job.JobError(f"slot warmed for {prestart.slug} requests without stdin")
     except (ProtocolError, job.JobError) as error:
         protocol.send_frame(sock, {"op": "error", "error": str(error)})
         return
     title = f"kiln: slot {spec.index} busy {work.workload.slug}"
     set_title(title)
-    result = job.execute(work, runtime, spec.uid, cgroup, sock, title, zygote)
+    if prestarted is not None:
+        result = job.execute_prestarted(work, runtime, spec.uid, prestarted, cgroup, sock, title)
+    else:
+        result = job.execute(work, runtime, spec.uid, cgroup, sock, title, zygote)
     if result is not None:
         protocol.send_frame(sock, *result)

@@ -41,6 +41,7 @@ class Slot:
     sock: socket.socket | None  # the zygote's end, until handed to the front
     started: float
     cgroup: SlotCgroup
+    prestart: str | None = None  # the language it is warmed for, if any
     ready: bool = False
 
 
@@ -60,6 +61,9 @@ class Zygote:
     backoff: dict[int, Backoff] = field(default_factory=dict)
     ever_ready: set[int] = field(default_factory=set)
     netns: dict[int, int] = field(default_factory=dict)  # slot index -> its network namespace
+    # slot index -> the language its next slot is prestarted for (None: a plain slot). The front
+    # names the language of each request it gives a slot: its replacement follows the demand.
+    kinds: dict[int, str | None] = field(default_factory=dict)
     stopping: bool = False
     generation: int = 0
 
@@ -136,6 +140,9 @@ class Zygote:
         self._tell_front({"op": "warm_failed", "index": index, "error": error})
 
     def _warm_failed(self, s: Slot, error: str) -> None:
+        if s.prestart is not None:  # retried as a plain slot: one broken prestart stops no run
+            self.kinds[s.index] = None
+            error = f"prestarting {s.prestart}: {error}"
         self._backoff(s.index, error)
         s.sock.close()
         s.sock = None
@@ -162,13 +169,14 @@ class Zygote:
             except (OSError, CgroupError) as error:
                 self._backoff(index, f"cannot create the slot's cgroup: {error}")
                 continue
+            kind = self.kinds.get(index)
             try:
-                pid, sock = slot.spawn(spec, cgroup, self.runtime, self.netns.get(index), self.pidfd)
+                pid, sock = slot.spawn(spec, cgroup, self.runtime, self.netns.get(index), self.pidfd, self.runtime.workloads.get(kind) if kind else None)
             except OSError as error:
                 self.cgroups.remove_slot(cgroup)
                 self._backoff(index, f"cannot start the slot: {error}")
                 continue
-            self.slots[index] = Slot(index=index, pid=pid, sock=sock, started=now, cgroup=cgroup)
+            self.slots[index] = Slot(index=index, pid=pid, sock=sock, started=now, cgroup=cgroup, prestart=kind)
             if index not in self.netns:
                 self._keep_netns(index, pid)
 
@@ -209,6 +217,17 @@ class Zygote:
             frame = None
         if frame is None or frame[0].get("op") == "shutdown":
             self.stopping = True
+        elif frame[0].get("op") == "demand":
+            self._demand(frame[0].get("index"), frame[0].get("slug"))
+
+    def _demand(self, index, slug) -> None:
+        """The front gave slot `index` to a request for `slug` (None: one a prestarted slot
+        cannot serve): warm its replacement for that language if the workspace prestarts."""
+        if type(index) is not int or index not in self.specs:
+            self.log.error("bad demand from the front", index=repr(index))
+            return
+        workload = self.runtime.workloads.get(slug) if isinstance(slug, str) else None
+        self.kinds[index] = slug if workload is not None and workload.prestart_argv else None
 
     def _from_slot(self, s: Slot) -> None:
         try:
@@ -224,7 +243,7 @@ class Zygote:
     def _hand_over(self, s: Slot) -> None:
         s.ready = True
         self.backoff.pop(s.index, None)
-        self._tell_front({"op": "slot", "index": s.index, "pid": s.pid, "warm_ms": round((time.monotonic() - s.started) * 1000, 2)}, fds=(s.sock.fileno(),))
+        self._tell_front({"op": "slot", "index": s.index, "pid": s.pid, "prestart": s.prestart, "warm_ms": round((time.monotonic() - s.started) * 1000, 2)}, fds=(s.sock.fileno(),))
         s.sock.close()
         s.sock = None
         if s.index not in self.ever_ready:

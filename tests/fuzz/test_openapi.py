@@ -161,7 +161,7 @@ class Pool:
         self.next: Exception | tuple | None = None
         self.released = 0
 
-    def acquire(self) -> WarmSlot:
+    def acquire(self, want: str | None = None) -> WarmSlot:
         if isinstance(self.next, Exception):
             raise self.next
         slot = Slot(self.next)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -139,8 +140,12 @@ def host_processes() -> list[dict]:
 
 
 def processes_of_uids(uids) -> list[dict]:
+    """Processes of these uids, except the prestart commands of warm slots: started for the
+    next request of their slot, they have run nothing of any request."""
     wanted = set(uids)
-    return [p for p in host_processes() if p["uid"] in wanted]
+    everything = host_processes()
+    warm_inits = {p["pid"] for p in everything if re.match(r"kiln: slot \d+ warm ", p["title"])}
+    return [p for p in everything if p["uid"] in wanted and p["ppid"] not in warm_inits]
 
 
 def children(pid: int) -> list[int]:

@@ -174,16 +174,19 @@ def raw_frames(draw, served: tuple[str, ...]) -> bytes:
     return frame[: draw(st.integers(0, len(frame) - 1))] if lie == "cut" else frame
 
 
-def serve(frame: bytes, rt) -> tuple[list[Job], tuple[dict, list[bytes]] | None]:
-    """Feeds `frame` to the slot's own reading code; returns the jobs it would have run and its reply."""
+def serve(frame: bytes, rt, prestart: str | None = None) -> tuple[list[Job], tuple[dict, list[bytes]] | None]:
+    """Feeds `frame` to the slot's own reading code (of a slot prestarted for `prestart`, if
+    given); returns the jobs it would have run and its reply."""
     ran: list[Job] = []
     front, slot_end = socket.socketpair()
     with front, slot_end, pytest.MonkeyPatch.context() as patch:
         patch.setattr(job, "execute", lambda work, *args: ran.append(work))  # the task is not run
+        patch.setattr(job, "execute_prestarted", lambda work, *args: ran.append(work))
         patch.setattr(slot, "set_title", lambda title: None)  # and the test process keeps its name
         front.sendall(frame)
         front.shutdown(socket.SHUT_WR)
-        slot._serve_one_job(slot.SlotSpec(index=0, uid=0, root=None), rt, None, slot_end, -1)
+        workload = rt.workloads[prestart] if prestart else None
+        slot._serve_one_job(slot.SlotSpec(index=0, uid=0, root=None), rt, None, slot_end, -1, workload, object() if workload else None)
         slot_end.shutdown(socket.SHUT_WR)
         reply = protocol.recv_frame(front, 1 << 20)
         assert reply is None or protocol.recv_frame(front, 1 << 20) is None  # one answer at most
@@ -236,3 +239,16 @@ def test_a_deeply_nested_header_is_an_error_frame(rt):
     head = b'{"op":"job","x":' + b"[" * 5000 + b"]" * 5000 + b"}"
     ran, reply = serve(struct.pack(">II", 4 + len(head), len(head)) + head, rt)
     assert not ran and reply[0]["op"] == "error"
+
+
+@pytest.mark.parametrize(
+    ("slug", "stdin", "served"),
+    [("python", False, True), ("js", False, False), ("python", True, False)],
+)
+def test_a_prestarted_slot_serves_only_its_language_without_stdin(rt, slug, stdin, served):
+    blobs = [b"x"] + ([b"in"] if stdin else [])
+    ran, reply = serve(protocol.encode({"op": "job", "slug": slug, "timeout_ms": 1000, "files": ["solution"], "stdin": stdin}, blobs), rt, prestart="python")
+    if served:
+        assert reply is None and len(ran) == 1
+    else:
+        assert not ran and reply[0] == {"op": "error", "error": "slot warmed for python requests without stdin"}

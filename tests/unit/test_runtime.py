@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kiln import config, runtime
-from kiln.runtime import StartupError, exec_last_command, read_test_command
+from kiln.runtime import StartupError, exec_last_command, read_commands, read_test_command
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -73,6 +73,34 @@ def test_test_may_not_depend_on_files(tmp_path):
 def test_missing_test_target(tmp_path):
     with pytest.raises(StartupError):
         read_test_command(makefile(tmp_path, ".PHONY: other\nother:\n\t@true\n"))
+
+
+def test_a_workspace_without_prestart_has_none(tmp_path):
+    assert read_commands(makefile(tmp_path, ".PHONY: test\ntest:\n\t@true\n")) == ("exec true", None)
+
+
+def test_the_prestart_command_is_read_like_the_test_command(tmp_path):
+    folder = makefile(tmp_path, ".PHONY: test prestart\ntest:\n\t@run\nprestart:\n\t@run --prestarted\n")
+    assert read_commands(folder) == ("exec run", "exec run --prestarted")
+
+
+@pytest.mark.parametrize(
+    ("rules", "error"),
+    [
+        (".PHONY: test\ntest:\n\t@run\nprestart:\n\t@run\n", "`prestart` must be declared .PHONY"),
+        (".PHONY: test prestart\ntest:\n\t@run\nprestart: x.o\n\t@run\nx.o:\n\t@true\n", r"`prestart` depends on files \['x.o'\]"),
+        (".PHONY: test prestart\ntest:\n\t@run\nprestart:\n", "printed no command"),
+    ],
+)
+def test_a_bad_prestart_target_is_refused_with_the_reason(tmp_path, rules, error):
+    with pytest.raises(StartupError, match=error):
+        read_commands(makefile(tmp_path, rules))
+
+
+@pytest.mark.parametrize(("setting", "expected"), [("true", ("/usr/bin/python3", "-B", "check/harness.py", "--prestarted")), ("false", None)])
+def test_python_and_js_prestart_unless_turned_off(setting, expected):
+    rt = runtime.build(config.load({"RUN_PRESTART": setting, "RUN_LANGS": "python"}, REPO))
+    assert rt.workloads["python"].prestart_argv == expected
 
 
 def test_build_serves_found_languages_and_says_why_not_others():

@@ -1,0 +1,187 @@
+"""Prestarted slots: a workspace's `prestart` command started while the slot warms, released by
+the request. Through the real API and sandbox: the answers are those of a plain slot, the task
+is confined the same way, and the pool trades slots between languages."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from kilntest import Server
+
+ADD = "def solution(a, b):\n    return a + b\n"
+RUNNER_PAYLOAD = "import json\n\nwith open('asserts.json') as f:\n    data = json.load(f)\nprint(data['a'] + data['b'])\n"
+
+
+@pytest.fixture(scope="module")
+def server():
+    instance = Server({"RUN_CONCURRENCY": "2", "RUN_LANGS": "python,js,ruby"}).wait_ready()
+    yield instance
+    instance.stop()
+
+
+def warm_titles(server: Server) -> list[str]:
+    zygote = server.pids()["zygote"]
+    titles = []
+    for child in Path(f"/proc/{zygote}/task/{zygote}/children").read_text().split():
+        try:
+            titles.append(Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")[0].decode())
+        except OSError:
+            pass  # exited meanwhile
+    return titles
+
+
+def wait_prestarted(server: Server, slug: str, count: int = 1) -> None:
+    """Until `count` slots are warm for `slug`: a slot's replacement is warmed for the language
+    of the request it served, and `count` requests at once take `count` different slots."""
+    deadline = time.monotonic() + 30
+    while sum(t.endswith(f" warm {slug}") for t in warm_titles(server)) < count:
+        assert time.monotonic() < deadline, warm_titles(server)
+        pause = "import time\ntime.sleep(0.2)\n" if slug == "python" else "setTimeout(() => {}, 200);\n"
+        requests = [threading.Thread(target=server.run, args=(slug, pause)) for _ in range(count)]
+        for request in requests:
+            request.start()
+        for request in requests:
+            request.join()
+        time.sleep(0.1)
+
+
+def run_logged(server: Server, **fields) -> tuple[dict, dict]:
+    """(the answer, the front's log record of it)."""
+    request_id = uuid.uuid4().hex
+    answer = server.client.post("/run", json=fields, headers={"X-Request-Id": request_id})
+    assert answer.status_code == 200, answer.text
+    deadline = time.monotonic() + 5
+    while not (records := [r for r in server.logged("request") if r.get("request_id") == request_id]):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    return answer.json(), records[0]
+
+
+def run_prestarted(server: Server, solution: str, **fields) -> dict:
+    wait_prestarted(server, "python")
+    body, record = run_logged(server, lang_slug="python", solution_text=solution, **fields)
+    assert record["prestarted"] is True, record
+    return body
+
+
+def test_languages_says_which_are_prestarted(server):
+    languages = {entry["slug"]: entry for entry in server.client.get("/languages").json()["languages"]}
+    assert languages["python"]["prestart"] is True
+    assert languages["js"]["prestart"] is True
+    assert languages["ruby"]["prestart"] is False
+
+
+def test_the_original_runner_payload_answers_exactly(server):
+    body = run_prestarted(server, RUNNER_PAYLOAD, asserts='{"a": 2, "b": 3}')
+    assert (body["exit_code"], body["stdout"], body["stderr"], body["stats"]["outcome"]) == (0, "5\n", "", "exited")
+
+
+def test_harness_mode(server):
+    body = run_prestarted(server, ADD, asserts={"arguments": [[1, 2], [10, -3]]})
+    assert body["exit_code"] == 0 and body["stderr"] == ""
+    assert [(item["type"], item["value"]) for item in json.loads(body["stdout"])] == [("result", 3), ("result", 7)]
+
+
+def test_an_uncaught_exception(server):
+    body = run_prestarted(server, "print('before')\nraise ValueError('boom')\n")
+    assert (body["exit_code"], body["stdout"]) == (1, "before\n")
+    assert body["stderr"].endswith("ValueError: boom\n") and "harness" not in body["stderr"]
+
+
+def test_the_timeout_is_the_request_s(server):
+    started = time.monotonic()
+    body = run_prestarted(server, "while True:\n    pass\n", timeout="1s")
+    assert body["exit_code"] is None and body["stats"]["outcome"] == "timed_out"
+    assert time.monotonic() - started < 20
+
+
+def test_the_task_is_confined_as_in_a_plain_slot(server):
+    probe = (
+        "import os, resource\n"
+        "status = dict(line.split(':', 1) for line in open('/proc/self/status'))\n"
+        "for key in ('Uid', 'Gid', 'Groups', 'CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb', 'NoNewPrivs', 'Seccomp'):\n"
+        "    print(key, status[key].split())\n"
+        "print('fds', sorted(int(fd) for fd in os.listdir('/proc/self/fd')))\n"
+        "print('nofile', resource.getrlimit(resource.RLIMIT_NOFILE), 'core', resource.getrlimit(resource.RLIMIT_CORE))\n"
+        "print('cwd', os.getcwd(), 'ppid', os.getppid())\n"
+    )
+    lines = run_prestarted(server, probe)["stdout"].splitlines()
+    uid = lines[0].split()[1].strip("[]',")
+    assert int(uid) >= 10001
+    assert lines[0] == f"Uid ['{uid}', '{uid}', '{uid}', '{uid}']"
+    assert lines[1] == f"Gid ['{uid}', '{uid}', '{uid}', '{uid}']"
+    assert lines[2] == "Groups []"
+    assert all(line.endswith("['0000000000000000']") for line in lines[3:8]), lines[3:8]
+    assert lines[8:10] == ["NoNewPrivs ['1']", "Seccomp ['2']"]
+    assert lines[10] == "fds [0, 1, 2, 3]"  # 3: listdir's own; the go pipe is closed
+    assert lines[11] == "nofile (256, 256) core (0, 0)"
+    assert lines[12] == "cwd /sandbox/check ppid 1"
+
+
+def test_the_files_of_one_run_are_not_the_next_s(server):
+    run_prestarted(server, "open('/sandbox/check/left', 'w').write('x')\nopen('/tmp/left', 'w').write('x')\n")
+    body = run_prestarted(server, "import os\nprint(os.path.exists('/sandbox/check/left'), os.path.exists('/tmp/left'))\n")
+    assert body["stdout"] == "False False\n"
+
+
+def test_a_request_with_stdin_takes_a_plain_slot(server):
+    wait_prestarted(server, "python", count=2)
+    body, record = run_logged(server, lang_slug="python", solution_text="print(input()[::-1])\n", stdin="olleh\n")
+    assert body["stdout"] == "hello\n"
+    assert record["prestarted"] is False
+
+
+def test_a_language_without_prestart_trades_a_prestarted_slot_in(server):
+    wait_prestarted(server, "python", count=2)  # every warm slot is python's
+    body, record = run_logged(server, lang_slug="ruby", solution_text="puts 6 * 7\n")
+    assert (body["exit_code"], body["stdout"]) == (0, "42\n")
+    assert record["prestarted"] is False
+
+
+def test_js_runs_prestarted_too(server):
+    wait_prestarted(server, "js", count=1)
+    solution = "const d = JSON.parse(require('fs').readFileSync('asserts.json', 'utf8'));\nconsole.log(d.a + d.b);\n"
+    body, record = run_logged(server, lang_slug="js", solution_text=solution, asserts='{"a": 2, "b": 3}')
+    assert (body["exit_code"], body["stdout"], body["stderr"]) == (0, "5\n", "")
+    assert record["prestarted"] is True
+
+
+def test_without_prestart_no_slot_is_prestarted(start_server):
+    plain = start_server(RUN_CONCURRENCY="1", RUN_LANGS="python", RUN_PRESTART="false")
+    assert plain.client.get("/languages").json()["languages"][0]["prestart"] is False
+    for _ in range(3):
+        body, record = run_logged(plain, lang_slug="python", solution_text="print(1)\n")
+        assert body["stdout"] == "1\n" and record["prestarted"] is False
+
+
+def test_a_prestart_command_that_cannot_start_falls_back_to_plain_slots(start_server, workspace):
+    folder = workspace("@echo plain")
+    with (folder / "Makefile").open("a") as makefile:
+        makefile.write(".PHONY: prestart\nprestart:\n\t@/nonexistent/prestart\n")
+    broken = start_server(RUN_CONCURRENCY="1", RUN_WORKSPACE=str(folder), RUN_LANGS="python")
+    for _ in range(4):
+        body, _record = run_logged(broken, lang_slug="python", solution_text="")
+        assert body["stdout"] == "plain\n", body
+    assert any("prestarting python" in str(r.get("error")) for r in broken.logged("slot warm-up failed"))
+
+
+def test_init_stays_out_of_the_task_s_reach(server):
+    """In a prestarted slot init keeps root: the task cannot signal it or change its limits."""
+    probe = (
+        "import errno, os, resource, signal\n"
+        "for name, call in (('kill', lambda: os.kill(1, signal.SIGKILL)), ('prlimit', lambda: resource.prlimit(1, resource.RLIMIT_NOFILE, (8, 8)))):\n"
+        "    try:\n"
+        "        call()\n"
+        "        print(name, 'ok')\n"
+        "    except OSError as e:\n"
+        "        print(name, errno.errorcode[e.errno])\n"
+    )
+    body = run_prestarted(server, probe)
+    assert body["stdout"] == "kill EPERM\nprlimit EPERM\n"
+    assert server.client.get("/health").status_code == 200
