@@ -90,6 +90,8 @@ def serve(environ: dict[str, str]) -> int:
         return 1
     if cgroup_driver.reason:
         log.warning(f"CGROUPS UNAVAILABLE: runs have no memory or pids limit and report no OOM: {cgroup_driver.reason}")
+    elif not cgroup_detect.read_migrations_favoured():
+        log.info("cgroup migrations are not favoured: after a pause a run may wait 3-8 ms to join its cgroup; mount the cgroup hierarchy with favordynmods (mount -o remount,favordynmods /sys/fs/cgroup)")
     os.makedirs(runtime.runtime_dir, 0o755, exist_ok=True)
     front_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     sys.stdout.flush()

@@ -928,3 +928,13 @@ def test_write_file_names_the_file_and_keeps_the_errno(tmp_path):
     (tmp_path / "pids.max").write_text("")
     cgroups.write_file(str(tmp_path / "pids.max"), 42)
     assert (tmp_path / "pids.max").read_text() == "42"
+
+
+def test_migrations_are_favoured_only_with_favordynmods_on_a_cgroup_mount():
+    assert not cgroup_detect.migrations_favoured(PURE_V2_MOUNTINFO)
+    assert not cgroup_detect.migrations_favoured(HYBRID_MOUNTINFO)
+    assert cgroup_detect.migrations_favoured(PURE_V2_MOUNTINFO.replace("memory_recursiveprot", "memory_recursiveprot,favordynmods"))
+    v1 = "40 31 0:35 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids,favordynmods\n"
+    assert cgroup_detect.migrations_favoured(v1)
+    elsewhere = "50 1 0:40 / /mnt/favordynmods rw,relatime - tmpfs tmpfs rw,favordynmods\n"
+    assert not cgroup_detect.migrations_favoured(elsewhere)
