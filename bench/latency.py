@@ -173,7 +173,9 @@ def main() -> int:
         workloads = [
             ("no-op", {"RUN_WORKSPACE": str(noop_ws)}, {"lang_slug": "python", "solution_text": ""}, ["/usr/bin/true"], tmp),
             ("python a+b", {}, {"lang_slug": "python", "solution_text": AB_SOLUTION, "asserts": AB_ASSERTS}, ["/usr/bin/python3", "solution.py"], str(ab_dir)),
+            ("python a+b (plain slots)", {"RUN_PRESTART": "false"}, {"lang_slug": "python", "solution_text": AB_SOLUTION, "asserts": AB_ASSERTS}, ["/usr/bin/python3", "solution.py"], str(ab_dir)),
             ("js a+b", {}, {"lang_slug": "js", "solution_text": AB_JS, "asserts": AB_ASSERTS}, ["/usr/bin/node", "solution.js"], str(ab_dir)),
+            ("js a+b (plain slots)", {"RUN_PRESTART": "false"}, {"lang_slug": "js", "solution_text": AB_JS, "asserts": AB_ASSERTS}, ["/usr/bin/node", "solution.js"], str(ab_dir)),
         ]
         if args.only:
             workloads = [w for w in workloads if w[0] in args.only.split(",")]
