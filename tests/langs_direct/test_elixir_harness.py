@@ -29,12 +29,13 @@ def elixir_install():
     return harnesscase.install("elixir", ELIXIR)
 
 
-@pytest.fixture
-def ex(tmp_path, elixir_install):
+@pytest.fixture(params=["test", "prestart"])
+def ex(tmp_path, elixir_install, request):
+    """Every case twice: the test command, and the prestart command released by kiln's go byte."""
     if elixir_install is None:
         pytest.skip(f"{ELIXIR} is not installed: run langs/elixir/install.sh")
     assert elixir_install.returncode == 0, elixir_install.stderr
-    return harnesscase.Workspace(harnesscase.copy_workspace("elixir", tmp_path), "solution.exs", ELIXIR)
+    return harnesscase.Workspace(harnesscase.copy_workspace("elixir", tmp_path), "solution.exs", ELIXIR, prestarted=request.param == "prestart")
 
 
 FLAGS = "+S 1:1 +SDcpu 1:1 +SDio 1 +A 1"
@@ -42,7 +43,8 @@ FLAGS = "+S 1:1 +SDcpu 1:1 +SDio 1 +A 1"
 
 def test_test_command_is_one_simple_line(ex):
     assert ex.command.startswith("cd check && ERL_CRASH_DUMP_SECONDS=0 ")
-    assert ex.command.endswith(" -pa ../ebin -r harness.exs solution.exs\n")
+    flag = " --prestarted" if ex.prestarted else ""
+    assert ex.command.endswith(f" -pa ../ebin -r harness.exs solution.exs{flag}\n")
     assert FLAGS in ex.command
     harnesscase.assert_simple_test_target(ex)
 
@@ -56,6 +58,8 @@ def test_the_command_is_what_the_elixir_script_would_run(ex):
     assert dry[0] == "erl"
     erts = re.search(r"BINDIR=(\S+) ", ex.command).group(1)
     words = ex.command.split("exec ", 1)[1].split()
+    if ex.prestarted:
+        assert words.pop() == "--prestarted"
     assert words[0] == f"{erts}/erlexec"
     assert words[1:] == [str(Path(w).resolve()) if w.startswith("/") else w for w in dry[1:]]
     assert f"ROOTDIR={Path('/usr/bin/erl').resolve().parent.parent} BINDIR={erts} EMU=beam PROGNAME=erl exec " in ex.command
@@ -291,3 +295,7 @@ def test_without_the_compiled_harness_it_still_works(ex):
     for beam in (ex.root / "ebin").glob("*.beam"):
         beam.unlink()
     assert ex.run(ADD, '{"arguments": [[1, 2]]}').masked() == report(("result", 3))
+
+
+def test_the_solution_sees_the_argv_of_the_test_command(ex):
+    assert ex.run("IO.inspect(System.argv())\n").outcome == (0, "[]\n", "")

@@ -27,8 +27,9 @@ def ts_install():
     return harnesscase.install("ts", NODE)
 
 
-@pytest.fixture
-def ts(tmp_path, ts_install):
+@pytest.fixture(params=["test", "prestart"])
+def ts(tmp_path, ts_install, request):
+    """Every case twice: the test command, and the prestart command released by kiln's go byte."""
     if ts_install is None:
         pytest.skip(f"{NODE} is not installed")
     modules = harnesscase.LANGS / "ts" / "node_modules"
@@ -36,11 +37,12 @@ def ts(tmp_path, ts_install):
         pytest.skip(f"langs/ts/node_modules is absent: langs/ts/install.sh exited {ts_install.returncode}: {ts_install.stdout.strip()} {ts_install.stderr.strip()[-2000:]}")
     root = harnesscase.copy_workspace("ts", tmp_path)
     (root / "node_modules").symlink_to(modules, target_is_directory=True)  # kiln mounts the workspace with it
-    return harnesscase.Workspace(root, "solution.js")
+    return harnesscase.Workspace(root, "solution.js", prestarted=request.param == "prestart")
 
 
 def test_test_command_is_one_simple_line(ts):
-    assert ts.command == "/usr/bin/node check/harness.js\n"
+    flag = " --prestarted" if ts.prestarted else ""
+    assert ts.command == f"/usr/bin/node check/harness.js{flag}\n"
     harnesscase.assert_simple_test_target(ts)
 
 

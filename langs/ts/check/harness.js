@@ -50,4 +50,20 @@ function compile(source) {
   return done.stdout.toString('utf8');
 }
 
+if (process.argv[2] === '--prestarted') {
+  // Started ahead of the request (Makefile `prestart`): node and esbuild's loader hook are
+  // ready; wait for kiln's byte on descriptor 3 (written once the request's files are in place).
+  // Done here, not left to the js harness copy, so a stale copy cannot run before the files.
+  const go = Buffer.alloc(1);
+  let got = 0;
+  try {
+    got = fs.readSync(3, go, 0, 1, null);
+  } catch (e) {
+    // closed: as end-of-file
+  }
+  if (got === 0) process.exit(0); // the slot was closed before a request came
+  fs.closeSync(3);
+  process.argv.splice(2, 1);
+}
+
 require('./js-harness.js');
