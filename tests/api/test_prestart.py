@@ -15,12 +15,22 @@ import pytest
 from kilntest import Server
 
 ADD = "def solution(a, b):\n    return a + b\n"
+# runs long enough for `count` of them at once to take `count` different slots
+PAUSE = {
+    "python": "import time\ntime.sleep(0.2)\n",
+    "js": "setTimeout(() => {}, 200);\n",
+    "ts": "setTimeout(() => {}, 200);\n",
+    "elixir": "Process.sleep(200)\n",
+    "clojure": "(Thread/sleep 200)\n",
+}
+# a plain program printing 5 (2 + 3), per prestarted language
+FIVE = {"python": "print(2 + 3)\n", "js": "console.log(2 + 3);\n", "ts": "const n: number = 2 + 3;\nconsole.log(n);\n", "elixir": "IO.puts(2 + 3)\n", "clojure": "(println (+ 2 3))\n"}
 RUNNER_PAYLOAD = "import json\n\nwith open('asserts.json') as f:\n    data = json.load(f)\nprint(data['a'] + data['b'])\n"
 
 
 @pytest.fixture(scope="module")
 def server():
-    instance = Server({"RUN_CONCURRENCY": "2", "RUN_LANGS": "python,js,ruby"}).wait_ready()
+    instance = Server({"RUN_CONCURRENCY": "2", "RUN_LANGS": "python,js,ruby,ts,elixir,clojure"}).wait_ready()
     yield instance
     instance.stop()
 
@@ -42,8 +52,7 @@ def wait_prestarted(server: Server, slug: str, count: int = 1) -> None:
     deadline = time.monotonic() + 30
     while sum(t.endswith(f" warm {slug}") for t in warm_titles(server)) < count:
         assert time.monotonic() < deadline, warm_titles(server)
-        pause = "import time\ntime.sleep(0.2)\n" if slug == "python" else "setTimeout(() => {}, 200);\n"
-        requests = [threading.Thread(target=server.run, args=(slug, pause)) for _ in range(count)]
+        requests = [threading.Thread(target=server.run, args=(slug, PAUSE[slug])) for _ in range(count)]
         for request in requests:
             request.start()
         for request in requests:
@@ -72,9 +81,19 @@ def run_prestarted(server: Server, solution: str, **fields) -> dict:
 
 def test_languages_says_which_are_prestarted(server):
     languages = {entry["slug"]: entry for entry in server.client.get("/languages").json()["languages"]}
-    assert languages["python"]["prestart"] is True
-    assert languages["js"]["prestart"] is True
+    assert {slug for slug, entry in languages.items() if entry["prestart"]} == set(FIVE) & set(languages)
     assert languages["ruby"]["prestart"] is False
+
+
+@pytest.mark.parametrize("slug", sorted(FIVE))
+def test_every_prestarting_workspace_answers_as_its_test_command(server, slug):
+    served = {entry["slug"] for entry in server.client.get("/languages").json()["languages"]}
+    if slug not in served:
+        pytest.skip(f"{slug} is not served on this host")
+    wait_prestarted(server, slug)
+    body, record = run_logged(server, lang_slug=slug, solution_text=FIVE[slug])
+    assert (body["exit_code"], body["stdout"], body["stderr"], body["stats"]["outcome"]) == (0, "5\n", "", "exited")
+    assert record["prestarted"] is True
 
 
 def test_the_original_runner_payload_answers_exactly(server):

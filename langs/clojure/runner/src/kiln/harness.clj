@@ -218,7 +218,18 @@
               ;; report or changes the status
               (.halt (Runtime/getRuntime) 0))))))))
 
-(defn -main [& _]
+(defn- wait-for-go
+  "Started ahead of the request (Makefile `prestart`): the JVM and Clojure are up. Block until
+  kiln's byte on descriptor 3, written once the request's files are in place; end-of-file
+  without it means the slot was closed unused."
+  []
+  (with-open [go (java.io.FileInputStream. "/proc/self/fd/3")]
+    (when (neg? (.read go))
+      (.halt (Runtime/getRuntime) 0))))
+
+(defn -main [& args]
+  (when (= args ["--prestarted"])
+    (wait-for-go))
   (if-let [arguments (read-arguments)]
     (harness arguments)
     (main/main solution-file)))
