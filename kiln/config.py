@@ -65,7 +65,7 @@ class Config:
     readonly_paths: tuple[str, ...]
     front_user: str
     langs: tuple[str, ...] | None
-    prestart: bool
+    prestart: tuple[str, ...] | None  # None: every workspace that has a prestart target
     api_keys: tuple[str, ...]
     sandbox_path: str
     shutdown_grace_ms: int
@@ -77,6 +77,10 @@ class Config:
     @property
     def default_timeout_ms(self) -> int:
         return min(30_000, self.timeout_max_ms)
+
+    def prestarts(self, slug: str) -> bool:
+        """Whether RUN_PRESTART lets `slug`'s slots be prestarted (if its workspace can)."""
+        return self.prestart is None or slug in self.prestart
 
     def tmp_size_for(self, slug: str) -> int:
         """RUN_TMP_SIZE_<SLUG>, else RUN_SANDBOX_TMP_SIZE, else the language's own size."""
@@ -121,7 +125,7 @@ class Config:
             "readonly_paths": list(self.readonly_paths),
             "front_user": self.front_user,
             "langs": list(self.langs) if self.langs is not None else None,
-            "prestart": self.prestart,
+            "prestart": "all" if self.prestart is None else list(self.prestart),
             "api_keys": len(self.api_keys),
             "sandbox_path": self.sandbox_path,
             "shutdown_grace": duration(self.shutdown_grace_ms),
@@ -262,6 +266,21 @@ def _slugs(text: str) -> tuple[str, ...] | None:
     return _items(text) or None
 
 
+def _prestart(text: str) -> tuple[str, ...] | None:
+    """true: every workspace with a prestart target (None); false: none (); else those slugs."""
+    try:
+        return None if units.parse_bool(text) else ()
+    except ValueError:
+        pass
+    try:
+        slugs = _slugs(text)
+    except ValueError as error:
+        raise ValueError(f"must be true, false or language slugs: {error}") from None
+    if not slugs:
+        raise ValueError("must be true, false or language slugs")
+    return slugs
+
+
 def _api_keys(text: str) -> tuple[str, ...]:
     for number, key in enumerate(_items(text), 1):
         if not _API_KEY.fullmatch(key):
@@ -331,7 +350,7 @@ _SETTINGS = (
     _Setting("RUN_READONLY_PATHS", "readonly_paths", _readonly_paths, ""),
     _Setting("RUN_FRONT_USER", "front_user", _non_empty, "nobody"),
     _Setting("RUN_LANGS", "langs", _slugs, None),
-    _Setting("RUN_PRESTART", "prestart", _boolean, "true"),
+    _Setting("RUN_PRESTART", "prestart", _prestart, "true"),
     _Setting("RUN_API_KEYS", "api_keys", _api_keys, "", secret=True),
     _Setting("RUN_SANDBOX_PATH", "sandbox_path", _search_path, "/usr/local/bin:/usr/bin:/bin"),
     _Setting("RUN_SHUTDOWN_GRACE", "shutdown_grace_ms", _duration(0), "30s"),

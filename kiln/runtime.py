@@ -267,7 +267,7 @@ def survey(config: Config, slugs) -> tuple[dict[str, Workload], list[Unserved]]:
             tmp_size=config.tmp_size_for(slug),
             memory_max=config.memory_max_for(slug),
             pids_max=config.pids_max_for(slug),
-            prestart_argv=task_argv(prestart, config) if prestart and config.prestart else None,
+            prestart_argv=task_argv(prestart, config) if prestart and config.prestarts(slug) else None,
         )
     return workloads, unserved
 

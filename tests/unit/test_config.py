@@ -66,7 +66,7 @@ def test_defaults_with_an_empty_environment(repo):
         readonly_paths=("/usr", "/etc/alternatives", "/etc/ld.so.cache"),
         front_user="nobody",
         langs=None,
-        prestart=True,
+        prestart=None,
         api_keys=(),
         sandbox_path="/usr/local/bin:/usr/bin:/bin",
         shutdown_grace_ms=30_000,
@@ -246,7 +246,7 @@ NOT_LIST_LIKE = [
     "RUN_UID_BASE", "RUN_MEMORY_MAX", "RUN_SANDBOX_TMP_SIZE", "RUN_WORKSPACE", "RUN_TIMEOUT_MAX",
     "RUN_CGROUP", "RUN_CGROUP_MEMORY_MAX", "RUN_PIDS_MAX", "RUN_TMP_INODES", "RUN_FRONT_USER",
     "RUN_SANDBOX_PATH", "RUN_SHUTDOWN_GRACE", "RUN_INSTANCE", "RUN_LOG_FORMAT",
-    "RUN_TMP_SIZE_PYTHON", "RUN_CGROUP_MEMORY_MAX_JS",
+    "RUN_TMP_SIZE_PYTHON", "RUN_CGROUP_MEMORY_MAX_JS", "RUN_PRESTART",
 ]  # fmt: skip
 
 
@@ -541,3 +541,19 @@ def test_summary_of_defaults(repo):
 )
 def test_systemd_protocol_variables(repo, environ, expected):
     assert config.load(environ, repo, pid=4242).systemd == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("true", None), ("yes", None), ("false", ()), ("0", ()), ("python", ("python",)), ("python, elixir", ("python", "elixir"))],
+)
+def test_run_prestart_is_all_none_or_some_languages(repo, text, expected):
+    cfg = load(repo, RUN_PRESTART=text)
+    assert cfg.prestart == expected
+    assert cfg.prestarts("python") == (expected is None or "python" in expected)
+    assert cfg.prestarts("clojure") == (expected is None)
+
+
+def test_run_prestart_names_what_it_accepts(repo):
+    with pytest.raises(ConfigError, match=r"RUN_PRESTART='cobol': must be true, false or language slugs"):
+        load(repo, RUN_PRESTART="cobol")
