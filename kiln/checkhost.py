@@ -27,6 +27,7 @@ def rows(config: Config) -> list[dict]:
             "served": slug in workloads,
             "version": versions.get(slug),
             "command": workloads[slug].script if slug in workloads else None,
+            "prestart": slug in workloads and workloads[slug].prestart_argv is not None,
             "reason": reasons.get(slug),
             "wanted": config.langs is None or slug in config.langs,
         }
@@ -42,7 +43,8 @@ def main(config: Config, as_json: bool) -> int:
         print(f"{'LANG':<8} {'STATUS':<10} DETAIL")
         for row in table:
             status = "ok" if row["served"] else ("MISSING" if config.langs and row["wanted"] else "skipped")
-            print(f"{row['slug']:<8} {status:<10} {row['version'] if row['served'] else row['reason']}")
+            detail = f"{row['version']}{' (prestarted slots)' if row['prestart'] else ''}" if row["served"] else row["reason"]
+            print(f"{row['slug']:<8} {status:<10} {detail}")
     missing = [row["slug"] for row in table if row["wanted"] and not row["served"]]
     if config.langs and missing:
         print(f"kiln check-host: RUN_LANGS asks for languages this host cannot serve: {', '.join(missing)}", file=sys.stderr)

@@ -191,6 +191,8 @@ def test_check_host_reports_every_language():
     assert len(table) == 17
     assert table["python"]["served"] and table["python"]["version"].startswith("Python 3")
     assert table["python"]["command"].startswith("exec /usr/bin/python3")
+    assert table["python"]["prestart"] is True and table["ruby"]["prestart"] is False
+    assert not any(row["prestart"] for row in json.loads(check_host(RUN_PRESTART="false").stdout))
     for row in table.values():
         assert row["served"] or row["reason"]  # never silent about a language it cannot serve
 
