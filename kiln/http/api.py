@@ -116,6 +116,8 @@ class App:
             raise ApiError(503, "no warm slot") from None
         info["slot"] = slot.index
         info["prestarted"] = slot.prestart is not None
+        if slot.prestart is not None:
+            self.metrics.prestarted_runs.labels(request.slug).inc()
         try:
             frame = self._run_on(slot, request, environ.get("kiln.socket"))
         except RuntimeError:

@@ -17,6 +17,8 @@ class Metrics:
         self.run_seconds = Histogram("kiln_run_duration_seconds", "Wall time of a run's test command, by language", ["lang"], buckets=RUN_BUCKETS, registry=registry)
         self.busy_refusals = Counter("kiln_busy_refusals", "Requests refused with 429: every slot was running", registry=registry)
         self.overload_refusals = Counter("kiln_overload_refusals", "Connections answered 503 overloaded: the front was out of file descriptors", registry=registry)
+        self.prestarted_runs = Counter("kiln_prestarted_runs", "Runs served by a slot prestarted for their language, by language (of kiln_runs)", ["lang"], registry=registry)
+        self.prestart_trades = Counter("kiln_prestart_trades", "Warm prestarted slots closed unused: a request needed another kind and no other was warm", registry=registry)
         self.slot_warmup_seconds = Histogram("kiln_slot_warmup_seconds", "Time to warm a slot: fork, namespaces, root filesystem", buckets=WARM_BUCKETS, registry=registry)
         self.in_flight = Gauge("kiln_runs_in_flight", "Runs in flight", registry=registry)
         self.in_flight.set_function(lambda: pool.in_flight)
@@ -25,6 +27,7 @@ class Metrics:
         slots.labels("busy").set_function(lambda: pool.in_flight)
         slots.labels("warming").set_function(lambda: max(0, concurrency - pool.warm_count - pool.in_flight))
         pool.on_warm = lambda seconds: self.slot_warmup_seconds.observe(seconds)
+        pool.on_trade = self.prestart_trades.inc
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -59,6 +59,7 @@ class SlotPool:
         self.last_warm_error_at = 0.0
         self.last_warm_ok = 0.0
         self.on_warm = lambda seconds: None  # /metrics observes warm-up durations
+        self.on_trade = lambda: None  # and counts prestarted slots closed unused
         self.reader = gevent.spawn(self._read_zygote)
 
     def acquire(self, want: str | None = None) -> WarmSlot:
@@ -80,6 +81,7 @@ class SlotPool:
                 self._tell_zygote({"op": "demand", "index": unfit.index, "slug": want})
                 unfit.sock.close()  # its init reads end-of-file and exits unused
                 gave_up_one = True
+                self.on_trade()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self.in_flight -= 1

@@ -156,11 +156,26 @@ def test_a_request_with_stdin_takes_a_plain_slot(server):
     assert record["prestarted"] is False
 
 
+def metric(server: Server, name: str) -> float:
+    text = server.client.get("/metrics").text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
+
+
 def test_a_language_without_prestart_trades_a_prestarted_slot_in(server):
     wait_prestarted(server, "python", count=2)  # every warm slot is python's
+    trades = metric(server, "kiln_prestart_trades_total")
     body, record = run_logged(server, lang_slug="ruby", solution_text="puts 6 * 7\n")
     assert (body["exit_code"], body["stdout"]) == (0, "42\n")
     assert record["prestarted"] is False
+    assert metric(server, "kiln_prestart_trades_total") == trades + 1
+
+
+def test_metrics_count_prestarted_runs(server):
+    wait_prestarted(server, "python")
+    before = metric(server, 'kiln_prestarted_runs_total{lang="python"}')
+    _body, record = run_logged(server, lang_slug="python", solution_text="pass\n")
+    assert record["prestarted"] is True
+    assert metric(server, 'kiln_prestarted_runs_total{lang="python"}') == before + 1
 
 
 def test_js_runs_prestarted_too(server):
