@@ -232,10 +232,17 @@ READY_STAMP = ".installed"
 
 
 def workspace_problem(folder: Path) -> str | None:
-    if not (folder / "Makefile").is_file():
+    makefile, stamp = folder / "Makefile", folder / READY_STAMP
+    if not makefile.is_file():
         return f"no workspace at {folder}"
-    if (folder / "install.sh").is_file() and not (folder / READY_STAMP).is_file():
+    if not (folder / "install.sh").is_file():
+        return None
+    if not stamp.is_file():
         return f"workspace not prepared: run langs/install-toolchains.sh {folder.name}"
+    # What install.sh prepares follows the Makefile (a prestart command, say, and the compiled
+    # harness that honours it): prepared before the Makefile last changed is not prepared.
+    if stamp.stat().st_mtime_ns < makefile.stat().st_mtime_ns:
+        return f"workspace prepared before its Makefile changed: run langs/install-toolchains.sh {folder.name}"
     return None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -153,4 +154,9 @@ def test_a_workspace_with_an_install_script_is_served_only_once_prepared(tmp_pat
     (folder / "install.sh").write_text("#!/bin/sh\n")
     assert runtime.workspace_problem(folder) == "workspace not prepared: run langs/install-toolchains.sh ruby"
     (folder / runtime.READY_STAMP).touch()
+    assert runtime.workspace_problem(folder) is None
+    later = (folder / runtime.READY_STAMP).stat().st_mtime_ns + 1_000_000
+    os.utime(folder / "Makefile", ns=(later, later))  # a pull changed the Makefile since
+    assert runtime.workspace_problem(folder) == "workspace prepared before its Makefile changed: run langs/install-toolchains.sh ruby"
+    os.utime(folder / runtime.READY_STAMP, ns=(later, later))  # prepared again
     assert runtime.workspace_problem(folder) is None
