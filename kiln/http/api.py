@@ -42,6 +42,7 @@ class App:
         # said on every /health: an operator must not miss that limits are not enforced
         self.health_note = f" (NO CGROUPS: memory and pids limits are not enforced: {no_cgroups_reason})" if no_cgroups_reason else ""
         self.shutting_down = False
+        self.prestart_broken: set[str] = set()  # languages whose prestart command died unreleased
         self.result_limit = 2 * self.config.output_max + protocol.MAX_HEADER + 64
         self.openapi = OPENAPI_DOCUMENT.read_bytes()  # GET /openapi.json: read once, served as is
         self.url_map = Map(
@@ -106,8 +107,21 @@ class App:
         info["lang"] = request.slug
         if self.shutting_down:
             raise ApiError(503, "shutting down")
+        frame = self._run(request, self._prestart_kind(request), environ, info)
+        if frame is not None and frame[0].get("op") == "prestart_failed":
+            # the slot's prestart command had died before the request came: never prestart this
+            # language again (until restart), and run the request in a plain slot
+            self.prestart_broken.add(request.slug)
+            self.log.error("prestart command failed; prestarting stops for this language", lang=request.slug, error=str(frame[0].get("error")))
+            frame = self._run(request, None, environ, info)
+        if info["prestarted"] and frame is not None:
+            self.metrics.prestarted_runs.labels(request.slug).inc()
+        return self._result_response(frame, request, info)
+
+    def _run(self, request: RunRequest, want: str | None, environ, info) -> tuple[dict, list[bytes]] | None:
+        """One attempt: a slot (see SlotPool.acquire for `want`), the job, the slot's answer."""
         try:
-            slot = self.pool.acquire(self._prestart_kind(request))
+            slot = self.pool.acquire(want)
         except Busy:
             self.metrics.busy_refusals.inc()
             raise ApiError(429, "runner busy") from None
@@ -116,17 +130,14 @@ class App:
             raise ApiError(503, "no warm slot") from None
         info["slot"] = slot.index
         info["prestarted"] = slot.prestart is not None
-        if slot.prestart is not None:
-            self.metrics.prestarted_runs.labels(request.slug).inc()
         try:
-            frame = self._run_on(slot, request, environ.get("kiln.socket"))
+            return self._run_on(slot, request, environ.get("kiln.socket"))
         except RuntimeError:
             if self.shutting_down:  # killed at the end of the grace period: let a balancer retry it
                 raise ApiError(503, "shutting down") from None
             raise
         finally:
             self.pool.release(slot)  # before the response is written
-        return self._result_response(frame, request, info)
 
     def on_health(self, environ, info) -> Response:
         if self.shutting_down:
@@ -173,7 +184,7 @@ class App:
     def _prestart_kind(self, request: RunRequest) -> str | None:
         """The language of the prestarted slot that can serve `request` (None: a plain slot)."""
         workload = self.runtime.workloads.get(request.slug)
-        if workload is None or workload.prestart_argv is None or request.stdin is not None:
+        if workload is None or workload.prestart_argv is None or request.stdin is not None or request.slug in self.prestart_broken:
             return None
         return request.slug
 

@@ -298,6 +298,9 @@ def execute_prestarted(job: Job, runtime: Runtime, uid: int, task: PrestartedTas
     """execute(), for a job that fits_prestarted: files, go, the same supervision and result.
     CPU counts from go: the start-up before it was not the request's."""
     job_plan, task_plan = plans(job, runtime, uid)
+    early_exit = _exited(task)
+    if early_exit is not None:
+        return {"op": "prestart_failed", "error": early_exit}, []
     try:
         cpu_before_ms = cgroup.cpu_usage_ms()
         started = time.monotonic()
@@ -310,6 +313,24 @@ def execute_prestarted(job: Job, runtime: Runtime, uid: int, task: PrestartedTas
     if sup.cancelled:
         return None
     return _result(sup, cgroup, task_plan, started, cpu_before_ms or 0.0)
+
+
+def _exited(task: PrestartedTask) -> str | None:
+    """Why the prestart command is gone before its request, if it is: a workspace whose prestart
+    does not wait (a stale build, a crash at start-up) must not answer for the test command."""
+    try:
+        pid, status = os.waitpid(task.pid, os.WNOHANG)
+    except ChildProcessError:
+        pid, status = task.pid, 0
+    if pid == 0:
+        return None
+    said = b""
+    for fd in (task.stderr, task.stdout):
+        try:
+            said += os.read(fd, 2048)
+        except OSError:
+            pass
+    return f"the prestart command exited ({os.waitstatus_to_exitcode(status)}) before its request: {said.decode(errors='replace').strip()[-500:]!r}"
 
 
 def _result(sup: Supervisor, cgroup: SlotCgroup, task_plan: plan.TaskPlan, started: float, cpu_before_ms: float = 0.0) -> tuple[dict, list[bytes]]:

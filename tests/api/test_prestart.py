@@ -219,3 +219,26 @@ def test_init_stays_out_of_the_task_s_reach(server):
     body = run_prestarted(server, probe)
     assert body["stdout"] == "kill EPERM\nprlimit EPERM\n"
     assert server.client.get("/health").status_code == 200
+
+
+def test_a_prestart_command_that_does_not_wait_is_never_trusted_with_a_request(start_server, workspace):
+    """A prestart that exits without waiting (a stale build, a crash at start-up) would answer
+    for the test command: its first request runs again in a plain slot, and the language is
+    not prestarted again."""
+    folder = workspace("@echo plain")
+    with (folder / "Makefile").open("a") as makefile:
+        makefile.write(".PHONY: prestart\nprestart:\n\t@echo early\n")
+    srv = start_server(RUN_CONCURRENCY="1", RUN_WORKSPACE=str(folder), RUN_LANGS="python")
+    run_logged(srv, lang_slug="python", solution_text="")  # its replacement is warmed prestarted
+    wait = time.monotonic() + 30
+    while not any(t.endswith(" warm python") for t in warm_titles(srv)):
+        assert time.monotonic() < wait, warm_titles(srv)
+        time.sleep(0.02)
+    time.sleep(0.2)  # the prestart command has printed and exited
+    for _ in range(3):
+        body, record = run_logged(srv, lang_slug="python", solution_text="")
+        assert (body["exit_code"], body["stdout"]) == (0, "plain\n"), body
+        assert record["prestarted"] is False
+    failures = srv.logged("prestart command failed; prestarting stops for this language")
+    assert len(failures) == 1 and "early" in failures[0]["error"]
+    assert metric(srv, "kiln_prestarted_runs_total") == 0
