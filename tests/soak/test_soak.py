@@ -151,8 +151,11 @@ def test_soak(request, tmp_path):
         mounts_before = len(Path("/proc/self/mountinfo").read_text().splitlines())
         tmp_before = set(Path("/tmp").iterdir())
         tally = Tally()
-        # a first stretch so that the front's and zygote's lazy allocations happen before measuring
-        warm_up_until = time.monotonic() + min(10.0, seconds / 6)
+        # a first stretch so that the front's and zygote's lazy allocations happen before measuring:
+        # long enough that the allocator has met the load's peaks (up to 16 answers of 2 x 256 KiB
+        # output at once) — a 60 s run after a 10 s warm-up once measured a one-off 5.3 MiB step
+        # where 240 s runs measure 1.3 MiB: arenas, not a leak
+        warm_up_until = time.monotonic() + min(20.0, seconds / 3)
         threads = [threading.Thread(target=client, args=(server, i, warm_up_until, tally)) for i in range(CLIENTS)]
         for t in threads:
             t.start()
