@@ -197,17 +197,20 @@ def test_plain_mode_is_the_bare_run(js_ws):
         "const path = require('path');\n"
         "console.log(require.main === module, process.argv[1] === __filename, process.cwd() === __dirname);\n"
         "console.log(path.basename(__filename), module.id, typeof module.exports);\n"
-        "setTimeout(() => console.log('timeout'), 0);\n"
+        # stdin is read from the timer on: whether data or a 0 ms timer comes first is a race
+        "setTimeout(() => {\n"
+        "  console.log('timeout');\n"
+        "  process.stdin.on('data', (d) => process.stdout.write(String(d).toUpperCase()));\n"
+        "}, 0);\n"
         "process.nextTick(() => console.log('tick'));\n"
         "Promise.resolve().then(() => console.log('microtask'));\n"
-        "process.stdin.on('data', (d) => process.stdout.write(String(d).toUpperCase()));\n"
         "console.error('err');\n"
         "process.exitCode = 4;\n"
     )
     res = js_ws.run(solution, '{"a": 1}', stdin="some input\n")
     assert res.outcome == js_ws.bare(stdin="some input\n").outcome
     assert res.returncode == 4 and res.stdout.startswith("true true true\nsolution.js . object\n")
-    assert "SOME INPUT\n" in res.stdout
+    assert res.stdout.endswith("tick\nmicrotask\ntimeout\nSOME INPUT\n")
 
 
 def test_no_solution_function_passes_output_and_status_through(js_ws):
