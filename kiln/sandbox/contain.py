@@ -14,11 +14,12 @@ A step that fails raises SetupError naming itself; init reports it as infrastruc
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 
-from kiln.sandbox import files, identity, mounts, prestart, rlimits, seccomp
+from kiln.sandbox import files, identity, libc, mounts, prestart, rlimits, seccomp
 from kiln.sandbox.cgroups import SlotCgroup
 from kiln.sandbox.mounts import under
 from kiln.sandbox.plan import OVERLAY_UPPER, OVERLAY_WORK, PREMADE_DIRS, SANDBOX_DIR, JobPlan, RootPlan, TaskPlan
@@ -143,18 +144,9 @@ def start_prestarted(workspace: JobPlan, plan: TaskPlan, seccomp_filter: bytes |
         cgroup.set_limits(memory_max, pids_max)
     # init takes the task's limits and filter for good: what is left of its work (the request's
     # files, supervision, the result) needs neither a mount nor more than root's file access
-    with step("set rlimits"):
-        rlimits.apply(plan.rlimits)
-    with step("enter the workspace"):
-        os.chdir(plan.cwd)
-    with step("set no_new_privs"):
-        identity.set_no_new_privs()
-    if seccomp_filter is not None:
-        with step("load seccomp"):
-            seccomp.load(seccomp_filter)
-    with step("join the slot's cgroup"):
-        cgroup.join()
-    try:
+    _take_limits(plan)
+    _take_filter(seccomp_filter)
+    with _in_slot_cgroup(cgroup):
         with step("take the slot's user"):
             identity.act_as(plan.uid, plan.gid)
         try:
@@ -164,9 +156,6 @@ def start_prestarted(workspace: JobPlan, plan: TaskPlan, seccomp_filter: bytes |
             with step("take root back"):
                 identity.act_as_root()
                 identity.set_parent_death_signal(signal.SIGKILL)  # a uid change cleared it
-    finally:
-        with step("leave the slot's cgroup"):
-            cgroup.leave()
 
 
 def release_prestarted(job: JobPlan, task: prestart.PrestartedTask) -> None:
@@ -182,15 +171,23 @@ def become_task(plan: TaskPlan, seccomp_filter: bytes | None) -> None:
     spawn (vfork + exec). No Python process is forked for the task, and init supervises the
     run without privileges: not dumpable, seccomp'd, its uid the task's (so kill(-1) reaches
     exactly the run's processes, which can never change uid)."""
-    with step("set rlimits"):
-        rlimits.apply(plan.rlimits)
-    with step("enter the workspace"):
-        os.chdir(plan.cwd)
+    _take_limits(plan)
     with step("drop to the slot's user"):
         identity.become(plan.uid, plan.gid)
         identity.clear_capabilities()
         identity.set_not_dumpable()
         identity.set_parent_death_signal(signal.SIGKILL)  # a uid change cleared it
+    _take_filter(seccomp_filter)
+
+
+def _take_limits(plan: TaskPlan) -> None:
+    with step("set rlimits"):
+        rlimits.apply(plan.rlimits)
+    with step("enter the workspace"):
+        os.chdir(plan.cwd)
+
+
+def _take_filter(seccomp_filter: bytes | None) -> None:
     with step("set no_new_privs"):
         identity.set_no_new_privs()
     if seccomp_filter is not None:
@@ -198,19 +195,23 @@ def become_task(plan: TaskPlan, seccomp_filter: bytes | None) -> None:
             seccomp.load(seccomp_filter)
 
 
-_SPAWN_DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)  # init ignores them; the task must not
-
-
-def spawn_task(plan: TaskPlan, stdio: tuple[int, int, int], cgroup: SlotCgroup) -> int:
-    """Start the test command in the slot's cgroup: init steps in, spawns (the child is born
-    there, before it can run or fork anything), and steps back out. Returns the task's pid."""
+@contextlib.contextmanager
+def _in_slot_cgroup(cgroup: SlotCgroup):
+    """init steps into the slot's cgroup for a spawn (the child is born there, before it can
+    run or fork anything), then back out."""
     with step("join the slot's cgroup"):
         cgroup.join()  # through descriptors the zygote opened: /sys is not mounted here
     try:
-        with step("exec the test command"):
-            actions = [(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(stdio)]
-            return os.posix_spawn(plan.argv[0], plan.argv, dict(plan.env), file_actions=actions, setsigdef=_SPAWN_DEFAULT_SIGNALS, setsigmask=())
+        yield
     finally:
         with step("leave the slot's cgroup"):
             cgroup.leave()
-            cgroup.close_procs()
+
+
+def spawn_task(plan: TaskPlan, stdio: tuple[int, int, int], cgroup: SlotCgroup) -> int:
+    """Start the test command in the slot's cgroup. Returns the task's pid."""
+    try:
+        with _in_slot_cgroup(cgroup), step("exec the test command"):
+            return libc.spawn(plan.argv, dict(plan.env), stdio)
+    finally:
+        cgroup.close_procs()

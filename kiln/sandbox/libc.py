@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _syscall = _libc.syscall
@@ -155,6 +156,18 @@ def reset_signal_dispositions(keep: set[int]) -> None:
     for sig in range(1, NSIG):
         if sig not in keep and sig not in (9, 19):  # SIGKILL and SIGSTOP cannot change
             _syscall(SYS_rt_sigaction, sig, ctypes.byref(default), None, 8)
+
+
+# init ignores these (a closed socket is an error to init, not a death); every spawn of a task
+# gives them back their default action, as a task must start with
+INIT_IGNORED_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
+
+
+def spawn(argv: tuple[str, ...], env: dict[str, str], fds: list[int] | tuple[int, ...]) -> int:
+    """posix_spawn (vfork + exec) of argv with fds[i] on descriptor i, INIT_IGNORED_SIGNALS at
+    their default and no signal blocked. Returns the pid."""
+    actions = [(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(fds)]
+    return os.posix_spawn(argv[0], argv, env, file_actions=actions, setsigdef=INIT_IGNORED_SIGNALS, setsigmask=())
 
 
 def close_range(first: int, last: int = 0xFFFFFFFF) -> None:

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import fcntl
 import os
-import signal
 from dataclasses import dataclass
 
+from kiln.sandbox import libc
 from kiln.sandbox.plan import TaskPlan
 
 GO_FD = 3
 _HIGH_FD = 10  # the spawn's sources sit above the descriptors it lays out (0-3)
-_DEFAULT_AT_EXEC = (signal.SIGPIPE, signal.SIGXFSZ)  # init ignores them; the task must not
 
 
 @dataclass(frozen=True)
@@ -45,8 +44,7 @@ def spawn(plan: TaskPlan) -> PrestartedTask:
     try:
         for fd in sources[1:3]:
             os.set_blocking(fd, True)
-        actions = [(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(sources)]
-        pid = os.posix_spawn(plan.argv[0], plan.argv, dict(plan.env), file_actions=actions, setsigdef=_DEFAULT_AT_EXEC, setsigmask=())
+        pid = libc.spawn(plan.argv, dict(plan.env), sources)
     except BaseException:
         for fd in (go_w, out_r, err_r):
             os.close(fd)

@@ -104,9 +104,10 @@ def zygote_gone(pidfd: int) -> bool:
 def _reset_signals() -> None:
     """Every signal to its default action, as the task must start with (it inherits what init
     ignores). init handles none: as PID 1 of its namespace, it then receives no signal from the
-    run's processes, which share its uid while the job runs. It keeps ignoring SIGPIPE and
-    SIGXFSZ (a closed socket is an error, not a death); the spawn resets those two for the task."""
-    libc.reset_signal_dispositions(keep={signal.SIGPIPE, signal.SIGXFSZ})
+    run's processes, which share its uid while the job runs. It keeps ignoring
+    libc.INIT_IGNORED_SIGNALS (a closed socket is an error, not a death); libc.spawn gives
+    the task their default back."""
+    libc.reset_signal_dispositions(keep=set(libc.INIT_IGNORED_SIGNALS))
 
 
 def _serve_one_job(spec: SlotSpec, runtime: Runtime, cgroup: SlotCgroup, sock: socket.socket, zygote: int, prestart: Workload | None, prestarted: PrestartedTask | None) -> None:
