@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import ast
 import ctypes
-import http.client
 import json
 import os
 import re
@@ -49,6 +48,7 @@ EXAMPLES = REPO / "tests" / "langs" / "examples"
 LANG_TESTS = REPO / "tests" / "langs"
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO))
+from client import KilnClient  # noqa: E402 - bench/ is this script's folder
 
 WARMUP = 3
 SLOW_RUNS, FAST_RUNS = 11, 31
@@ -118,18 +118,7 @@ def example(language) -> tuple[str, str | None, str | None]:
 # -- kiln over HTTP -----------------------------------------------------------------------------
 
 
-class Kiln:
-    def __init__(self, port: int):
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-
-    def get(self, path: str) -> bytes:
-        self.conn.request("GET", path)
-        response = self.conn.getresponse()
-        body = response.read()
-        if response.status != 200:
-            raise RuntimeError(f"GET {path}: {response.status} {body[:200]!r}")
-        return body
-
+class Kiln(KilnClient):
     def settle(self, slots: int, timeout_s: float = 30.0) -> None:
         """Until every slot is warm and none busy: no re-warm competes with the next run."""
         deadline = time.monotonic() + timeout_s
@@ -144,14 +133,7 @@ class Kiln:
             time.sleep(0.005)
 
     def run(self, payload: bytes) -> dict:
-        started = time.perf_counter()
-        self.conn.request("POST", "/run", payload, {"Content-Type": "application/json"})
-        response = self.conn.getresponse()
-        body = response.read()
-        wall = time.perf_counter() - started
-        if response.status != 200:
-            raise RuntimeError(f"kiln answered {response.status}: {body[:300]!r}")
-        answer = json.loads(body)
+        wall, answer = self.post_run(payload)
         stats = answer["stats"]
         return {
             "wall_ms": wall * 1000,

@@ -10,7 +10,6 @@ and writes it as JSON (bench/results/latest.json).
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
 import statistics
@@ -22,6 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from client import KilnClient  # noqa: E402 - bench/ is this script's folder
 from kilntest import Server  # noqa: E402 - the tests' server harness starts kiln the same way
 
 AB_SOLUTION = "import json\n\nwith open('asserts.json') as f:\n    data = json.load(f)\nprint(data['a'] + data['b'])\n"
@@ -29,19 +29,10 @@ AB_ASSERTS = '{"a": 2, "b": 3}'
 AB_JS = "const d = JSON.parse(require('fs').readFileSync('asserts.json', 'utf8'));\nconsole.log(d.a + d.b);\n"
 
 
-class Connection:
-    def __init__(self, port: int):
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-
+class Connection(KilnClient):
     def run(self, payload: bytes) -> tuple[float, int]:
-        started = time.perf_counter()
-        self.conn.request("POST", "/run", payload, {"Content-Type": "application/json"})
-        response = self.conn.getresponse()
-        body = response.read()
-        elapsed = time.perf_counter() - started
-        if response.status != 200:
-            raise RuntimeError(f"kiln answered {response.status}: {body[:200]!r}")
-        return elapsed, json.loads(body)["exit_code"]
+        elapsed, answer = self.post_run(payload)
+        return elapsed, answer["exit_code"]
 
 
 # what a task gets from kiln: nothing of this machine's environment (NODE_EXTRA_CA_CERTS alone

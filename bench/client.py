@@ -1,0 +1,31 @@
+"""The benches' HTTP client: one keep-alive connection to a kiln on loopback."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+
+
+class KilnClient:
+    def __init__(self, port: int, timeout_s: float = 120):
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout_s)
+
+    def get(self, path: str) -> bytes:
+        self.conn.request("GET", path)
+        response = self.conn.getresponse()
+        body = response.read()
+        if response.status != 200:
+            raise RuntimeError(f"GET {path}: {response.status} {body[:300]!r}")
+        return body
+
+    def post_run(self, payload: bytes) -> tuple[float, dict]:
+        """(seconds from sending the request to the end of the answer, the answer)."""
+        started = time.perf_counter()
+        self.conn.request("POST", "/run", payload, {"Content-Type": "application/json"})
+        response = self.conn.getresponse()
+        body = response.read()
+        elapsed = time.perf_counter() - started
+        if response.status != 200:
+            raise RuntimeError(f"kiln answered {response.status}: {body[:300]!r}")
+        return elapsed, json.loads(body)
