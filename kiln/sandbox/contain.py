@@ -151,11 +151,13 @@ def start_prestarted(workspace: JobPlan, plan: TaskPlan, seccomp_filter: bytes |
             identity.act_as(plan.uid, plan.gid)
         try:
             with step("start the prestart command"):
-                return prestart.spawn(plan)
+                task = prestart.spawn(plan)
         finally:
             with step("take root back"):
                 identity.act_as_root()
                 identity.set_parent_death_signal(signal.SIGKILL)  # a uid change cleared it
+    cgroup.close_procs()  # nothing else is ever moved: closed now, not on a request's path
+    return task
 
 
 def release_prestarted(job: JobPlan, task: prestart.PrestartedTask) -> None:

@@ -307,7 +307,6 @@ def execute_prestarted(job: Job, runtime: Runtime, uid: int, task: PrestartedTas
         contain.release_prestarted(job_plan, task)
     except (SetupError, OSError) as error:
         return _failure(str(error))
-    cgroup.close_procs()
     sup = Supervisor(task.pid, task.stdout, task.stderr, cancel_sock, runtime.config.output_max)
     sup.run(started + job.timeout_ms / 1000, title)
     if sup.cancelled:
