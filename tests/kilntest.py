@@ -23,6 +23,16 @@ KILN = REPO / ".venv" / "bin" / "kiln"
 _instances = itertools.count(1)
 
 
+def wait_until(predicate, timeout: float = 20.0, interval: float = 0.02) -> bool:
+    """Poll predicate until it holds or timeout seconds pass; its last answer."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return bool(predicate())
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from kilntest import KILN, free_port
+from kilntest import KILN, free_port, wait_until
 
 NAMESPACES = ("mnt", "pid", "ipc", "uts", "net", "cgroup")
 
@@ -32,15 +31,6 @@ def alive(pid: int) -> bool:
 
 def slot_pids(server) -> list[int]:
     return [pid for pid in children(server.pids()["zygote"]) if "kiln: slot" in Path(f"/proc/{pid}/cmdline").read_text()]
-
-
-def wait_until(predicate, timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return predicate()
 
 
 def test_slots_are_warm_in_their_own_namespaces_before_any_request(start_server):

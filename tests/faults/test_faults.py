@@ -13,16 +13,7 @@ import httpx
 import psutil
 import pytest
 
-from kilntest import KILN, REPO, Server
-
-
-def wait_until(predicate, timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
+from kilntest import KILN, REPO, Server, wait_until
 
 
 def own_cgroup(controller: str) -> Path:

@@ -32,7 +32,7 @@ import httpx
 import psutil
 import pytest
 
-from kilntest import KILN, REPO, Server, free_port
+from kilntest import KILN, REPO, Server, free_port, wait_until
 
 SHIPPED = REPO / "deploy" / "haproxy.cfg"
 HAPROXY = shutil.which("haproxy", path="/usr/sbin:/usr/bin:/sbin:/bin")
@@ -52,15 +52,6 @@ pytestmark = [
 # -- the machine: namespaces and veth pairs ---------------------------------------------------
 def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(argv, check=check, capture_output=True, text=True)
-
-
-def wait_until(predicate, timeout: float = 20.0, step: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return bool(predicate())
 
 
 def alive(pid: int) -> bool:

@@ -14,18 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from kilntest import KILN, REPO, Server, free_port
+from kilntest import KILN, REPO, Server, free_port, wait_until
 
 SLOW = "import time\nprint('started', flush=True)\ntime.sleep({seconds})\nprint('done')\n"
-
-
-def wait_until(predicate, timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
 
 
 def test_units_verify(tmp_path):

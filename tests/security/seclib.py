@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from pathlib import Path
 
 # The C workspace's test command. Its first line saves the environment kiln gave /bin/sh (sh's
@@ -102,15 +101,6 @@ def assert_healthy(srv) -> None:
 
 
 # --- the host's view ---------------------------------------------------------------------
-
-
-def wait_until(predicate, timeout: float = 20.0, interval: float = 0.02) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return bool(predicate())
 
 
 def _status_fields(pid: int) -> dict[str, str]:

@@ -9,7 +9,8 @@ import signal
 import threading
 import time
 
-from seclib import alive, assert_exited, processes_of_uids, slot_inits, wait_until
+from kilntest import wait_until
+from seclib import alive, assert_exited, processes_of_uids, slot_inits
 
 DEFAULT_UIDS = range(10001, 10001 + 4)  # tests/conftest.py's `server`: uid base 10001, 4 slots
 

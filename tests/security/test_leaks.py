@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from seclib import host_processes, processes_of_uids, slot_inits, wait_until, warm_slots
+from kilntest import wait_until
+from seclib import host_processes, processes_of_uids, slot_inits, warm_slots
 
 UID_BASE = 25000
 CONCURRENCY = 4

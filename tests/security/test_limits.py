@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from seclib import processes_of_uids, wait_until
+from kilntest import wait_until
+from seclib import processes_of_uids
 
 UID_BASE = 23000
 PIDS_MAX = 32
