@@ -24,8 +24,7 @@ class V1Slot(SlotCgroup):
     def _dir(self, controller: str) -> int:
         return self._dir_fds[self._hierarchy_of[controller]]
 
-    def set_limits(self, memory_max: int, pids_max: int) -> None:
-        cgroups.check_limits(memory_max, pids_max)
+    def _write_limits(self, memory_max: int, pids_max: int) -> None:
         memory = self._dir("memory")
         # The limit first: the kernel refuses a memsw limit below memory.limit_in_bytes.
         cgroups.write_file("memory.limit_in_bytes", memory_max, dir_fd=memory)

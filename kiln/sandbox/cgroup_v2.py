@@ -28,8 +28,7 @@ class V2Slot(SlotCgroup):
     def _dir(self) -> int:
         return self._dir_fds[0]
 
-    def set_limits(self, memory_max: int, pids_max: int) -> None:
-        cgroups.check_limits(memory_max, pids_max)
+    def _write_limits(self, memory_max: int, pids_max: int) -> None:
         cgroups.write_file("memory.max", memory_max, dir_fd=self._dir)
         if cgroups.exists("memory.swap.max", self._dir):  # absent without swap accounting
             cgroups.write_file("memory.swap.max", 0, dir_fd=self._dir)

@@ -254,12 +254,20 @@ class SlotCgroup:
         # cgroup.procs of the cgroups kiln itself runs in (shared by every slot, owned by the
         # driver): init steps into the slot's cgroup only to spawn the task, then back out
         self.home_procs_fds: tuple[int, ...] = ()
+        self.limits: tuple[int, int] | None = None  # (memory_max, pids_max) last written
 
     def fds(self) -> set[int]:
         """Every fd this object uses: keep them in the slot's close_all_except."""
         return set(self._dir_fds) | set(self._procs_fds) | set(self.home_procs_fds)
 
     def set_limits(self, memory_max: int, pids_max: int) -> None:
+        """Write the slot's memory and pids limits, unless they are what it has already."""
+        check_limits(memory_max, pids_max)
+        if self.limits != (memory_max, pids_max):
+            self._write_limits(memory_max, pids_max)
+            self.limits = (memory_max, pids_max)
+
+    def _write_limits(self, memory_max: int, pids_max: int) -> None:
         raise NotImplementedError
 
     def join(self) -> None:
@@ -337,8 +345,8 @@ class NoSlot(SlotCgroup):
     def __init__(self, name: str):
         super().__init__(name, (), (), ())
 
-    def set_limits(self, memory_max: int, pids_max: int) -> None:
-        check_limits(memory_max, pids_max)
+    def _write_limits(self, memory_max: int, pids_max: int) -> None:
+        pass
 
     def join(self) -> None:
         pass

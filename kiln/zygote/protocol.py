@@ -101,6 +101,11 @@ def recv_frame(sock: socket.socket, max_size: int, fds: list[int] | None = None)
     body = _recv_exactly(sock, size, fds)
     if body is None:
         raise ProtocolError("connection closed inside a frame")
+    return decode_body(body)
+
+
+def decode_body(body: memoryview | bytes) -> tuple[dict, list[bytes]]:
+    """A frame after its first u32, as encode() made it."""
     (head_size,) = struct.unpack(">I", body[:4])
     return decode(body, head_size)
 

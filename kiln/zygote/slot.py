@@ -72,6 +72,10 @@ def _init(spec: SlotSpec, cgroup: SlotCgroup, runtime: Runtime, sock: socket.soc
             prestarted = job.start_prestarted(prestart, runtime, spec.uid, cgroup)
             if zygote_gone(zygote):  # it died while the parent-death signal was re-armed
                 os._exit(0)
+        else:
+            with contain.step("set cgroup limits"):
+                job.preset_limits(runtime, cgroup)
+        job.rehearse(runtime, spec.uid)
     except SetupError as error:
         protocol.send_frame(sock, {"op": "failed", "error": str(error)})
         return

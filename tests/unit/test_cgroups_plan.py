@@ -938,3 +938,15 @@ def test_migrations_are_favoured_only_with_favordynmods_on_a_cgroup_mount():
     assert cgroup_detect.migrations_favoured(v1)
     elsewhere = "50 1 0:40 / /mnt/favordynmods rw,relatime - tmpfs tmpfs rw,favordynmods\n"
     assert not cgroup_detect.migrations_favoured(elsewhere)
+
+
+def test_limits_are_written_once_and_again_when_they_change(kernel, v1):
+    slot = v1.create_slot("slot-0-g9")
+    slot.set_limits(64 * MiB, 10)
+    slot.set_limits(64 * MiB, 10)  # a plain slot preset while warming: the request writes nothing
+    assert len(kernel.writes) == 3
+    slot.set_limits(64 * MiB, 20)
+    assert len(kernel.writes) == 6 and kernel.writes[-1][1] == "20"
+    with pytest.raises(ValueError):
+        slot.set_limits(64 * MiB, 0)
+    v1.remove_slot(slot)
