@@ -16,7 +16,7 @@ import psutil
 
 from kiln import config as config_module
 from kiln.runtime import zygote_pidfile
-from kiln.zygote.job import TITLE_EVERY_S  # a busy slot's title shows its run's age from then on
+from kiln.zygote.supervise import TITLE_EVERY_S  # a busy slot's title shows its run's age from then on
 
 # "kiln: slot 3 warm", "kiln: slot 3 warm python" (prestarted), "kiln: slot 3 busy python 2.0s"
 TITLE = re.compile(r"kiln: slot (\d+) (warming|warm|busy)(?: (\S+))?(?: (\d+\.\d)s)?")

@@ -5,8 +5,13 @@ from __future__ import annotations
 import ctypes
 import os
 
-from kiln.sandbox.libc import _check, _libc
+from kiln.sandbox.libc import _check, _libc, _syscall
 
+# x86_64 numbers. The raw syscalls change the calling thread only; glibc's wrappers change
+# every thread of the process (POSIX semantics).
+SYS_setgroups = 116
+SYS_setresuid = 117
+SYS_setresgid = 119
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_CAPBSET_DROP = 24
@@ -55,6 +60,15 @@ def become(uid: int, gid: int) -> None:
     os.setgroups([])
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)
+
+
+def become_in_this_thread(uid: int, gid: int) -> None:
+    """become(), for the calling thread alone: what it spawns is wholly `uid` while the
+    process's other threads keep their identity. The kernel clears the thread's capabilities
+    with the uid change (all of root's ids gone), except the inheritable set."""
+    _check(_syscall(SYS_setgroups, 0, None), "setgroups([])")
+    _check(_syscall(SYS_setresgid, gid, gid, gid), "setresgid")
+    _check(_syscall(SYS_setresuid, uid, uid, uid), "setresuid")
 
 
 def act_as(uid: int, gid: int) -> None:

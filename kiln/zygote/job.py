@@ -9,34 +9,22 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import errno
 import fcntl
 import os
 import resource
 import select
-import signal
 import time
 from dataclasses import dataclass
 
 from kiln.runtime import Runtime, Workload
-from kiln.sandbox import contain, plan
-from kiln.sandbox.cgroups import CgroupStats, SlotCgroup
+from kiln.sandbox import contain, plan, standby
+from kiln.sandbox.cgroups import SlotCgroup
 from kiln.sandbox.contain import SetupError
 from kiln.sandbox.prestart import PrestartedTask
 from kiln.zygote import protocol
-from kiln.zygote.title import set_title
+from kiln.zygote.supervise import Supervisor, memory_peak, outcome, task_cpu_ms
 
 FILE_PARTS = ("solution", "checker", "asserts")
-READ_CHUNK = 65536
-POLL_IN = select.POLLIN | select.POLLHUP | select.POLLERR
-TITLE_EVERY_S = 1.0  # `ps` shows a busy slot's elapsed time, refreshed this often
-# Orphans of the run become init's children; their zombies count against the pids limit until
-# reaped. init has no SIGCHLD handler (the run's processes, of its uid, could flood it), so it
-# reaps this often, and as soon as the task itself exits (its pidfd).
-REAP_EVERY_S = 0.1
-# After the task is gone (or killed), its pipes reach end-of-file as soon as the last process of
-# the namespace dies; this only bounds a kernel that is slow to tear them down.
-DRAIN_GRACE_S = 2.0
 
 
 class JobError(Exception):
@@ -127,162 +115,80 @@ def _stdin_fd(data: bytes | None) -> int:
     return fd
 
 
-def kill_all() -> None:
-    """From PID 1 of the namespace: every process of the run, and nothing else."""
-    try:
-        os.kill(-1, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+@dataclass(frozen=True)
+class Started:
+    """A task that runs: its pid, the read ends of its stdout and stderr, when it started (wall
+    clock and the cgroup's CPU count), and how (spawned, standby or prestarted)."""
+
+    pid: int
+    stdout: int
+    stderr: int
+    at: float
+    cpu_before_ms: float
+    how: str
 
 
-class Supervisor:
-    """Drains stdout/stderr (each capped), enforces the deadline, reaps, and notices a cancel."""
-
-    def __init__(self, task_pid: int, out_fd: int, err_fd: int, cancel_sock, output_max: int):
-        self.task_pid = task_pid
-        self.task_fd = os.pidfd_open(task_pid)  # a zombie still has one: no race with its exit
-        self.output_max = output_max
-        self.streams = {out_fd: bytearray(), err_fd: bytearray()}
-        self.out_fd, self.err_fd = out_fd, err_fd
-        self.cancel_sock = cancel_sock
-        self.status: int | None = None
-        self.rusage = None
-        self.ended_at = 0.0
-        self.timed_out = self.overflow = self.cancelled = False
-        self.poller = select.poll()
-        for fd in (out_fd, err_fd, cancel_sock.fileno(), self.task_fd):
-            self.poller.register(fd, POLL_IN)
-        self.open_fds = {out_fd, err_fd}
-
-    def run(self, deadline: float, title: str) -> None:
-        drain_until = None
-        started = retitled = time.monotonic()
-        while self.open_fds or self.status is None:
-            now = time.monotonic()
-            if now - retitled >= TITLE_EVERY_S:
-                set_title(f"{title} {now - started:.1f}s")
-                retitled = now
-            if drain_until is None and (self.status is not None or self.timed_out or self.overflow):
-                drain_until = now + DRAIN_GRACE_S
-            limit = drain_until if drain_until is not None else deadline
-            if now >= limit:
-                if drain_until is not None:
-                    break  # a process the kernel has not finished killing still holds a pipe
-                self.timed_out = True
-                kill_all()
-                continue
-            wait_s = min(limit - now, REAP_EVERY_S)
-            events = self.poller.poll(max(0, wait_s * 1000) + 1)
-            self._reap()
-            for fd, _event in events:
-                if fd == self.task_fd:
-                    self.poller.unregister(fd)  # reaped above; stays readable
-                elif fd == self.cancel_sock.fileno():
-                    self.cancelled = True
-                    kill_all()
-                    return
-                else:
-                    self._read(fd)
-
-    def _read(self, fd: int) -> None:
-        try:
-            data = os.read(fd, READ_CHUNK)
-        except OSError as error:
-            if error.errno == errno.EAGAIN:
-                return
-            data = b""
-        if not data:
-            self._close(fd)
-        else:
-            buffer = self.streams[fd]
-            buffer += data
-            if len(buffer) > self.output_max:
-                del buffer[self.output_max :]
-                self.overflow = True
-                kill_all()
-                for stream in (self.out_fd, self.err_fd):
-                    self._close(stream)
-
-    def _close(self, fd: int) -> None:
-        if fd in self.open_fds:
-            self.open_fds.discard(fd)
-            self.poller.unregister(fd)
-            os.close(fd)
-
-    def _reap(self) -> None:
-        while True:
-            try:
-                pid, status, rusage = os.wait4(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            if pid == self.task_pid:
-                self.status, self.rusage, self.ended_at = status, rusage, time.monotonic()
-                kill_all()  # background processes end with the test command
-
-
-def outcome(sup: Supervisor, cgroup: CgroupStats, cpu_limit_ms: int) -> tuple[str, int | None, int | None]:
-    """(outcome, exit_code, signal), by DESIGN.md's precedence: timed_out > out_of_memory >
-    policy_violation > pids_limit > signaled > exited."""
-    status = sup.status
-    killed_by = os.WTERMSIG(status) if status is not None and os.WIFSIGNALED(status) else None
-    exit_code = os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None
-    if killed_by is not None:
-        exit_code = 128 + killed_by
-    rlimit_cpu = _task_cpu_ms(sup, cgroup) >= cpu_limit_ms - 50 and (killed_by in (signal.SIGXCPU, signal.SIGKILL) or exit_code in (128 + signal.SIGXCPU, 128 + signal.SIGKILL))
-    if sup.timed_out or status is None or rlimit_cpu:
-        return "timed_out", None, killed_by
-    if cgroup.oom_kills:
-        return "out_of_memory", exit_code, killed_by
-    if killed_by == signal.SIGSYS or exit_code == 128 + signal.SIGSYS:  # 159: a seccomp kill under `sh -c`
-        return "policy_violation", exit_code, int(signal.SIGSYS)
-    if cgroup.pids_limit_hits:
-        return "pids_limit", exit_code, killed_by
-    if killed_by is not None:
-        return "signaled", exit_code, killed_by
-    return "exited", exit_code, None
-
-
-def _task_cpu_ms(sup: Supervisor, cgroup: CgroupStats) -> float:
-    """The cgroup's count covers every process of the run; rusage only those the task waited for."""
-    if cgroup.cpu_usage_ms is not None:
-        return cgroup.cpu_usage_ms
-    return 0.0 if sup.rusage is None else (sup.rusage.ru_utime + sup.rusage.ru_stime) * 1000
-
-
-def _memory_peak(sup: Supervisor, cgroup: CgroupStats) -> int:
-    if cgroup.memory_peak_bytes is not None:
-        return cgroup.memory_peak_bytes
-    return sup.rusage.ru_maxrss * 1024 if sup.rusage else 0
-
-
-def execute(job: Job, runtime: Runtime, uid: int, cgroup: SlotCgroup, cancel_sock, title: str, zygote: int) -> tuple[dict, list[bytes]] | None:
-    """Run the job; the result frame (header, [stdout, stderr]), or None if it was cancelled."""
+def execute(job: Job, runtime: Runtime, uid: int, cgroup: SlotCgroup, cancel_sock, title: str, zygote: int, standby_task: PrestartedTask | None = None) -> tuple[dict, list[bytes]] | None:
+    """Run the job in a plain slot: by its standby shell when it has one that can serve the
+    job, else by spawning the test command. The result frame (header, [stdout, stderr]), or
+    None if it was cancelled."""
     job_plan, task_plan = plans(job, runtime, uid)
+    if standby_task is not None and (job.stdin is not None or _exited(standby_task) is not None):
+        standby.discard(standby_task)  # its stdin is /dev/null; or it died
+        standby_task = None
     try:
         contain.prepare_job(job_plan)
         with contain.step("set cgroup limits"):
             cgroup.set_limits(job.workload.memory_max, job.workload.pids_max)
-        stdin_fd = _stdin_fd(job.stdin)
-        out_r, out_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-        err_r, err_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-        os.set_blocking(out_w, True)
-        os.set_blocking(err_w, True)
-        contain.become_task(task_plan, runtime.seccomp_filter)
-        if select.select([zygote], [], [], 0)[0]:
-            os._exit(0)  # the zygote died while the parent-death signal was re-armed
-        started = time.monotonic()
-        pid = contain.spawn_task(task_plan, (stdin_fd, out_w, err_w), cgroup)
+        if standby_task is not None:
+            task = _release_standby(standby_task, runtime.standby_numbers[job.workload.slug], task_plan, cgroup, zygote)
+        else:
+            task = _spawn(job, task_plan, runtime, cgroup, zygote)
     except SetupError as error:
         return _failure(str(error))
-    for fd in (out_w, err_w, stdin_fd):
-        os.close(fd)
-    sup = Supervisor(pid, out_r, err_r, cancel_sock, runtime.config.output_max)
-    sup.run(started + job.timeout_ms / 1000, title)
+    sup = Supervisor(task.pid, task.stdout, task.stderr, cancel_sock, runtime.config.output_max)
+    sup.run(task.at + job.timeout_ms / 1000, title)
     if sup.cancelled:
         return None
-    return _result(sup, cgroup, task_plan, started)
+    return _result(sup, cgroup, task_plan, task)
+
+
+def _release_standby(shell: PrestartedTask, number: int, task_plan: plan.TaskPlan, cgroup: SlotCgroup, zygote: int) -> Started:
+    cpu_before_ms = cgroup.cpu_usage_ms() or 0.0  # the shell's start-up is not the run's
+    at = time.monotonic()
+    contain.release_standby(task_plan, shell, number, cgroup)
+    _exit_if_gone(zygote)
+    return Started(shell.pid, shell.stdout, shell.stderr, at, cpu_before_ms, "standby")
+
+
+def _spawn(job: Job, task_plan: plan.TaskPlan, runtime: Runtime, cgroup: SlotCgroup, zygote: int) -> Started:
+    stdin_fd = _stdin_fd(job.stdin)
+    out_r, out_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+    err_r, err_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+    os.set_blocking(out_w, True)
+    os.set_blocking(err_w, True)
+    contain.become_task(task_plan, runtime.seccomp_filter)
+    _exit_if_gone(zygote)
+    at = time.monotonic()
+    pid = contain.spawn_task(task_plan, (stdin_fd, out_w, err_w), cgroup)
+    for fd in (out_w, err_w, stdin_fd):
+        os.close(fd)
+    return Started(pid, out_r, err_r, at, 0.0, "spawned")
+
+
+def _exit_if_gone(zygote: int) -> None:
+    """After init's uid change: the zygote may have died while the parent-death signal was
+    re-armed."""
+    if select.select([zygote], [], [], 0)[0]:
+        os._exit(0)
+
+
+def start_standby(runtime: Runtime, uid: int, cgroup: SlotCgroup) -> PrestartedTask:
+    """While warming a plain slot: its standby shell, waiting for a language's number."""
+    assert runtime.standby_argv is not None
+    env = plan.task_env(path=runtime.config.sandbox_path, inherited=runtime.config.sandbox_env, language=())
+    shell = plan.TaskPlan(uid=uid, gid=uid, argv=runtime.standby_argv, env=env, cwd="/", rlimits=())
+    return contain.start_standby(shell, runtime.seccomp_filter, cgroup)
 
 
 def rehearse(runtime: Runtime, uid: int) -> None:
@@ -327,16 +233,15 @@ def execute_prestarted(job: Job, runtime: Runtime, uid: int, task: PrestartedTas
     if early_exit is not None:
         return {"op": "prestart_failed", "error": early_exit}, []
     try:
-        cpu_before_ms = cgroup.cpu_usage_ms()
-        started = time.monotonic()
+        started = Started(task.pid, task.stdout, task.stderr, time.monotonic(), cgroup.cpu_usage_ms() or 0.0, "prestarted")
         contain.release_prestarted(job_plan, task)
     except (SetupError, OSError) as error:
         return _failure(str(error))
     sup = Supervisor(task.pid, task.stdout, task.stderr, cancel_sock, runtime.config.output_max)
-    sup.run(started + job.timeout_ms / 1000, title)
+    sup.run(started.at + job.timeout_ms / 1000, title)
     if sup.cancelled:
         return None
-    return _result(sup, cgroup, task_plan, started, cpu_before_ms or 0.0)
+    return _result(sup, cgroup, task_plan, started)
 
 
 def _exited(task: PrestartedTask) -> str | None:
@@ -357,21 +262,22 @@ def _exited(task: PrestartedTask) -> str | None:
     return f"the prestart command exited ({os.waitstatus_to_exitcode(status)}) before its request: {said.decode(errors='replace').strip()[-500:]!r}"
 
 
-def _result(sup: Supervisor, cgroup: SlotCgroup, task_plan: plan.TaskPlan, started: float, cpu_before_ms: float = 0.0) -> tuple[dict, list[bytes]]:
+def _result(sup: Supervisor, cgroup: SlotCgroup, task_plan: plan.TaskPlan, task: Started) -> tuple[dict, list[bytes]]:
     cpu_limit_ms = dict(task_plan.rlimits).get(resource.RLIMIT_CPU, 0) * 1000
     stats = cgroup.stats()
     if stats.cpu_usage_ms is not None:
-        stats = dataclasses.replace(stats, cpu_usage_ms=stats.cpu_usage_ms - cpu_before_ms)
+        stats = dataclasses.replace(stats, cpu_usage_ms=stats.cpu_usage_ms - task.cpu_before_ms)
     kind, exit_code, killed_by = outcome(sup, stats, cpu_limit_ms)
     header = {
         "op": "result",
         "exit_code": exit_code,
         "outcome": kind,
-        "wall_ms": round(((sup.ended_at or time.monotonic()) - started) * 1000, 1),
-        "cpu_ms": round(_task_cpu_ms(sup, stats), 1),
-        "memory_peak_bytes": _memory_peak(sup, stats),
+        "wall_ms": round(((sup.ended_at or time.monotonic()) - task.at) * 1000, 1),
+        "cpu_ms": round(task_cpu_ms(sup, stats), 1),
+        "memory_peak_bytes": memory_peak(sup, stats),
         "signal": killed_by,
         "output_overflow": sup.overflow,
+        "start": task.how,
     }
     return header, [bytes(sup.streams[sup.out_fd]), bytes(sup.streams[sup.err_fd])]
 
