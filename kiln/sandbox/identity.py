@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import ctypes
-import os
 
 from kiln.sandbox.libc import _check, _libc, _syscall
 
-# x86_64 numbers. The raw syscalls change the calling thread only; glibc's wrappers change
-# every thread of the process (POSIX semantics).
+# x86_64 numbers: see _set_ids for why these are called directly.
 SYS_setgroups = 116
 SYS_setresuid = 117
 SYS_setresgid = 119
@@ -57,32 +55,33 @@ def clear_capabilities() -> None:
 
 
 def become(uid: int, gid: int) -> None:
-    os.setgroups([])
-    os.setresgid(gid, gid, gid)
-    os.setresuid(uid, uid, uid)
-
-
-def become_in_this_thread(uid: int, gid: int) -> None:
-    """become(), for the calling thread alone: what it spawns is wholly `uid` while the
-    process's other threads keep their identity. The kernel clears the thread's capabilities
-    with the uid change (all of root's ids gone), except the inheritable set."""
-    _check(_syscall(SYS_setgroups, 0, None), "setgroups([])")
-    _check(_syscall(SYS_setresgid, gid, gid, gid), "setresgid")
-    _check(_syscall(SYS_setresuid, uid, uid, uid), "setresuid")
+    """The calling thread becomes wholly `uid` and `gid`, without supplementary groups; the
+    kernel clears its permitted and effective capabilities (not the inheritable set)."""
+    _set_ids(uid, gid, saved=None)
 
 
 def act_as(uid: int, gid: int) -> None:
     """Become `uid` for everything but the saved ids, which stay root: what a spawn makes now
     is wholly `uid` (exec sets the saved ids from the effective ones), and act_as_root() is
     allowed back."""
-    os.setgroups([])
-    os.setresgid(gid, gid, 0)
-    os.setresuid(uid, uid, 0)
+    _set_ids(uid, gid, saved=0)
 
 
 def act_as_root() -> None:
-    os.setresuid(0, 0, 0)
-    os.setresgid(0, 0, 0)
+    _check(_syscall(SYS_setresuid, 0, 0, 0), "setresuid")
+    _check(_syscall(SYS_setresgid, 0, 0, 0), "setresgid")
+
+
+def _set_ids(uid: int, gid: int, saved: int | None) -> None:
+    """Raw syscalls, which change the calling thread only. init calls these when it is its
+    process's only thread (the standby thread, which calls become() for itself, has ended).
+    glibc's wrappers would signal every other thread to change too, and walking its thread
+    list in a slot is unsafe: the slot's process comes from a raw clone of the zygote
+    (libc.fork_into_namespaces) that glibc's bookkeeping never saw; after a thread had come and
+    gone, one setresuid in ~5,000 aborted or crashed there."""
+    _check(_syscall(SYS_setgroups, 0, None), "setgroups([])")
+    _check(_syscall(SYS_setresgid, gid, gid, gid if saved is None else saved), "setresgid")
+    _check(_syscall(SYS_setresuid, uid, uid, uid if saved is None else saved), "setresuid")
 
 
 def set_not_dumpable() -> None:

@@ -32,7 +32,7 @@ def spawn(plan: TaskPlan, seccomp_filter: bytes | None) -> PrestartedTask:
 
     def take_identity_and_spawn() -> None:
         try:
-            identity.become_in_this_thread(plan.uid, plan.gid)
+            identity.become(plan.uid, plan.gid)  # raw syscalls: this thread only
             identity.clear_capabilities()  # capset: this thread's inheritable set
             identity.set_no_new_privs()  # a per-thread flag
             if seccomp_filter is not None:
