@@ -148,6 +148,7 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--only", help="comma-separated workload names")
     parser.add_argument("--block", type=int, default=1, help="runs of one side before switching to the other (1: strict alternation)")
+    parser.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE", help="extra kiln setting for every workload, for A/B runs (e.g. RUN_PRESTART=false); repeatable")
     parser.add_argument("--memory-runs", type=int, default=0, help="also measure memory across this many no-op runs (10000 for the issue's figure)")
     args = parser.parse_args()
     cpus = len(os.sched_getaffinity(0))
@@ -171,7 +172,7 @@ def main() -> int:
         if args.only:
             workloads = [w for w in workloads if w[0] in args.only.split(",")]
         for name, env, body, argv, cwd in workloads:
-            server = Server({"RUN_CONCURRENCY": str(args.concurrency), "RUN_LOG_FORMAT": "json", **env}).wait_ready()
+            server = Server({"RUN_CONCURRENCY": str(args.concurrency), "RUN_LOG_FORMAT": "json", **env, **dict(item.split("=", 1) for item in args.server_env)}).wait_ready()
             try:
                 payload = json.dumps(body).encode()
                 if name == "no-op" and args.memory_runs:
@@ -193,7 +194,7 @@ def main() -> int:
         print(" | ".join(str(row.get(c)) for c in columns))
     out = Path(__file__).resolve().parent / "results"
     out.mkdir(exist_ok=True)
-    report = {"cpus": cpus, "load_average": os.getloadavg(), "results": results}
+    report = {"cpus": cpus, "load_average": os.getloadavg(), "server_env": args.server_env, "results": results}
     if args.memory_runs:
         report["memory"] = memory_row
         print("memory:", json.dumps(memory_row))

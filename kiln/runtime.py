@@ -13,13 +13,13 @@ import re
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from kiln import langs
 from kiln.config import Config
 from kiln.langs import Language
-from kiln.sandbox import plan, seccomp
+from kiln.sandbox import seccomp
 from kiln.sandbox.plan import MERGED_USR_LINKS, WORKSPACES_DIR, HostPath
 
 
@@ -62,10 +62,6 @@ class Runtime:
     cpus: int
     versions: dict[str, str]
     seccomp_filter: bytes  # BPF, compiled once here, loaded by every task
-    # plain slots' standby shell (plan.standby_argv) and each language's number in it; None
-    # with RUN_PRESTART=false: plain slots then spawn the test command per request
-    standby_argv: tuple[str, ...] | None = None
-    standby_numbers: dict[str, int] = field(default_factory=dict)
 
     @property
     def runtime_dir(self) -> str:
@@ -304,21 +300,7 @@ def build(config: Config) -> Runtime:
         cpus=len(os.sched_getaffinity(0)),
         versions=toolchain_versions([w.language for w in workloads.values()], config),
         seccomp_filter=seccomp.compile_filter(),
-        **standby(config, workloads),
     )
-
-
-def standby(config: Config, workloads: dict[str, Workload]) -> dict:
-    """The standby shell's argv and language numbers (Runtime's fields), unless RUN_PRESTART=false."""
-    if config.prestart == ():
-        return {}
-    base = task_env_of(config, ())
-    commands = tuple((plan.standby_exports(base, task_env_of(config, w.language.env)), w.argv) for w in workloads.values())
-    return {"standby_argv": plan.standby_argv(commands), "standby_numbers": {slug: n for n, slug in enumerate(workloads)}}
-
-
-def task_env_of(config: Config, language_env: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
-    return plan.task_env(path=config.sandbox_path, inherited=config.sandbox_env, language=language_env)
 
 
 def toolchain_versions(languages, config: Config, timeout_s: float = 20.0) -> dict[str, str]:

@@ -90,7 +90,6 @@ class App:
             duration_ms=round((time.monotonic() - started) * 1000, 2),
             slot=info.get("slot"),
             prestarted=info.get("prestarted"),
-            start=info.get("start"),
             bytes_in=info.get("bytes_in"),
             bytes_out=response.content_length,
             request_id=request_id,
@@ -245,7 +244,7 @@ class App:
         if header.get("op") != "result" or len(blobs) != 2:
             raise RuntimeError(f"slot answered {header!r}")
         outcome = "output_too_large" if header.get("output_overflow") else header["outcome"]
-        info.update(outcome=outcome, wall_ms=header["wall_ms"], start=header.get("start"))
+        info.update(outcome=outcome, wall_ms=header["wall_ms"])
         self.metrics.runs.labels(request.slug, outcome).inc()
         self.metrics.run_seconds.labels(request.slug).observe(header["wall_ms"] / 1000)
         if header.get("output_overflow"):

@@ -6,11 +6,8 @@
 - start_prestarted / release_prestarted: the same split for a slot warmed for one language
   whose workspace has a prestart command: workspace and task while warming, files and go per
   request;
-- start_standby / release_standby: in a plain slot, the task's shell started while warming and
-  told per request which language's test command to run (see standby.py);
 - become_task, spawn_task: per request, init takes the task's identity and spawns the test
-  command (a plain slot whose standby shell cannot serve the request);
-- become_supervisor: init, once the task runs, drops root for the rest of the run.
+  command.
 
 A step that fails raises SetupError naming itself; init reports it as infrastructure_failure.
 """
@@ -22,7 +19,7 @@ import os
 import signal
 import socket
 
-from kiln.sandbox import files, identity, libc, mounts, prestart, rlimits, seccomp, standby
+from kiln.sandbox import files, identity, libc, mounts, prestart, rlimits, seccomp
 from kiln.sandbox.cgroups import SlotCgroup
 from kiln.sandbox.mounts import under
 from kiln.sandbox.plan import OVERLAY_UPPER, OVERLAY_WORK, PREMADE_DIRS, SANDBOX_DIR, JobPlan, RootPlan, TaskPlan
@@ -170,36 +167,6 @@ def release_prestarted(job: JobPlan, task: prestart.PrestartedTask) -> None:
         prestart.go(task)
 
 
-def start_standby(plan: TaskPlan, seccomp_filter: bytes | None, cgroup: SlotCgroup) -> prestart.PrestartedTask:
-    """While warming a plain slot: the standby shell, waiting in the slot's cgroup. init keeps
-    its cgroup.procs descriptors: a request the shell cannot serve spawns its task."""
-    with _in_slot_cgroup(cgroup), step("start the standby shell"):
-        return standby.spawn(plan, seccomp_filter)
-
-
-def release_standby(plan: TaskPlan, task: prestart.PrestartedTask, number: int, cgroup: SlotCgroup) -> None:
-    """Per request, once prepare_job is done: init drops root for good (it has no root work
-    left), which is also what lets it set the waiting shell's rlimits, then go. Nothing of
-    init's is left to do between go and the task's end but supervising it."""
-    cgroup.close_procs()
-    become_supervisor(plan)
-    with step("set the standby shell's rlimits"):
-        standby.set_limits(task, plan)
-    with step("release the standby shell"):
-        standby.go(task, number)
-
-
-def become_supervisor(plan: TaskPlan) -> None:
-    """init, while it supervises a task it did not spawn as the task: the task's uid and gid,
-    no capabilities, not dumpable (kill(-1) then reaches exactly the run's processes). It has
-    no root work left; the filter, which the task has, is not worth its load here."""
-    with step("drop to the slot's user"):
-        identity.become(plan.uid, plan.gid)
-        identity.clear_capabilities()
-        identity.set_not_dumpable()
-        identity.set_parent_death_signal(signal.SIGKILL)  # a uid change cleared it
-
-
 def become_task(plan: TaskPlan, seccomp_filter: bytes | None) -> None:
     """init itself, once the job's root work is done (mounts, files, cgroup limits): from root
     to the task's identity, limits and filter, which the task then inherits through a plain
@@ -207,7 +174,11 @@ def become_task(plan: TaskPlan, seccomp_filter: bytes | None) -> None:
     run without privileges: not dumpable, seccomp'd, its uid the task's (so kill(-1) reaches
     exactly the run's processes, which can never change uid)."""
     _take_limits(plan)
-    become_supervisor(plan)
+    with step("drop to the slot's user"):
+        identity.become(plan.uid, plan.gid)
+        identity.clear_capabilities()
+        identity.set_not_dumpable()
+        identity.set_parent_death_signal(signal.SIGKILL)  # a uid change cleared it
     _take_filter(seccomp_filter)
 
 

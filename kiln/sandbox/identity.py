@@ -73,12 +73,12 @@ def act_as_root() -> None:
 
 
 def _set_ids(uid: int, gid: int, saved: int | None) -> None:
-    """Raw syscalls, which change the calling thread only. init calls these when it is its
-    process's only thread (the standby thread, which calls become() for itself, has ended).
-    glibc's wrappers would signal every other thread to change too, and walking its thread
-    list in a slot is unsafe: the slot's process comes from a raw clone of the zygote
-    (libc.fork_into_namespaces) that glibc's bookkeeping never saw; after a thread had come and
-    gone, one setresuid in ~5,000 aborted or crashed there."""
+    """Raw syscalls, which change the calling thread only: init is single-threaded. glibc's
+    wrappers change every thread, by signalling each thread glibc knows of; in a slot, a
+    process made by a raw clone of the zygote (libc.fork_into_namespaces) that glibc's
+    bookkeeping never saw, that is not to be relied on: once a thread had changed its own
+    identity and ended, ~2 % of the later changes aborted or crashed in glibc
+    (tests/sandbox/test_identity_threads.py)."""
     _check(_syscall(SYS_setgroups, 0, None), "setgroups([])")
     _check(_syscall(SYS_setresgid, gid, gid, gid if saved is None else saved), "setresgid")
     _check(_syscall(SYS_setresuid, uid, uid, uid if saved is None else saved), "setresuid")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import posixpath
 import resource
-import shlex
 from dataclasses import dataclass
 
 # Inside the new root: root-only (0700) folder that holds the workspaces bind and the per-request
@@ -267,49 +266,3 @@ def task_env(*, path: str, inherited: tuple[tuple[str, str], ...], language: tup
     env.update(language)
     env["PATH"], env["HOME"], env["PWD"] = path, SANDBOX_DIR, SANDBOX_DIR  # never overridden
     return tuple(env.items())
-
-
-STANDBY_SHELL = "/bin/sh"
-STANDBY_VARIABLE = "kiln_language"  # the standby shell's own variable, unset before the command
-
-
-def standby_argv(commands: tuple[tuple[tuple[tuple[str, str], ...], tuple[str, ...]], ...], directory: str = SANDBOX_DIR) -> tuple[str, ...]:
-    """A plain slot's standby shell: `sh -e -c` of a program that waits for a language's number
-    on descriptor 3 (end-of-file: the slot was closed unused, and it exits), then does what
-    `sh -e -c` of that language's test command would do: the language's environment (exported
-    on top of task_env(language=()), which the shell starts with), `directory` (/sandbox, whose
-    workspace is mounted once the number comes) as its directory, the test command evaluated by
-    this same shell under -e. `commands[i]` is language i's (exports, argv).
-
-    A test command kiln runs directly (one plain command) is exec'd by the shell; OLDPWD,
-    which dash's cd exports, is unset: the command sees the environment it would see spawned."""
-    lines = [
-        f"read -r {STANDBY_VARIABLE} <&3",
-        "exec 3<&-",
-        f"cd {shlex.quote(directory)}",
-        "unset OLDPWD",
-        f"case ${STANDBY_VARIABLE} in",
-    ]
-    for number, (exports, argv) in enumerate(commands):
-        setting = "".join(f"export {name}={shlex.quote(value)}; " for name, value in exports)
-        lines.append(f"{number}) unset {STANDBY_VARIABLE}; {setting}eval {shlex.quote(shell_text(argv))} ;;")
-    lines += ["*) exit 70 ;;", "esac"]
-    return (STANDBY_SHELL, "-e", "-c", "\n".join(lines))
-
-
-def shell_text(argv: tuple[str, ...]) -> str:
-    """What sh runs to do what spawning `argv` does: the script of a `sh -e -c` argv, else an
-    exec of the quoted words."""
-    if argv[:3] == (STANDBY_SHELL, "-e", "-c") and len(argv) == 4:
-        return argv[3]
-    return "exec " + " ".join(shlex.quote(word) for word in argv)
-
-
-def standby_exports(base: tuple[tuple[str, str], ...], env: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
-    """What a language's task environment adds to or changes in `base`."""
-    have = dict(base)
-    exports = tuple((name, value) for name, value in env if have.get(name) != value)
-    for name, _ in exports:
-        if not (name.isascii() and name.replace("_", "a").isalnum() and not name[0].isdigit()):
-            raise ValueError(f"environment variable name {name!r} is not a shell name")
-    return exports

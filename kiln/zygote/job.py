@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 
 from kiln.runtime import Runtime, Workload
-from kiln.sandbox import contain, plan, standby
+from kiln.sandbox import contain, plan
 from kiln.sandbox.cgroups import SlotCgroup
 from kiln.sandbox.contain import SetupError
 from kiln.sandbox.prestart import PrestartedTask
@@ -115,80 +115,32 @@ def _stdin_fd(data: bytes | None) -> int:
     return fd
 
 
-@dataclass(frozen=True)
-class Started:
-    """A task that runs: its pid, the read ends of its stdout and stderr, when it started (wall
-    clock and the cgroup's CPU count), and how (spawned, standby or prestarted)."""
-
-    pid: int
-    stdout: int
-    stderr: int
-    at: float
-    cpu_before_ms: float
-    how: str
-
-
-def execute(job: Job, runtime: Runtime, uid: int, cgroup: SlotCgroup, cancel_sock, title: str, zygote: int, standby_task: PrestartedTask | None = None) -> tuple[dict, list[bytes]] | None:
-    """Run the job in a plain slot: by its standby shell when it has one that can serve the
-    job, else by spawning the test command. The result frame (header, [stdout, stderr]), or
-    None if it was cancelled."""
+def execute(job: Job, runtime: Runtime, uid: int, cgroup: SlotCgroup, cancel_sock, title: str, zygote: int) -> tuple[dict, list[bytes]] | None:
+    """Run the job; the result frame (header, [stdout, stderr]), or None if it was cancelled."""
     job_plan, task_plan = plans(job, runtime, uid)
-    if standby_task is not None and (job.stdin is not None or _exited(standby_task) is not None):
-        standby.discard(standby_task)  # its stdin is /dev/null; or it died
-        standby_task = None
     try:
         contain.prepare_job(job_plan)
         with contain.step("set cgroup limits"):
             cgroup.set_limits(job.workload.memory_max, job.workload.pids_max)
-        if standby_task is not None:
-            task = _release_standby(standby_task, runtime.standby_numbers[job.workload.slug], task_plan, cgroup, zygote)
-        else:
-            task = _spawn(job, task_plan, runtime, cgroup, zygote)
+        stdin_fd = _stdin_fd(job.stdin)
+        out_r, out_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        err_r, err_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        os.set_blocking(out_w, True)
+        os.set_blocking(err_w, True)
+        contain.become_task(task_plan, runtime.seccomp_filter)
+        if select.select([zygote], [], [], 0)[0]:
+            os._exit(0)  # the zygote died while the parent-death signal was re-armed
+        started = time.monotonic()
+        pid = contain.spawn_task(task_plan, (stdin_fd, out_w, err_w), cgroup)
     except SetupError as error:
         return _failure(str(error))
-    sup = Supervisor(task.pid, task.stdout, task.stderr, cancel_sock, runtime.config.output_max)
-    sup.run(task.at + job.timeout_ms / 1000, title)
-    if sup.cancelled:
-        return None
-    return _result(sup, cgroup, task_plan, task)
-
-
-def _release_standby(shell: PrestartedTask, number: int, task_plan: plan.TaskPlan, cgroup: SlotCgroup, zygote: int) -> Started:
-    cpu_before_ms = cgroup.cpu_usage_ms() or 0.0  # the shell's start-up is not the run's
-    at = time.monotonic()
-    contain.release_standby(task_plan, shell, number, cgroup)
-    _exit_if_gone(zygote)
-    return Started(shell.pid, shell.stdout, shell.stderr, at, cpu_before_ms, "standby")
-
-
-def _spawn(job: Job, task_plan: plan.TaskPlan, runtime: Runtime, cgroup: SlotCgroup, zygote: int) -> Started:
-    stdin_fd = _stdin_fd(job.stdin)
-    out_r, out_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-    err_r, err_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-    os.set_blocking(out_w, True)
-    os.set_blocking(err_w, True)
-    contain.become_task(task_plan, runtime.seccomp_filter)
-    _exit_if_gone(zygote)
-    at = time.monotonic()
-    pid = contain.spawn_task(task_plan, (stdin_fd, out_w, err_w), cgroup)
     for fd in (out_w, err_w, stdin_fd):
         os.close(fd)
-    return Started(pid, out_r, err_r, at, 0.0, "spawned")
-
-
-def _exit_if_gone(zygote: int) -> None:
-    """After init's uid change: the zygote may have died while the parent-death signal was
-    re-armed."""
-    if select.select([zygote], [], [], 0)[0]:
-        os._exit(0)
-
-
-def start_standby(runtime: Runtime, uid: int, cgroup: SlotCgroup) -> PrestartedTask:
-    """While warming a plain slot: its standby shell, waiting for a language's number."""
-    assert runtime.standby_argv is not None
-    env = plan.task_env(path=runtime.config.sandbox_path, inherited=runtime.config.sandbox_env, language=())
-    shell = plan.TaskPlan(uid=uid, gid=uid, argv=runtime.standby_argv, env=env, cwd="/", rlimits=())
-    return contain.start_standby(shell, runtime.seccomp_filter, cgroup)
+    sup = Supervisor(pid, out_r, err_r, cancel_sock, runtime.config.output_max)
+    sup.run(started + job.timeout_ms / 1000, title)
+    if sup.cancelled:
+        return None
+    return _result(sup, cgroup, task_plan, started)
 
 
 def rehearse(runtime: Runtime, uid: int) -> None:
@@ -233,15 +185,16 @@ def execute_prestarted(job: Job, runtime: Runtime, uid: int, task: PrestartedTas
     if early_exit is not None:
         return {"op": "prestart_failed", "error": early_exit}, []
     try:
-        started = Started(task.pid, task.stdout, task.stderr, time.monotonic(), cgroup.cpu_usage_ms() or 0.0, "prestarted")
+        cpu_before_ms = cgroup.cpu_usage_ms()
+        started = time.monotonic()
         contain.release_prestarted(job_plan, task)
     except (SetupError, OSError) as error:
         return _failure(str(error))
     sup = Supervisor(task.pid, task.stdout, task.stderr, cancel_sock, runtime.config.output_max)
-    sup.run(started.at + job.timeout_ms / 1000, title)
+    sup.run(started + job.timeout_ms / 1000, title)
     if sup.cancelled:
         return None
-    return _result(sup, cgroup, task_plan, started)
+    return _result(sup, cgroup, task_plan, started, cpu_before_ms or 0.0)
 
 
 def _exited(task: PrestartedTask) -> str | None:
@@ -262,22 +215,21 @@ def _exited(task: PrestartedTask) -> str | None:
     return f"the prestart command exited ({os.waitstatus_to_exitcode(status)}) before its request: {said.decode(errors='replace').strip()[-500:]!r}"
 
 
-def _result(sup: Supervisor, cgroup: SlotCgroup, task_plan: plan.TaskPlan, task: Started) -> tuple[dict, list[bytes]]:
+def _result(sup: Supervisor, cgroup: SlotCgroup, task_plan: plan.TaskPlan, started: float, cpu_before_ms: float = 0.0) -> tuple[dict, list[bytes]]:
     cpu_limit_ms = dict(task_plan.rlimits).get(resource.RLIMIT_CPU, 0) * 1000
     stats = cgroup.stats()
     if stats.cpu_usage_ms is not None:
-        stats = dataclasses.replace(stats, cpu_usage_ms=stats.cpu_usage_ms - task.cpu_before_ms)
+        stats = dataclasses.replace(stats, cpu_usage_ms=stats.cpu_usage_ms - cpu_before_ms)
     kind, exit_code, killed_by = outcome(sup, stats, cpu_limit_ms)
     header = {
         "op": "result",
         "exit_code": exit_code,
         "outcome": kind,
-        "wall_ms": round(((sup.ended_at or time.monotonic()) - task.at) * 1000, 1),
+        "wall_ms": round(((sup.ended_at or time.monotonic()) - started) * 1000, 1),
         "cpu_ms": round(task_cpu_ms(sup, stats), 1),
         "memory_peak_bytes": memory_peak(sup, stats),
         "signal": killed_by,
         "output_overflow": sup.overflow,
-        "start": task.how,
     }
     return header, [bytes(sup.streams[sup.out_fd]), bytes(sup.streams[sup.err_fd])]
 

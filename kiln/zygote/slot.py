@@ -65,25 +65,23 @@ def spawn(spec: SlotSpec, cgroup: SlotCgroup, runtime: Runtime, netns_fd: int | 
 def _init(spec: SlotSpec, cgroup: SlotCgroup, runtime: Runtime, sock: socket.socket, zygote: int, netns_fd: int | None, prestart: Workload | None) -> None:
     _become_init(spec.index, cgroup, sock, zygote, netns_fd)
     _reset_signals()
-    waiting = None  # the task started while warming: the prestart command, or the standby shell
+    prestarted = None
     try:
         contain.build_root(spec.root, runtime.staging_dir)
         if prestart is not None:
-            waiting = job.start_prestarted(prestart, runtime, spec.uid, cgroup)
+            prestarted = job.start_prestarted(prestart, runtime, spec.uid, cgroup)
             if zygote_gone(zygote):  # it died while the parent-death signal was re-armed
                 os._exit(0)
         else:
             with contain.step("set cgroup limits"):
                 job.preset_limits(runtime, cgroup)
-            if runtime.standby_argv is not None:
-                waiting = job.start_standby(runtime, spec.uid, cgroup)
         job.rehearse(runtime, spec.uid)
     except SetupError as error:
         protocol.send_frame(sock, {"op": "failed", "error": str(error)})
         return
     protocol.send_frame(sock, {"op": "ready"})
     set_title(f"kiln: slot {spec.index} warm" + (f" {prestart.slug}" if prestart else ""))
-    _serve_one_job(spec, runtime, cgroup, sock, zygote, prestart, waiting)
+    _serve_one_job(spec, runtime, cgroup, sock, zygote, prestart, prestarted)
 
 
 def _become_init(index: int, cgroup: SlotCgroup, sock: socket.socket, zygote: int, netns_fd: int | None) -> None:
@@ -116,7 +114,7 @@ def _reset_signals() -> None:
     libc.reset_signal_dispositions(keep=set(libc.INIT_IGNORED_SIGNALS))
 
 
-def _serve_one_job(spec: SlotSpec, runtime: Runtime, cgroup: SlotCgroup, sock: socket.socket, zygote: int, prestart: Workload | None, waiting: PrestartedTask | None) -> None:
+def _serve_one_job(spec: SlotSpec, runtime: Runtime, cgroup: SlotCgroup, sock: socket.socket, zygote: int, prestart: Workload | None, prestarted: PrestartedTask | None) -> None:
     try:
         frame = protocol.recv_frame(sock, job_frame_limit(runtime))
         if frame is None:
@@ -129,9 +127,9 @@ def _serve_one_job(spec: SlotSpec, runtime: Runtime, cgroup: SlotCgroup, sock: s
         return
     title = f"kiln: slot {spec.index} busy {work.workload.slug}"
     set_title(title)
-    if prestart is not None:
-        result = job.execute_prestarted(work, runtime, spec.uid, waiting, cgroup, sock, title)
+    if prestarted is not None:
+        result = job.execute_prestarted(work, runtime, spec.uid, prestarted, cgroup, sock, title)
     else:
-        result = job.execute(work, runtime, spec.uid, cgroup, sock, title, zygote, standby_task=waiting)
+        result = job.execute(work, runtime, spec.uid, cgroup, sock, title, zygote)
     if result is not None:
         protocol.send_frame(sock, *result)

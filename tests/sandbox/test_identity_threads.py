@@ -1,8 +1,8 @@
 """identity's uid and gid changes in a slot-like process: made by a raw clone of a Python
 process (libc.fork_into_namespaces, which glibc's fork bookkeeping never sees), in which a
-thread changed its own identity and ended (the standby shell's thread). Real setresuid, as
-root. With glibc's wrappers, which make every thread of the process change too, a few percent
-of such processes aborted or crashed in the change; identity calls the syscalls directly."""
+thread changed its own identity and ended. Real setresuid, as root. With glibc's wrappers,
+which make every thread of the process change too, ~2 % of such processes aborted or crashed
+in the change; identity calls the syscalls directly, for the calling thread only."""
 
 from __future__ import annotations
 

@@ -130,11 +130,11 @@ def host_processes() -> list[dict]:
 
 
 def processes_of_uids(uids) -> list[dict]:
-    """Processes of these uids, except the tasks warm slots have started for their next request
-    (a prestart command, a plain slot's standby shell): they have run nothing of any request."""
+    """Processes of these uids, except the prestart commands of warm slots: started for the
+    next request of their slot, they have run nothing of any request."""
     wanted = set(uids)
     everything = host_processes()
-    warm_inits = {p["pid"] for p in everything if re.match(r"kiln: slot \d+ warm\b", p["title"])}
+    warm_inits = {p["pid"] for p in everything if re.match(r"kiln: slot \d+ warm ", p["title"])}
     return [p for p in everything if p["uid"] in wanted and p["ppid"] not in warm_inits]
 
 

@@ -180,7 +180,7 @@ def serve(frame: bytes, rt, prestart: str | None = None) -> tuple[list[Job], tup
     ran: list[Job] = []
     front, slot_end = socket.socketpair()
     with front, slot_end, pytest.MonkeyPatch.context() as patch:
-        patch.setattr(job, "execute", lambda work, *args, **kwargs: ran.append(work))  # the task is not run
+        patch.setattr(job, "execute", lambda work, *args: ran.append(work))  # the task is not run
         patch.setattr(job, "execute_prestarted", lambda work, *args: ran.append(work))
         patch.setattr(slot, "set_title", lambda title: None)  # and the test process keeps its name
         front.sendall(frame)

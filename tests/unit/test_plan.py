@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import resource
-import subprocess
-import tempfile
-
-import pytest
 
 from kiln.sandbox import plan
 from kiln.sandbox.plan import HostPath
@@ -113,71 +108,3 @@ def test_rlimits():
 def test_task_env_cannot_override_path_or_home():
     env = dict(plan.task_env(path="/usr/bin:/bin", inherited=(("LANG", "C.UTF-8"), ("PATH", "/evil")), language=(("GOCACHE", "/sandbox/.cache"), ("HOME", "/root"))))
     assert env == {"PATH": "/usr/bin:/bin", "HOME": "/sandbox", "USER": "runner", "LOGNAME": "runner", "PWD": "/sandbox", "LANG": "C.UTF-8", "GOCACHE": "/sandbox/.cache"}
-
-
-# --- the standby shell's program, run by the real /bin/sh ---------------------------------
-
-
-def run_standby(argv: tuple[str, ...], said: bytes | None, env: dict[str, str]) -> subprocess.CompletedProcess:
-    """Start `argv` with descriptor 3 the read end of a pipe, write `said` (None: nothing) and
-    close the pipe."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        read_end, write_end = os.pipe()
-        actions = [(os.POSIX_SPAWN_DUP2, out.fileno(), 1), (os.POSIX_SPAWN_DUP2, err.fileno(), 2), (os.POSIX_SPAWN_DUP2, read_end, 3)]
-        pid = os.posix_spawn(argv[0], argv, env, file_actions=actions)
-        os.close(read_end)
-        if said is not None:
-            os.write(write_end, said)
-        os.close(write_end)
-        _, status = os.waitpid(pid, 0)
-        out.seek(0)
-        err.seek(0)
-        return subprocess.CompletedProcess(argv, os.waitstatus_to_exitcode(status), out.read().decode(), err.read().decode())
-
-
-BASE_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/sandbox", "PWD": "/sandbox"}
-
-
-def test_standby_runs_the_command_whose_number_it_is_told(tmp_path):
-    commands = (
-        ((("ONE", "1"),), ("/bin/sh", "-e", "-c", "echo first $ONE")),
-        ((("TWO", "it's \"two\" $HOME"),), ("/usr/bin/env",)),
-    )
-    argv = plan.standby_argv(commands, directory=str(tmp_path))
-    first = run_standby(argv, b"0\n", BASE_ENV)
-    assert (first.returncode, first.stdout) == (0, "first 1\n")
-    second = run_standby(argv, b"1\n", BASE_ENV)
-    env = dict(line.split("=", 1) for line in second.stdout.splitlines())
-    # the command is exec'd: what it sees is the base environment, its exports, PWD, no OLDPWD
-    # and none of the shell's own variables
-    assert env == {"PATH": "/usr/bin:/bin", "HOME": "/sandbox", "PWD": str(tmp_path), "TWO": "it's \"two\" $HOME"}
-
-
-def test_standby_keeps_sh_e_semantics(tmp_path):
-    script = "echo before\nfalse\necho never"
-    argv = plan.standby_argv((((), ("/bin/sh", "-e", "-c", script)),), directory=str(tmp_path))
-    by_standby = run_standby(argv, b"0\n", BASE_ENV)
-    by_sh = subprocess.run(["/bin/sh", "-e", "-c", script], capture_output=True, text=True, cwd=tmp_path, env=BASE_ENV)
-    assert (by_standby.returncode, by_standby.stdout, by_standby.stderr) == (by_sh.returncode, by_sh.stdout, by_sh.stderr) == (1, "before\n", "")
-    exit_code = plan.standby_argv((((), ("/bin/sh", "-e", "-c", "exit 7")),), directory=str(tmp_path))
-    assert run_standby(exit_code, b"0\n", BASE_ENV).returncode == 7
-
-
-def test_standby_runs_nothing_unless_told_a_known_number(tmp_path):
-    argv = plan.standby_argv((((), ("/bin/sh", "-e", "-c", "echo ran")),), directory=str(tmp_path))
-    closed = run_standby(argv, None, BASE_ENV)  # the slot was closed unused
-    assert closed.returncode != 0 and closed.stdout == ""
-    unknown = run_standby(argv, b"5\n", BASE_ENV)
-    assert (unknown.returncode, unknown.stdout) == (70, "")
-
-
-def test_shell_text_quotes_a_direct_argv_and_unwraps_sh():
-    assert plan.shell_text(("/usr/bin/python3", "a b.py", "it's")) == "exec /usr/bin/python3 'a b.py' 'it'\"'\"'s'"
-    assert plan.shell_text(("/bin/sh", "-e", "-c", "cd check && exec ruby x.rb")) == "cd check && exec ruby x.rb"
-
-
-def test_standby_exports_what_a_language_adds_or_changes():
-    base = (("PATH", "/usr/bin"), ("LANG", "C"))
-    assert plan.standby_exports(base, (("PATH", "/usr/bin"), ("LANG", "C.UTF-8"), ("GOCACHE", "/x"))) == (("LANG", "C.UTF-8"), ("GOCACHE", "/x"))
-    with pytest.raises(ValueError):
-        plan.standby_exports(base, (("A-B", "1"),))
