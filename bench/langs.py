@@ -20,7 +20,11 @@ previous request never competes with the next run, on either side.
 
 Target (issue 4): kiln adds under 5% or under 5 ms, whichever is larger, for every language.
 
-    .venv/bin/python bench/langs.py [--runs N] [--langs a,b,...]
+    .venv/bin/python bench/langs.py [--runs N] [--langs a,b,...] [--rate-seconds S]
+
+With --rate-seconds, each language's rate is then measured too: a second server with one slot
+per client (--rate-clients, 8), every client posting the example back to back for S seconds,
+against the rate the CPUs allow the bare command (CPUs / its median CPU time per run).
 
 Root is needed (kiln serve, mounts). Default runs per side: 3 warm-ups, then 11 for a language
 whose warm-up runs take 250 ms or more (the compilers), else 31. Writes bench/results/langs.json.
@@ -39,6 +43,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -312,7 +317,7 @@ def masked(text: str) -> str:
     return VARYING.sub("N", text)
 
 
-def bench_language(slug: str, info: dict, script: str, kiln: Kiln, config, runs: int | None, concurrency: int, log) -> dict:
+def bench_language(slug: str, info: dict, script: str, kiln: Kiln, config, runs: int | None, concurrency: int, log, payloads: dict) -> dict:
     from kiln import langs
     from kiln.runtime import task_argv
     from kiln.sandbox.plan import task_env, task_rlimits
@@ -328,7 +333,7 @@ def bench_language(slug: str, info: dict, script: str, kiln: Kiln, config, runs:
     if asserts is not None:
         body["asserts"] = asserts  # a string: the bytes kiln writes, the bytes bare gets
         files.append((language.asserts_file, asserts))
-    payload = json.dumps(body).encode()
+    payload = payloads[slug] = json.dumps(body).encode()
     argv = list(task_argv(script, config))
     env = dict(task_env(path=config.sandbox_path, inherited=config.sandbox_env, language=language.env))
     rlimits = task_rlimits(timeout_ms=parse_duration_ms(TIMEOUT), cpus=len(os.sched_getaffinity(0)), pids_max=info["pids_max"])
@@ -402,6 +407,50 @@ def bench_language(slug: str, info: dict, script: str, kiln: Kiln, config, runs:
     return row
 
 
+def rate(port: int, payload: bytes, clients: int, seconds: float) -> dict:
+    """Runs per second with `clients` keep-alive connections posting `payload` back to back."""
+    done, errors = [], []
+    stop = time.monotonic() + seconds
+
+    def client() -> None:
+        kiln = Kiln(port)
+        while time.monotonic() < stop:
+            try:
+                result = kiln.run(payload)
+            except Exception as error:  # noqa: BLE001 - counted and shown
+                errors.append(repr(error))
+                kiln = Kiln(port)
+                continue
+            (done if result["ok"] else errors).append(result if result["ok"] else f"exit {result['exit']}: {result['stderr'][-200:]!r}")
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return {"runs_per_s": round(len(done) / (time.monotonic() - started), 2), "rate_errors": len(errors), "first_rate_error": errors[0] if errors else None}
+
+
+def measure_rates(rows: list[dict], payloads: dict, env: dict, clients: int, seconds: float, log) -> None:
+    """The issue's rate target, per language: runs/s at `clients` connections (a server with
+    as many slots) against the rate the CPUs allow the bare command (CPUs / its CPU time)."""
+    from kilntest import Server
+
+    cpus = len(os.sched_getaffinity(0))
+    server = Server({**env, "RUN_CONCURRENCY": str(clients)}).wait_ready(180)
+    try:
+        for row in rows:
+            if "error" in row:
+                continue
+            measured = rate(server.port, payloads[row["lang"]], clients, seconds)
+            bare_rate = cpus / (row["bare_cpu_ms"] / 1000)
+            row.update(measured, bare_cpu_bound_runs_per_s=round(bare_rate, 2), rate_vs_bare=round(measured["runs_per_s"] / bare_rate, 3))
+            log(f"  {row['lang']}: {measured['runs_per_s']} runs/s at {clients} clients, bare CPU-bound {bare_rate:.1f}/s: {row['rate_vs_bare']:.2f}" + (f", {measured['rate_errors']} errors" if measured["rate_errors"] else ""))
+    finally:
+        server.stop()
+
+
 def _quartiles(values: list[float]) -> tuple[float, float]:
     if len(values) < 2:
         return (values[0], values[0]) if values else (float("nan"), float("nan"))
@@ -412,6 +461,9 @@ def _quartiles(values: list[float]) -> tuple[float, float]:
 def print_table(rows: list[dict]) -> None:
     head = ["lang", "runs", "kiln ms", "bare ms", "added ms", "added %", "allowed ms", "verdict", "kiln inside ms", "kiln cpu ms", "bare cpu ms"]
     keys = ["lang", "runs", "kiln_ms", "bare_ms", "added_ms", "added_pct", "allowed_ms", "verdict", "kiln_inside_ms", "kiln_cpu_ms", "bare_cpu_ms"]
+    if any("runs_per_s" in row for row in rows):
+        head += ["runs/s", "bare CPU-bound runs/s", "rate vs bare"]
+        keys += ["runs_per_s", "bare_cpu_bound_runs_per_s", "rate_vs_bare"]
     cells = [[str(row.get(k, "-")) for k in keys] for row in rows]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(head)]
     print("  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(head, widths))))
@@ -428,6 +480,8 @@ def main() -> int:
     parser.add_argument("--langs", help="comma-separated slugs (default: every language the server serves)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "langs.json")
     parser.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE", help="extra kiln setting, for A/B runs (e.g. RUN_CGROUP=off); repeatable")
+    parser.add_argument("--rate-seconds", type=float, default=0, help="also measure each language's rate at --rate-clients connections for this long (issue 6's rate target)")
+    parser.add_argument("--rate-clients", type=int, default=8)
     parser.add_argument("--bare-worker", nargs=2, metavar=("DIR", "RLIMITS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.bare_worker:
@@ -455,6 +509,7 @@ def main() -> int:
     log(f"load average {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f}; starting kiln")
     server = Server(env).wait_ready(180)
     rows: list[dict] = []
+    payloads: dict[str, bytes] = {}
     try:
         config = config_module.load(server.env, REPO)
         kiln = Kiln(server.port)
@@ -466,9 +521,11 @@ def main() -> int:
         for info in served["languages"]:
             slug = info["slug"]
             log(f"{slug}: {info['version']}")
-            rows.append(bench_language(slug, info, scripts[slug], kiln, config, args.runs, concurrency, log))
+            rows.append(bench_language(slug, info, scripts[slug], kiln, config, args.runs, concurrency, log, payloads))
     finally:
         server.stop()
+    if args.rate_seconds:
+        measure_rates(rows, payloads, env, args.rate_clients, args.rate_seconds, log)
     load_end = os.getloadavg()
     print_table(rows)
     print(f"target: added < max({TARGET_MS:.0f} ms, {TARGET_PCT:.0f}% of bare); "
@@ -484,7 +541,7 @@ def main() -> int:
         "loadavg_end": [round(v, 2) for v in load_end],
         "target": {"added_pct_max": TARGET_PCT, "added_ms_max": TARGET_MS, "rule": "added_ms < max(added_ms_max, bare_ms * added_pct_max / 100)"},
         "server_env": env,
-        "method": {"concurrency": concurrency, "warmup_per_side": WARMUP, "timeout": TIMEOUT, "bare_uid": BARE_UID, "alternating": "kiln/bare order flips every pair", "settle": "before every run, until kiln's slots are all warm (GET /metrics)"},
+        "method": {"rate_clients": args.rate_clients if args.rate_seconds else None, "rate_seconds": args.rate_seconds or None, "concurrency": concurrency, "warmup_per_side": WARMUP, "timeout": TIMEOUT, "bare_uid": BARE_UID, "alternating": "kiln/bare order flips every pair", "settle": "before every run, until kiln's slots are all warm (GET /metrics)"},
         "results": rows,
     }
     args.out.write_text(json.dumps(report, indent=2) + "\n")
