@@ -26,11 +26,17 @@ class V1Slot(SlotCgroup):
 
     def _write_limits(self, memory_max: int, pids_max: int) -> None:
         memory = self._dir("memory")
-        # The limit first: the kernel refuses a memsw limit below memory.limit_in_bytes.
-        cgroups.write_file("memory.limit_in_bytes", memory_max, dir_fd=memory)
         if cgroups.exists("memory.memsw.limit_in_bytes", memory):
-            cgroups.write_file("memory.memsw.limit_in_bytes", memory_max, dir_fd=memory)  # memory + swap = memory: no swap
+            # memory + swap = memory: no swap. The kernel refuses a memsw limit below
+            # memory.limit_in_bytes, so the one that grows is written first: the memory limit
+            # on a fresh cgroup (both unlimited) or when lowering, memsw when raising.
+            order = ["memory.limit_in_bytes", "memory.memsw.limit_in_bytes"]
+            if self.limits is not None and memory_max > self.limits[0]:
+                order.reverse()
+            for name in order:
+                cgroups.write_file(name, memory_max, dir_fd=memory)
         else:
+            cgroups.write_file("memory.limit_in_bytes", memory_max, dir_fd=memory)
             cgroups.write_file("memory.swappiness", 0, dir_fd=memory)  # no swap accounting: at least avoid swapping
         cgroups.write_file("pids.max", pids_max, dir_fd=self._dir("pids"))
 

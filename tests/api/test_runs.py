@@ -204,3 +204,15 @@ def test_run_memory_max_limits_the_address_space(start_server):
     assert [line.split()[3:5] for line in limits.splitlines() if line.startswith("Max address space")] == [[str(256 << 20), str(256 << 20)]]
     body = srv.run(solution_text="try:\n    x = bytearray(400 << 20)\nexcept MemoryError:\n    print('refused')\n").json()
     assert body["stdout"] == "refused\n" and body["stats"]["outcome"] == "exited"
+
+
+def test_a_language_with_more_memory_runs_in_a_slot_warmed_for_the_common_limits():
+    """Plain slots are warmed with the cgroup limits most languages have; a request of a
+    language allowed more raises them (in cgroup v1, memory+swap before memory)."""
+    srv = Server({"RUN_LANGS": "python,js,ruby", "RUN_PRESTART": "false", "RUN_CONCURRENCY": "2", "RUN_CGROUP_MEMORY_MAX_RUBY": "1536m", "RUN_CGROUP_MEMORY_MAX_JS": "64m"}).wait_ready()
+    try:
+        for slug, solution in (("ruby", "puts 1 + 2\n"), ("js", "console.log(1 + 2);\n"), ("python", "print(1 + 2)\n"), ("ruby", "puts 1 + 2\n")):
+            body = srv.client.post("/run", json={"lang_slug": slug, "solution_text": solution}).json()
+            assert (body["exit_code"], body["stdout"]) == (0, "3\n"), (slug, body)
+    finally:
+        srv.stop()

@@ -255,6 +255,19 @@ def test_limits_land_in_the_kernels_files(driver):
     assert driver.remove_slot(slot) is True
 
 
+def test_limits_can_be_raised_and_lowered_again(driver):
+    """A plain slot is warmed with the limits most languages have; a request of a language
+    with more memory (kotlin) raises them, one with less lowers them. In v1 the memory+swap
+    limit may never be below the memory limit, in either direction."""
+    need(driver, "memory", "pids")
+    slot = driver.create_slot("slot-0-g3")
+    files = [Path(p) / name for p in slot.paths for name in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes", "memory.max") if (Path(p) / name).exists()]
+    for memory_max, pids_max in ((64 * MiB, 10), (192 * MiB, 20), (32 * MiB, 5), (32 * MiB, 30), (96 * MiB, 5)):
+        slot.set_limits(memory_max, pids_max)
+        assert [int(f.read_text()) for f in files] == [memory_max] * len(files)
+    assert driver.remove_slot(slot) is True
+
+
 def test_memory_limit_kills_the_job_and_counts_the_oom_kill(driver, spawn):
     need(driver, "memory", "pids")
     slot = driver.create_slot("slot-1-g1")

@@ -950,3 +950,21 @@ def test_limits_are_written_once_and_again_when_they_change(kernel, v1):
     with pytest.raises(ValueError):
         slot.set_limits(64 * MiB, 0)
     v1.remove_slot(slot)
+
+
+def test_v1_raising_the_memory_limit_writes_memsw_first(kernel, v1):
+    slot = v1.create_slot("slot-0-g8")
+    slot.set_limits(64 * MiB, 10)
+    slot.set_limits(128 * MiB, 10)  # memsw may never be below the memory limit
+    slot.set_limits(32 * MiB, 10)
+    memory, _, _ = (kernel.rel(d) for d in v1_slot_dirs(v1, "slot-0-g8"))
+    memory_writes = [(name.rsplit("/", 1)[1], value) for name, value in kernel.writes if name.startswith(memory)]
+    assert memory_writes == [
+        ("memory.limit_in_bytes", str(64 * MiB)),
+        ("memory.memsw.limit_in_bytes", str(64 * MiB)),
+        ("memory.memsw.limit_in_bytes", str(128 * MiB)),
+        ("memory.limit_in_bytes", str(128 * MiB)),
+        ("memory.limit_in_bytes", str(32 * MiB)),
+        ("memory.memsw.limit_in_bytes", str(32 * MiB)),
+    ]
+    v1.remove_slot(slot)
