@@ -1,9 +1,11 @@
-"""The benches' HTTP client: one keep-alive connection to a kiln on loopback."""
+"""The benches' HTTP client: one keep-alive connection to a kiln on loopback, and a load of
+many at once."""
 
 from __future__ import annotations
 
 import http.client
 import json
+import threading
 import time
 
 
@@ -29,3 +31,28 @@ class KilnClient:
         if response.status != 200:
             raise RuntimeError(f"kiln answered {response.status}: {body[:300]!r}")
         return elapsed, json.loads(body)
+
+
+def load(connect, run_once, clients: int, seconds: float) -> tuple[list, list[str], float]:
+    """`clients` threads, each with its own client (`connect()`), calling `run_once(client)`
+    back to back for `seconds`. Returns what the runs returned, the errors (a run that raised;
+    its thread then connects again) and the seconds it took."""
+    done, errors = [], []
+    stop = time.monotonic() + seconds
+
+    def client() -> None:
+        conn = connect()
+        while time.monotonic() < stop:
+            try:
+                done.append(run_once(conn))
+            except Exception as error:  # noqa: BLE001 - counted and shown
+                errors.append(repr(error))
+                conn = connect()
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return done, errors, time.monotonic() - started

@@ -43,7 +43,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import traceback
 from pathlib import Path
@@ -53,7 +52,7 @@ EXAMPLES = REPO / "tests" / "langs" / "examples"
 LANG_TESTS = REPO / "tests" / "langs"
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO))
-from client import KilnClient  # noqa: E402 - bench/ is this script's folder
+from client import KilnClient, load  # noqa: E402 - bench/ is this script's folder
 
 WARMUP = 3
 SLOW_RUNS, FAST_RUNS = 11, 31
@@ -409,27 +408,15 @@ def bench_language(slug: str, info: dict, script: str, kiln: Kiln, config, runs:
 
 def rate(port: int, payload: bytes, clients: int, seconds: float) -> dict:
     """Runs per second with `clients` keep-alive connections posting `payload` back to back."""
-    done, errors = [], []
-    stop = time.monotonic() + seconds
 
-    def client() -> None:
-        kiln = Kiln(port)
-        while time.monotonic() < stop:
-            try:
-                result = kiln.run(payload)
-            except Exception as error:  # noqa: BLE001 - counted and shown
-                errors.append(repr(error))
-                kiln = Kiln(port)
-                continue
-            (done if result["ok"] else errors).append(result if result["ok"] else f"exit {result['exit']}: {result['stderr'][-200:]!r}")
+    def run_once(kiln: Kiln) -> dict:
+        result = kiln.run(payload)
+        if not result["ok"]:
+            raise RuntimeError(f"exit {result['exit']}: {result['stderr'][-200:]!r}")
+        return result
 
-    threads = [threading.Thread(target=client) for _ in range(clients)]
-    started = time.monotonic()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return {"runs_per_s": round(len(done) / (time.monotonic() - started), 2), "rate_errors": len(errors), "first_rate_error": errors[0] if errors else None}
+    done, errors, elapsed = load(lambda: Kiln(port), run_once, clients, seconds)
+    return {"runs_per_s": round(len(done) / elapsed, 2), "rate_errors": len(errors), "first_rate_error": errors[0] if errors else None}
 
 
 def measure_rates(rows: list[dict], payloads: dict, env: dict, clients: int, seconds: float, log) -> None:

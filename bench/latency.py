@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from client import KilnClient  # noqa: E402 - bench/ is this script's folder
+from client import KilnClient, load  # noqa: E402 - bench/ is this script's folder
 from kilntest import Server  # noqa: E402 - the tests' server harness starts kiln the same way
 
 AB_SOLUTION = "import json\n\nwith open('asserts.json') as f:\n    data = json.load(f)\nprint(data['a'] + data['b'])\n"
@@ -85,25 +85,7 @@ def latency(port: int, payload: bytes, argv: list[str], cwd: str, runs: int, blo
 
 
 def throughput(port: int, payload: bytes, clients: int, seconds: float) -> dict:
-    done, errors = [], []
-    stop = time.monotonic() + seconds
-
-    def client() -> None:
-        conn = Connection(port)
-        while time.monotonic() < stop:
-            try:
-                done.append(conn.run(payload)[0])
-            except Exception as error:  # noqa: BLE001 - counted and shown
-                errors.append(repr(error))
-                conn = Connection(port)
-
-    threads = [threading.Thread(target=client) for _ in range(clients)]
-    started = time.monotonic()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    elapsed = time.monotonic() - started
+    done, errors, elapsed = load(lambda: Connection(port), lambda conn: conn.run(payload)[0], clients, seconds)
     return {"runs_per_s": round(len(done) / elapsed, 1), "errors": len(errors), "first_error": errors[0] if errors else None, "p50_ms": round(percentile(done, 0.5) * 1000, 2) if done else None}
 
 
