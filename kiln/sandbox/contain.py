@@ -104,36 +104,54 @@ def build_root(plan: RootPlan, staging: str) -> None:
 def prepare_job(plan: JobPlan) -> None:
     """The workspaces stay bound at /.kiln/ws, which only root may enter (0700): unmounting
     them per job cost more than the rest of the mounts together."""
-    mount_workspace(plan)
-    write_files(plan)
+    _mount_overlay_and_tmp(plan)
+    with _sandbox_root() as root_fd:
+        _make_writable_dirs(root_fd, plan)
+        _write_files(root_fd, plan)
 
 
 def mount_workspace(plan: JobPlan) -> None:
-    """The language's workspace at /sandbox, its writable dirs, /tmp sized: per request, or
-    while warming a slot prestarted for the language."""
+    """While warming a slot prestarted for a language: prepare_job without the files."""
+    _mount_overlay_and_tmp(plan)
+    with _sandbox_root() as root_fd:
+        _make_writable_dirs(root_fd, plan)
+
+
+def write_files(plan: JobPlan) -> None:
+    """Per request in a prestarted slot: the rest of prepare_job."""
+    with _sandbox_root() as root_fd:
+        _write_files(root_fd, plan)
+
+
+def _mount_overlay_and_tmp(plan: JobPlan) -> None:
     with step("mount the workspace"):
         mounts.resize_tmpfs(plan.upper.path, plan.upper)
         mounts.mount_overlay(SANDBOX_DIR, plan.lower, OVERLAY_UPPER, OVERLAY_WORK)
     with step("size /tmp"):
         mounts.resize_tmpfs(plan.tmp.path, plan.tmp)
+
+
+@contextlib.contextmanager
+def _sandbox_root():
+    with step("open /sandbox"):
+        root_fd = files.open_dir(SANDBOX_DIR)
+    try:
+        yield root_fd
+    finally:
+        os.close(root_fd)
+
+
+def _make_writable_dirs(root_fd: int, plan: JobPlan) -> None:
     with step("make the writable dirs"):
-        root_fd = files.open_dir(SANDBOX_DIR)
-        try:
-            for relpath in plan.writable_dirs:
-                files.ensure_dir(root_fd, relpath, plan.uid, plan.gid)
-                files.make_writable(root_fd, relpath, plan.uid, plan.gid)
-        finally:
-            os.close(root_fd)
+        for relpath in plan.writable_dirs:
+            files.ensure_dir(root_fd, relpath, plan.uid, plan.gid)
+            files.make_writable(root_fd, relpath, plan.uid, plan.gid)
 
 
-def write_files(plan: JobPlan) -> None:
+def _write_files(root_fd: int, plan: JobPlan) -> None:
     with step("write the request's files"):
-        root_fd = files.open_dir(SANDBOX_DIR)
-        try:
-            for relpath, content in plan.files:
-                files.write_file(root_fd, relpath, content, plan.uid, plan.gid)
-        finally:
-            os.close(root_fd)
+        for relpath, content in plan.files:
+            files.write_file(root_fd, relpath, content, plan.uid, plan.gid)
 
 
 def start_prestarted(workspace: JobPlan, plan: TaskPlan, seccomp_filter: bytes | None, cgroup: SlotCgroup, memory_max: int, pids_max: int) -> prestart.PrestartedTask:

@@ -6,6 +6,7 @@ Each wrapper raises OSError with errno and the call's arguments, so a failed ste
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import os
 import signal
 
@@ -168,6 +169,14 @@ def spawn(argv: tuple[str, ...], env: dict[str, str], fds: list[int] | tuple[int
     their default and no signal blocked. Returns the pid."""
     actions = [(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(fds)]
     return os.posix_spawn(argv[0], argv, env, file_actions=actions, setsigdef=INIT_IGNORED_SIGNALS, setsigmask=())
+
+
+def output_pipe() -> tuple[int, int]:
+    """A pipe for a task's stdout or stderr, both ends close-on-exec: (the read end,
+    non-blocking, for init's poll loop; the write end, blocking, as the task expects it)."""
+    read_end, write_end = os.pipe2(os.O_CLOEXEC)
+    fcntl.fcntl(read_end, fcntl.F_SETFL, os.O_NONBLOCK)  # a fresh pipe end has no other flag to keep
+    return read_end, write_end
 
 
 def close_range(first: int, last: int = 0xFFFFFFFF) -> None:

@@ -35,15 +35,13 @@ def spawn(plan: TaskPlan) -> PrestartedTask:
     """Spawn the prestart command with stdin /dev/null, stdout and stderr pipes, and the go
     pipe on descriptor 3 (the caller has given init the task's identity)."""
     go_r, go_w = os.pipe2(os.O_CLOEXEC)
-    out_r, out_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-    err_r, err_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+    out_r, out_w = libc.output_pipe()
+    err_r, err_w = libc.output_pipe()
     null = os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
     sources = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _HIGH_FD) for fd in (null, out_w, err_w, go_r)]
     for fd in (null, out_w, err_w, go_r):
         os.close(fd)
     try:
-        for fd in sources[1:3]:
-            os.set_blocking(fd, True)
         pid = libc.spawn(plan.argv, dict(plan.env), sources)
     except BaseException:
         for fd in (go_w, out_r, err_r):

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 
 from kiln.runtime import Runtime, Workload
-from kiln.sandbox import contain, plan
+from kiln.sandbox import contain, libc, plan
 from kiln.sandbox.cgroups import SlotCgroup
 from kiln.sandbox.contain import SetupError
 from kiln.sandbox.prestart import PrestartedTask
@@ -123,10 +123,8 @@ def execute(job: Job, runtime: Runtime, uid: int, cgroup: SlotCgroup, cancel_soc
         with contain.step("set cgroup limits"):
             cgroup.set_limits(job.workload.memory_max, job.workload.pids_max)
         stdin_fd = _stdin_fd(job.stdin)
-        out_r, out_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-        err_r, err_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-        os.set_blocking(out_w, True)
-        os.set_blocking(err_w, True)
+        out_r, out_w = libc.output_pipe()
+        err_r, err_w = libc.output_pipe()
         contain.become_task(task_plan, runtime.seccomp_filter)
         if select.select([zygote], [], [], 0)[0]:
             os._exit(0)  # the zygote died while the parent-death signal was re-armed
