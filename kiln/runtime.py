@@ -7,6 +7,7 @@ it without any message.
 
 from __future__ import annotations
 
+import collections
 import os
 import posixpath
 import re
@@ -62,6 +63,7 @@ class Runtime:
     cpus: int
     versions: dict[str, str]
     seccomp_filter: bytes  # BPF, compiled once here, loaded by every task
+    common_limits: tuple[int, int]  # (memory_max, pids_max) most languages have: a plain slot's preset
 
     @property
     def runtime_dir(self) -> str:
@@ -300,6 +302,7 @@ def build(config: Config) -> Runtime:
         cpus=len(os.sched_getaffinity(0)),
         versions=toolchain_versions([w.language for w in workloads.values()], config),
         seccomp_filter=seccomp.compile_filter(),
+        common_limits=collections.Counter((w.memory_max, w.pids_max) for w in workloads.values()).most_common(1)[0][0],
     )
 
 

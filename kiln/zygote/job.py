@@ -7,7 +7,6 @@ task's processes, and everything left dies with init when it exits after the res
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import fcntl
 import os
@@ -141,27 +140,19 @@ def execute(job: Job, runtime: Runtime, uid: int, cgroup: SlotCgroup, cancel_soc
     return _result(sup, cgroup, task_plan, started)
 
 
-def rehearse(runtime: Runtime, uid: int) -> None:
+def rehearse(runtime: Runtime, uid: int, workloads) -> None:
     """While warming: the request path's pure steps (the job frame decoded and checked, the
-    plans, a result frame encoded) once for each language, on an empty job, results discarded.
-    A slot is a fresh fork of the zygote, and the first write to a page of its Python objects
-    (a reference count is enough) copies that page, 2-3 us each on a VM: rehearsed, those
-    copies are made before the request comes instead of on its path. Nothing is run, mounted
-    or written; the slot copies the same pages either way, only earlier."""
-    for workload in runtime.workloads.values():
+    plans, a result frame encoded) once for each of `workloads` (those the slot can serve), on
+    an empty job, results discarded. A slot is a fresh fork of the zygote, and the first write
+    to a page of its Python objects (a reference count is enough) copies that page, 2-3 us each
+    on a VM: rehearsed, those copies are made before the request comes instead of on its path.
+    Nothing is run, mounted or written; the slot copies the same pages either way, only earlier."""
+    for workload in workloads:
         parts = ["solution", "checker"] if workload.language.has_checker else ["solution"]
         header = {"op": "job", "slug": workload.slug, "timeout_ms": 1000, "files": parts, "stdin": False}
         frame = protocol.encode(header, [b""] * len(parts))
         plans(parse(*protocol.decode_body(frame[4:]), runtime), runtime, uid)
     protocol.encode(*_failure("rehearsal"))
-
-
-def preset_limits(runtime: Runtime, cgroup: SlotCgroup) -> None:
-    """While warming a plain slot: the cgroup limits most languages have, so that most
-    requests find them written already (set_limits skips what is set)."""
-    counts = collections.Counter((w.memory_max, w.pids_max) for w in runtime.workloads.values())
-    if counts:
-        cgroup.set_limits(*counts.most_common(1)[0][0])
 
 
 def start_prestarted(workload: Workload, runtime: Runtime, uid: int, cgroup: SlotCgroup) -> PrestartedTask:

@@ -73,9 +73,9 @@ def _init(spec: SlotSpec, cgroup: SlotCgroup, runtime: Runtime, sock: socket.soc
             if zygote_gone(zygote):  # it died while the parent-death signal was re-armed
                 os._exit(0)
         else:
-            with contain.step("set cgroup limits"):
-                job.preset_limits(runtime, cgroup)
-        job.rehearse(runtime, spec.uid)
+            with contain.step("set cgroup limits"):  # most requests then find them written
+                cgroup.set_limits(*runtime.common_limits)
+        job.rehearse(runtime, spec.uid, (prestart,) if prestart else runtime.workloads.values())
     except SetupError as error:
         protocol.send_frame(sock, {"op": "failed", "error": str(error)})
         return

@@ -259,24 +259,13 @@ def test_rehearsal_goes_through_every_served_language_and_touches_nothing(rt, tm
     real_parse = job.parse
     monkeypatch.setattr(job, "parse", lambda header, blobs, runtime: checked.append(header["slug"]) or real_parse(header, blobs, runtime))
     monkeypatch.chdir(tmp_path)
-    job.rehearse(rt, 10001)
+    job.rehearse(rt, 10001, rt.workloads.values())
     assert sorted(checked) == sorted(rt.workloads)
     assert not list(tmp_path.iterdir())
 
 
-class RecordingCgroup:
-    def __init__(self):
-        self.limits = None
-        self.set = []
-
-    def set_limits(self, memory_max, pids_max):
-        self.set.append((memory_max, pids_max))
-
-
 def test_a_plain_slot_is_warmed_with_the_limits_most_languages_have(rt):
-    cgroup = RecordingCgroup()
-    job.preset_limits(rt, cgroup)
     counts = {}
     for w in rt.workloads.values():
         counts[(w.memory_max, w.pids_max)] = counts.get((w.memory_max, w.pids_max), 0) + 1
-    assert len(cgroup.set) == 1 and counts[cgroup.set[0]] == max(counts.values())
+    assert counts[rt.common_limits] == max(counts.values())
