@@ -39,7 +39,7 @@ class Workload:
     tmp_size: int
     memory_max: int
     pids_max: int
-    # the workspace's `prestart` command, started while a slot warms (see read_prestart_command)
+    # the workspace's `prestart` command, started while a slot warms (see read_commands)
     prestart_argv: tuple[str, ...] | None = None
 
     @property
@@ -84,19 +84,14 @@ def single_workspace(config: Config) -> bool:
     return (config.workspace / "Makefile").is_file()
 
 
-def read_test_command(folder: Path) -> str:
-    """The lines of `make -n -s test`, after checking `test` is phony with phony prerequisites
-    only: the command is taken once, so a file target would make it depend on the host."""
-    return read_commands(folder)[0]
-
-
 def read_commands(folder: Path) -> tuple[str, str | None]:
-    """The test command, and the lines of `make -n -s prestart` when the workspace has that
-    target (else None).
+    """The lines of `make -n -s test`, and of `make -n -s prestart` when the workspace has that
+    target (else None). Each target must be phony with phony prerequisites only: the commands
+    are taken once, so a file target would make them depend on the host.
 
-    A workspace opts in to prestarted slots this way: kiln starts this command while a slot
-    warms, in the finished sandbox (workspace mounted, no request files yet), with descriptor 3
-    the read end of a pipe. When the request's files are in place kiln writes one byte and
+    A workspace opts in to prestarted slots this way: kiln starts the prestart command while a
+    slot warms, in the finished sandbox (workspace mounted, no request files yet), with
+    descriptor 3 the read end of a pipe. When the request's files are in place kiln writes one byte and
     closes the pipe; the command reads it, closes descriptor 3, and from then on must do
     exactly what the test command does. End-of-file without a byte: the slot was given up."""
     database = _make(folder, "-p", "-n", "-s", "-r", "-R", "test")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kiln import config, runtime
-from kiln.runtime import StartupError, exec_last_command, read_commands, read_test_command
+from kiln.runtime import StartupError, exec_last_command, read_commands
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -58,22 +58,22 @@ def makefile(tmp_path: Path, text: str) -> Path:
 
 def test_test_command_is_the_recipe(tmp_path):
     folder = makefile(tmp_path, ".PHONY: test build\ntest: build\n\t@echo one\n\tpython3 run.py\nbuild:\n\t@cc -o x x.c\n")
-    assert read_test_command(folder) == "cc -o x x.c\necho one\nexec python3 run.py"
+    assert read_commands(folder)[0] == "cc -o x x.c\necho one\nexec python3 run.py"
 
 
 def test_test_must_be_phony(tmp_path):
     with pytest.raises(StartupError, match="must be declared .PHONY"):
-        read_test_command(makefile(tmp_path, "test:\n\t@true\n"))
+        read_commands(makefile(tmp_path, "test:\n\t@true\n"))
 
 
 def test_test_may_not_depend_on_files(tmp_path):
     with pytest.raises(StartupError, match=r"depends on files \['x.o'\]"):
-        read_test_command(makefile(tmp_path, ".PHONY: test\ntest: x.o\n\t@true\nx.o:\n\t@true\n"))
+        read_commands(makefile(tmp_path, ".PHONY: test\ntest: x.o\n\t@true\nx.o:\n\t@true\n"))
 
 
 def test_missing_test_target(tmp_path):
     with pytest.raises(StartupError):
-        read_test_command(makefile(tmp_path, ".PHONY: other\nother:\n\t@true\n"))
+        read_commands(makefile(tmp_path, ".PHONY: other\nother:\n\t@true\n"))
 
 
 def test_a_workspace_without_prestart_has_none(tmp_path):
