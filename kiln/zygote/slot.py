@@ -75,7 +75,7 @@ def _init(spec: SlotSpec, cgroup: SlotCgroup, runtime: Runtime, sock: socket.soc
         else:
             with contain.step("set cgroup limits"):  # most requests then find them written
                 cgroup.set_limits(*runtime.common_limits)
-        job.rehearse(runtime, spec.uid, (prestart,) if prestart else runtime.workloads.values())
+        job.rehearse(runtime, spec.uid, prestart or next(iter(runtime.workloads.values())))
     except SetupError as error:
         protocol.send_frame(sock, {"op": "failed", "error": str(error)})
         return

@@ -254,13 +254,15 @@ def test_a_prestarted_slot_serves_only_its_language_without_stdin(rt, slug, stdi
         assert not ran and reply[0] == {"op": "error", "error": "slot warmed for python requests without stdin"}
 
 
-def test_rehearsal_goes_through_every_served_language_and_touches_nothing(rt, tmp_path, monkeypatch):
-    checked = []
-    real_parse = job.parse
+@pytest.mark.parametrize("slug", ["python", "cpp"])
+def test_rehearsal_goes_through_the_request_path_of_its_language_and_touches_nothing(rt, tmp_path, monkeypatch, slug):
+    checked, planned = [], []
+    real_parse, real_plans = job.parse, job.plans
     monkeypatch.setattr(job, "parse", lambda header, blobs, runtime: checked.append(header["slug"]) or real_parse(header, blobs, runtime))
+    monkeypatch.setattr(job, "plans", lambda work, runtime, uid: planned.append(work.workload.slug) or real_plans(work, runtime, uid))
     monkeypatch.chdir(tmp_path)
-    job.rehearse(rt, 10001, rt.workloads.values())
-    assert sorted(checked) == sorted(rt.workloads)
+    job.rehearse(rt, 10001, rt.workloads[slug])
+    assert checked == planned == [slug]
     assert not list(tmp_path.iterdir())
 
 
