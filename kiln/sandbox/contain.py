@@ -1,7 +1,9 @@
 """The sandbox, step by step: every step of a slot's life in the order it is applied.
 
-- build_root: while warming, in the slot's init (PID 1 of fresh mount, pid, ipc, uts, net and
-  cgroup namespaces), before any request exists;
+- build_root / enter_root, finish_root: while warming, in the slot's init (PID 1 of fresh pid,
+  ipc, uts and cgroup namespaces, in its index's network namespace), before any request exists:
+  the read-only part of the root once per slot index (a template mount namespace the zygote
+  keeps), then for every slot a private copy of it with its own /tmp, /proc and upper layer;
 - prepare_job: per request, in init: the workspace overlay, /tmp's size, the request's files;
 - start_prestarted / release_prestarted: the same split for a slot warmed for one language
   whose workspace has a prestart command: workspace and task while warming, files and go per
@@ -50,7 +52,13 @@ class _Step:
 step = _Step
 
 
-def build_root(plan: RootPlan, staging: str) -> None:
+def build_root(plan: RootPlan, staging: str) -> int:
+    """The part of the root every slot of an index shares, built by the index's first slot in
+    a mount namespace the zygote then keeps as the index's template (the returned descriptor).
+    The slot itself goes on in a private copy of it, as every later slot of the index does
+    (enter_root). Everything in it is read-only: nothing a job does can reach the next one."""
+    with step("keep the template's mount namespace"):
+        template = mounts.current_namespace()  # before pivot_root: /proc is the host's until then
     with step("make mounts private"):
         mounts.make_private()
     with step("mount the root tmpfs"):
@@ -73,32 +81,46 @@ def build_root(plan: RootPlan, staging: str) -> None:
         for link in plan.dev_links:
             mounts.make_link(staging, link)
         mounts.make_readonly(under(staging, plan.dev.path), plan.dev)
-    with step("mount /tmp"):
-        mounts.mount_tmpfs(under(staging, plan.tmp.path), plan.tmp)
-    with step("mount /proc"):
-        mounts.mount_proc(under(staging, "/proc"))
     with step("mount /sys"):
         mounts.mount_tmpfs(under(staging, plan.sys.path), plan.sys)
         mounts.make_readonly(under(staging, plan.sys.path), plan.sys)
     with step("bind the workspaces"):
         ws = plan.workspaces
         mounts.bind_readonly(ws.source, under(staging, ws.path), ws.recursive)
-    with step("prepare the workspace's upper layer"):
-        mounts.mount_tmpfs(under(staging, plan.upper.path), plan.upper)
-        for path, mode, owned in ((OVERLAY_UPPER, 0o755, True), (OVERLAY_WORK, 0o700, False), *((f"{OVERLAY_UPPER}/{d}", 0o755, True) for d in PREMADE_DIRS)):
-            os.mkdir(under(staging, path), mode)
-            if owned:  # the overlay's root (/sandbox) and check/ take the upper dirs' owner
-                os.chown(under(staging, path), plan.uid, plan.gid)
     with step("pivot_root"):
         mounts.pivot_into(staging)
+    with step("make the root read-only"):
+        mounts.make_readonly("/", plan.root)
+    with step("leave the template"):
+        mounts.enter_copy()
+    return template
+
+
+def enter_root(template: int) -> None:
+    """A slot of an index that has a template: a private copy of it becomes the slot's root."""
+    with step("enter a copy of the index's root"):
+        mounts.enter_copy(template)
+
+
+def finish_root(plan: RootPlan) -> None:
+    """Every slot's own part of its root, on top of its copy of the template: fresh /tmp and
+    upper layer, the /proc of its pid namespace, its hostname."""
+    with step("mount /tmp"):
+        mounts.mount_tmpfs(plan.tmp.path, plan.tmp)
+    with step("mount /proc"):
+        mounts.mount_proc("/proc")
+    with step("prepare the workspace's upper layer"):
+        mounts.mount_tmpfs(plan.upper.path, plan.upper)
+        for path, mode, owned in ((OVERLAY_UPPER, 0o755, True), (OVERLAY_WORK, 0o700, False), *((f"{OVERLAY_UPPER}/{d}", 0o755, True) for d in PREMADE_DIRS)):
+            os.mkdir(path, mode)
+            if owned:  # the overlay's root (/sandbox) and check/ take the upper dirs' owner
+                os.chown(path, plan.uid, plan.gid)
     with step("empty the capability bounding set"):
         # init keeps its own capabilities (it needs them until the job's files are written);
         # the bounding set only limits what an exec could give back, and init never execs
         identity.drop_bounding_set()
     with step("set the hostname"):
         socket.sethostname(plan.hostname)
-    with step("make the root read-only"):
-        mounts.make_readonly("/", plan.root)
 
 
 def prepare_job(plan: JobPlan) -> None:

@@ -103,5 +103,21 @@ def mount_overlay(target: str, lower: str, upper: str, work: str) -> None:
     libc.mount("kiln", target, "overlay", MS_NOSUID | MS_NODEV, options)
 
 
+def current_namespace() -> int:
+    """A descriptor of this process's mount namespace: it keeps the namespace alive, mounts and
+    all, after every process has left it, and setns(2) enters it."""
+    return os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+
+
+def enter_copy(template: int | None = None) -> None:
+    """Move into a private copy of `template`'s mounts (by default, of this process's own mount
+    namespace): unshare copies the mount tree, root and working directory follow into the
+    copy, and what is mounted afterwards stays in it. Copying ~15 mounts costs less than
+    making them."""
+    if template is not None:
+        libc.setns(template, libc.CLONE_NEWNS)  # root and cwd: the template's root
+    libc.unshare(libc.CLONE_NEWNS)
+
+
 def detach(target: str) -> None:
     libc.umount2(target, libc.MNT_DETACH)

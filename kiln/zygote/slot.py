@@ -1,10 +1,14 @@
 """A slot: warmed by the zygote ahead of time, serves exactly one job, then dies.
 
-    zygote ── init = PID 1 of new mount, pid, ipc, uts and cgroup namespaces, in the network
-                     namespace of its slot index (created by the index's first slot, then
-                     entered again: an empty network namespace keeps nothing a job could leave)
+    zygote ── init = PID 1 of new pid, ipc, uts and cgroup namespaces, in the network namespace
+                     of its slot index, in a private copy of its index's template mount
+                     namespace (both made by the index's first slot, then entered again: an
+                     empty network namespace and a read-only mount tree keep nothing a job
+                     could leave)
 
-init builds the slot's root filesystem while warming, then waits on its socket for one job.
+init finishes the slot's root filesystem while warming (its own /tmp, /proc and upper layer),
+then waits on its socket for one job. The index's first slot builds the template (everything
+read-only in the root) and hands it to the zygote with its ready frame.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from kiln.zygote import job, protocol
 from kiln.zygote.protocol import ProtocolError
 from kiln.zygote.title import set_title
 
-NAMESPACES = libc.CLONE_NEWNS | libc.CLONE_NEWPID | libc.CLONE_NEWIPC | libc.CLONE_NEWUTS | libc.CLONE_NEWCGROUP
+NAMESPACES = libc.CLONE_NEWPID | libc.CLONE_NEWIPC | libc.CLONE_NEWUTS | libc.CLONE_NEWCGROUP
 
 
 @dataclass(frozen=True)
@@ -40,19 +44,31 @@ def job_frame_limit(runtime: Runtime) -> int:
     return 4 * runtime.config.input_max + protocol.MAX_HEADER + 64
 
 
-def spawn(spec: SlotSpec, cgroup: SlotCgroup, runtime: Runtime, netns_fd: int | None, zygote: int, prestart: Workload | None = None) -> tuple[int, socket.socket]:
+@dataclass(frozen=True)
+class Kept:
+    """Namespaces the zygote keeps per slot index, made by the index's first slot. None: make
+    them (a new network namespace; the root built, its template sent with the ready frame)."""
+
+    netns: int | None = None
+    root: int | None = None  # the template mount namespace
+
+    def fds(self) -> set[int]:
+        return {fd for fd in (self.netns, self.root) if fd is not None}
+
+
+def spawn(spec: SlotSpec, cgroup: SlotCgroup, runtime: Runtime, kept: Kept, zygote: int, prestart: Workload | None = None) -> tuple[int, socket.socket]:
     """In the zygote: start warming a slot. Returns init's pid and the zygote's end of the
-    slot's socket (handed to the front once the slot reports ready). Without `netns_fd` the
-    slot gets a new network namespace. `zygote` is a pidfd of the zygote (a pid would mean
-    nothing inside the slot's pid namespace). With `prestart`, the slot is warmed for that
-    language: its workspace mounted and its prestart command started."""
+    slot's socket (handed to the front once the slot reports ready). `zygote` is a pidfd of the
+    zygote (a pid would mean nothing inside the slot's pid namespace). With `prestart`, the
+    slot is warmed for that language: its workspace mounted and its prestart command started."""
     zygote_end, slot_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    flags = NAMESPACES | (libc.CLONE_NEWNET if netns_fd is None else 0)
+    # with a template the slot starts in the zygote's mount namespace and leaves it at once
+    flags = NAMESPACES | (libc.CLONE_NEWNET if kept.netns is None else 0) | (libc.CLONE_NEWNS if kept.root is None else 0)
     pid = libc.fork_into_namespaces(flags)
     if pid == 0:
         code = 70
         try:
-            _init(spec, cgroup, runtime, slot_end, zygote, netns_fd, prestart)
+            _init(spec, cgroup, runtime, slot_end, zygote, kept, prestart)
             code = 0
         except BaseException as error:  # noqa: BLE001 - init must never fall back into the zygote's code
             os.write(2, f"kiln: slot {spec.index} failed: {error!r}\n".encode(errors="replace"))
@@ -62,12 +78,18 @@ def spawn(spec: SlotSpec, cgroup: SlotCgroup, runtime: Runtime, netns_fd: int | 
     return pid, zygote_end
 
 
-def _init(spec: SlotSpec, cgroup: SlotCgroup, runtime: Runtime, sock: socket.socket, zygote: int, netns_fd: int | None, prestart: Workload | None) -> None:
-    _become_init(spec.index, cgroup, sock, zygote, netns_fd)
+def _init(spec: SlotSpec, cgroup: SlotCgroup, runtime: Runtime, sock: socket.socket, zygote: int, kept: Kept, prestart: Workload | None) -> None:
+    _become_init(spec.index, cgroup, sock, zygote, kept)
     _reset_signals()
     prestarted = None
+    template = None
     try:
-        contain.build_root(spec.root, runtime.staging_dir)
+        if kept.root is None:
+            template = contain.build_root(spec.root, runtime.staging_dir)
+        else:
+            contain.enter_root(kept.root)
+            os.close(kept.root)
+        contain.finish_root(spec.root)
         if prestart is not None:
             prestarted = job.start_prestarted(prestart, runtime, spec.uid, cgroup)
             if zygote_gone(zygote):  # it died while the parent-death signal was re-armed
@@ -79,19 +101,23 @@ def _init(spec: SlotSpec, cgroup: SlotCgroup, runtime: Runtime, sock: socket.soc
     except SetupError as error:
         protocol.send_frame(sock, {"op": "failed", "error": str(error)})
         return
-    protocol.send_frame(sock, {"op": "ready"})
+    if template is None:
+        protocol.send_frame(sock, {"op": "ready"})
+    else:
+        protocol.send_frame(sock, {"op": "ready", "template": True}, fds=(template,))
+        os.close(template)
     set_title(f"kiln: slot {spec.index} warm" + (f" {prestart.slug}" if prestart else ""))
     _serve_one_job(spec, runtime, cgroup, sock, zygote, prestart, prestarted)
 
 
-def _become_init(index: int, cgroup: SlotCgroup, sock: socket.socket, zygote: int, netns_fd: int | None) -> None:
+def _become_init(index: int, cgroup: SlotCgroup, sock: socket.socket, zygote: int, kept: Kept) -> None:
     """Leave the zygote behind: its descriptors, its signal handling, its session."""
     signal.set_wakeup_fd(-1)  # the zygote's wakeup pipe is not ours to write to
-    keep = {sock.fileno(), zygote, *cgroup.fds()} | ({netns_fd} if netns_fd is not None else set())
-    libc.close_all_except(keep)  # other slots' sockets, the front's channel, other indexes' netns
-    if netns_fd is not None:
-        libc.setns(netns_fd, libc.CLONE_NEWNET)
-        os.close(netns_fd)
+    # other slots' sockets, the front's channel, other indexes' namespaces
+    libc.close_all_except({sock.fileno(), zygote, *cgroup.fds(), *kept.fds()})
+    if kept.netns is not None:
+        libc.setns(kept.netns, libc.CLONE_NEWNET)
+        os.close(kept.netns)
     identity.set_parent_death_signal(signal.SIGKILL)
     if zygote_gone(zygote):  # the zygote died before the signal was armed
         os._exit(0)

@@ -43,6 +43,7 @@ class Slot:
     cgroup: SlotCgroup
     prestart: str | None = None  # the language it is warmed for, if any
     ready: bool = False
+    copies_template: bool = False  # its root is a copy of its index's template
 
 
 @dataclass
@@ -61,6 +62,7 @@ class Zygote:
     backoff: dict[int, Backoff] = field(default_factory=dict)
     ever_ready: set[int] = field(default_factory=set)
     netns: dict[int, int] = field(default_factory=dict)  # slot index -> its network namespace
+    roots: dict[int, int] = field(default_factory=dict)  # slot index -> its template mount namespace
     # slot index -> the language its next slot is prestarted for (None: a plain slot). The front
     # names the language of each request it gives a slot: its replacement follows the demand.
     kinds: dict[int, str | None] = field(default_factory=dict)
@@ -143,6 +145,9 @@ class Zygote:
         if s.prestart is not None:  # retried as a plain slot: one broken prestart stops no run
             self.kinds[s.index] = None
             error = f"prestarting {s.prestart}: {error}"
+        template = self.roots.pop(s.index, None) if s.copies_template else None
+        if template is not None:  # the next slot builds the root afresh, and a new template
+            os.close(template)
         self._backoff(s.index, error)
         s.sock.close()
         s.sock = None
@@ -170,13 +175,14 @@ class Zygote:
                 self._backoff(index, f"cannot create the slot's cgroup: {error}")
                 continue
             kind = self.kinds.get(index)
+            kept = slot.Kept(netns=self.netns.get(index), root=self.roots.get(index))
             try:
-                pid, sock = slot.spawn(spec, cgroup, self.runtime, self.netns.get(index), self.pidfd, self.runtime.workloads.get(kind) if kind else None)
+                pid, sock = slot.spawn(spec, cgroup, self.runtime, kept, self.pidfd, self.runtime.workloads.get(kind) if kind else None)
             except OSError as error:
                 self.cgroups.remove_slot(cgroup)
                 self._backoff(index, f"cannot start the slot: {error}")
                 continue
-            self.slots[index] = Slot(index=index, pid=pid, sock=sock, started=now, cgroup=cgroup, prestart=kind)
+            self.slots[index] = Slot(index=index, pid=pid, sock=sock, started=now, cgroup=cgroup, prestart=kind, copies_template=kept.root is not None)
             if index not in self.netns:
                 self._keep_netns(index, pid)
 
@@ -230,11 +236,17 @@ class Zygote:
         self.kinds[index] = slug if workload is not None and workload.prestart_argv else None
 
     def _from_slot(self, s: Slot) -> None:
+        fds: list[int] = []
         try:
-            frame = protocol.recv_frame(s.sock, protocol.MAX_HEADER + 8)
+            frame = protocol.recv_frame(s.sock, protocol.MAX_HEADER + 8, fds)
         except (ProtocolError, OSError) as error:
             frame = ({"op": "failed", "error": f"bad frame from the slot: {error}"}, [])
         header = frame[0] if frame is not None else {"op": "failed", "error": "slot exited while warming"}
+        if header.get("op") == "ready" and header.get("template") and len(fds) == 1 and s.index not in self.roots:
+            self.roots[s.index] = fds.pop()
+            os.set_inheritable(self.roots[s.index], False)
+        for fd in fds:  # none expected
+            os.close(fd)
         if header.get("op") == "ready":
             self._hand_over(s)
         else:

@@ -205,6 +205,18 @@ def test_a_prestart_command_that_cannot_start_falls_back_to_plain_slots(start_se
     assert any("prestarting python" in str(r.get("error")) for r in broken.logged("slot warm-up failed"))
 
 
+def test_a_slot_that_fails_to_warm_has_its_index_build_the_root_afresh(start_server, workspace):
+    """Slots copy their index's template root; one that fails to warm (here: its prestart
+    command) may have met a broken template, so the next builds a new one. Every request here
+    is served by a plain slot warmed after such a failure: each sees a root of its own."""
+    folder = workspace("@stat -c %z /etc/passwd")  # when the root was built
+    with (folder / "Makefile").open("a") as makefile:
+        makefile.write(".PHONY: prestart\nprestart:\n\t@/nonexistent/prestart\n")
+    srv = start_server(RUN_CONCURRENCY="1", RUN_WORKSPACE=str(folder), RUN_LANGS="python")
+    roots = [run_logged(srv, lang_slug="python", solution_text="")[0]["stdout"] for _ in range(3)]
+    assert len(set(roots)) == 3 and all(r.startswith("20") for r in roots), roots
+
+
 def test_init_stays_out_of_the_task_s_reach(server):
     """In a prestarted slot init keeps root: the task cannot signal it or change its limits."""
     probe = (

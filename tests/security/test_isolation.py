@@ -103,6 +103,23 @@ def test_files_ipc_and_background_processes_are_gone_in_the_next_run(kiln_server
     assert srv.client.get("/health").status_code == 200
 
 
+# when each mount's filesystem was made: device numbers and namespace inodes are reused
+MOUNTS_SEEN = """
+import json, os
+print(json.dumps({path: os.stat(path).st_ctime_ns for path in ("/etc/passwd", "/dev/null", "/sys", "/tmp", "/sandbox")}))
+"""
+
+
+def test_slots_of_an_index_share_only_the_read_only_part_of_the_root(kiln_server):
+    """The read-only part of the root is built once per slot index (a template mount namespace),
+    each slot a private copy of it with its own writable mounts."""
+    srv = kiln_server(RUN_LANGS="python", RUN_CONCURRENCY="1")
+    seen = [_json(srv.run(lang_slug="python", solution_text=MOUNTS_SEEN).json()) for _ in range(3)]
+    assert len({(s["/etc/passwd"], s["/dev/null"], s["/sys"]) for s in seen}) == 1, seen
+    for own in ("/tmp", "/sandbox"):
+        assert len({s[own] for s in seen}) == 3, (own, seen)
+
+
 # --- concurrent runs ---------------------------------------------------------------------
 
 CONCURRENT = """
