@@ -104,7 +104,8 @@ def enter_root(template: int) -> None:
 
 def finish_root(plan: RootPlan) -> None:
     """Every slot's own part of its root, on top of its copy of the template: fresh /tmp and
-    upper layer, the /proc of its pid namespace, its hostname."""
+    upper layer, the /proc of its pid namespace, its hostname. (Its capability bounding set,
+    empty, it has from the zygote.)"""
     with step("mount /tmp"):
         mounts.mount_tmpfs(plan.tmp.path, plan.tmp)
     with step("mount /proc"):
@@ -115,10 +116,6 @@ def finish_root(plan: RootPlan) -> None:
             os.mkdir(path, mode)
             if owned:  # the overlay's root (/sandbox) and check/ take the upper dirs' owner
                 os.chown(path, plan.uid, plan.gid)
-    with step("empty the capability bounding set"):
-        # init keeps its own capabilities (it needs them until the job's files are written);
-        # the bounding set only limits what an exec could give back, and init never execs
-        identity.drop_bounding_set()
     with step("set the hostname"):
         socket.sethostname(plan.hostname)
 

@@ -32,8 +32,8 @@ def set_parent_death_signal(signal: int) -> None:
 
 
 def drop_bounding_set() -> None:
-    """While still root: with an empty bounding set no exec (file capabilities, setuid root
-    binaries) can hand a capability back."""
+    """With an empty bounding set no exec (file capabilities, setuid root binaries) can hand a
+    capability back; the process keeps those it has, and its children inherit the set."""
     for cap in range(CAP_LAST_CAP + 1):
         prctl(PR_CAPBSET_DROP, cap)
     prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)

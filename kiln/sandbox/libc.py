@@ -9,6 +9,7 @@ import ctypes
 import fcntl
 import os
 import signal
+from collections.abc import Iterable
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _syscall = _libc.syscall
@@ -149,14 +150,23 @@ class _KernelSigaction(ctypes.Structure):
     _fields_ = [("handler", ctypes.c_ulong), ("flags", ctypes.c_ulong), ("restorer", ctypes.c_ulong), ("mask", ctypes.c_uint64)]
 
 
-def reset_signal_dispositions(keep: set[int]) -> None:
-    """Every signal but `keep` back to SIG_DFL, real-time ones included (libc refuses to touch
-    those it uses itself, so this is the raw syscall): an exec keeps ignored signals ignored,
-    whoever ignored them (Python, a parent of kiln, an init system)."""
-    default = _KernelSigaction(0, 0, 0, 0)
+def signals_not_at_default() -> tuple[int, ...]:
+    """The signals this process handles or ignores, real-time ones included."""
+    current = _KernelSigaction(0, 0, 0, 0)
+    found = []
     for sig in range(1, NSIG):
-        if sig not in keep and sig not in (9, 19):  # SIGKILL and SIGSTOP cannot change
-            _syscall(SYS_rt_sigaction, sig, ctypes.byref(default), None, 8)
+        if sig not in (9, 19) and _syscall(SYS_rt_sigaction, sig, None, ctypes.byref(current), 8) == 0 and current.handler != 0:
+            found.append(sig)
+    return tuple(found)
+
+
+def reset_signal_dispositions(signals: Iterable[int]) -> None:
+    """`signals` back to SIG_DFL (the raw syscall: libc refuses to touch the real-time ones it
+    uses itself). An exec keeps ignored signals ignored, whoever ignored them (Python, a
+    parent of kiln, an init system)."""
+    default = _KernelSigaction(0, 0, 0, 0)
+    for sig in signals:
+        _syscall(SYS_rt_sigaction, sig, ctypes.byref(default), None, 8)
 
 
 # init ignores these (a closed socket is an error to init, not a death); every spawn of a task

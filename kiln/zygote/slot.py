@@ -37,6 +37,8 @@ class SlotSpec:
     index: int
     uid: int
     root: RootPlan
+    # what the zygote handles or ignores (found once by the zygote, not by 64 syscalls a slot)
+    zygote_signals: tuple[int, ...]
 
 
 def job_frame_limit(runtime: Runtime) -> int:
@@ -80,7 +82,7 @@ def spawn(spec: SlotSpec, cgroup: SlotCgroup, runtime: Runtime, kept: Kept, zygo
 
 def _init(spec: SlotSpec, cgroup: SlotCgroup, runtime: Runtime, sock: socket.socket, zygote: int, kept: Kept, prestart: Workload | None) -> None:
     _become_init(spec.index, cgroup, sock, zygote, kept)
-    _reset_signals()
+    _reset_signals(spec.zygote_signals)
     prestarted = None
     template = None
     try:
@@ -131,13 +133,13 @@ def zygote_gone(pidfd: int) -> bool:
     return bool(select.select([pidfd], [], [], 0)[0])
 
 
-def _reset_signals() -> None:
+def _reset_signals(zygote_signals: tuple[int, ...]) -> None:
     """Every signal to its default action, as the task must start with (it inherits what init
-    ignores). init handles none: as PID 1 of its namespace, it then receives no signal from the
-    run's processes, which share its uid while the job runs. It keeps ignoring
-    libc.INIT_IGNORED_SIGNALS (a closed socket is an error, not a death); libc.spawn gives
-    the task their default back."""
-    libc.reset_signal_dispositions(keep=set(libc.INIT_IGNORED_SIGNALS))
+    ignores): those the zygote handles or ignores are all that is not. init handles none: as
+    PID 1 of its namespace, it then receives no signal from the run's processes, which share
+    its uid while the job runs. It keeps ignoring libc.INIT_IGNORED_SIGNALS (a closed socket
+    is an error, not a death); libc.spawn gives the task their default back."""
+    libc.reset_signal_dispositions(s for s in zygote_signals if s not in libc.INIT_IGNORED_SIGNALS)
 
 
 def _serve_one_job(spec: SlotSpec, runtime: Runtime, cgroup: SlotCgroup, sock: socket.socket, zygote: int, prestart: Workload | None, prestarted: PrestartedTask | None) -> None:

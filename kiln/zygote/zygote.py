@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from kiln.log import Log
 from kiln.runtime import Runtime
-from kiln.sandbox import identity, plan
+from kiln.sandbox import identity, libc, plan
 from kiln.sandbox.cgroups import CgroupError, Driver, SlotCgroup
 from kiln.zygote import protocol, slot
 from kiln.zygote.protocol import ProtocolError
@@ -94,7 +94,11 @@ class Zygote:
         os.makedirs(self.runtime.staging_dir, 0o700, exist_ok=True)
         with open(self.runtime.zygote_pidfile, "w") as pidfile:
             pidfile.write(f"{os.getpid()}\n")
-        self.specs = {i: self._spec(i) for i in range(self.runtime.config.concurrency)}
+        # the zygote never execs: its bounding set only limits what its slots' tasks exec, and
+        # every slot it forks inherits it: emptied once here, not in every slot
+        identity.drop_bounding_set()
+        signals = libc.signals_not_at_default()  # its handlers are set: every slot resets these
+        self.specs = {i: self._spec(i, signals) for i in range(self.runtime.config.concurrency)}
         self.pidfd = os.pidfd_open(os.getpid())  # slots watch it: a pid means nothing in their namespace
         # objects that exist now are never collected: forked slots do not copy their pages
         gc.collect()
@@ -103,7 +107,7 @@ class Zygote:
     def _on_stop_signal(self, _sig, _frame) -> None:
         self.stopping = True
 
-    def _spec(self, index: int) -> slot.SlotSpec:
+    def _spec(self, index: int, zygote_signals: tuple[int, ...]) -> slot.SlotSpec:
         config = self.runtime.config
         uid = config.uid_base + index
         root = plan.root_plan(
@@ -114,7 +118,7 @@ class Zygote:
             tmp_size=max(w.tmp_size for w in self.runtime.workloads.values()),
             tmp_inodes=config.tmp_inodes,
         )
-        return slot.SlotSpec(index=index, uid=uid, root=root)
+        return slot.SlotSpec(index=index, uid=uid, root=root, zygote_signals=zygote_signals)
 
     # -- reap -----------------------------------------------------------------------------
     def _reap(self) -> None:

@@ -50,6 +50,25 @@ def test_slots_are_warm_in_their_own_namespaces_before_any_request(start_server)
     assert len({os.readlink(f"/proc/{pid}/ns/mnt") for pid in slots}) == 3
 
 
+def status_field(pid: int, key: str) -> str:
+    return [line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith(f"{key}:")][0].split()[1]
+
+
+def test_a_warm_slot_s_init_handles_no_signal_and_has_an_empty_bounding_set(start_server):
+    """The zygote handles SIGCHLD, SIGTERM and SIGINT and ignores SIGHUP; a slot's init
+    handles nothing (as PID 1, a signal from the run's processes then never reaches it) and
+    ignores only SIGPIPE and SIGXFSZ. Its bounding set, empty, it has from the zygote."""
+    srv = start_server(RUN_CONCURRENCY="2")
+    zygote = srv.pids()["zygote"]
+    assert int(status_field(zygote, "SigCgt"), 16) & (1 << signal.SIGTERM - 1)  # what is reset
+    ignored = (1 << signal.SIGPIPE - 1) | (1 << signal.SIGXFSZ - 1)
+    for pid in slot_pids(srv):
+        assert int(status_field(pid, "SigCgt"), 16) == 0, pid
+        assert int(status_field(pid, "SigIgn"), 16) == ignored, pid
+        assert int(status_field(pid, "CapBnd"), 16) == 0, pid
+        assert int(status_field(pid, "CapEff"), 16) != 0, pid  # init keeps its own until the job
+
+
 def test_front_drops_root_and_zygote_keeps_it(server):
     pids = server.pids()
     uid_line = lambda pid: [l for l in Path(f"/proc/{pid}/status").read_text().splitlines() if l.startswith("Uid:")][0]  # noqa: E731

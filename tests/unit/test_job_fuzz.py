@@ -186,7 +186,7 @@ def serve(frame: bytes, rt, prestart: str | None = None) -> tuple[list[Job], tup
         front.sendall(frame)
         front.shutdown(socket.SHUT_WR)
         workload = rt.workloads[prestart] if prestart else None
-        slot._serve_one_job(slot.SlotSpec(index=0, uid=0, root=None), rt, None, slot_end, -1, workload, object() if workload else None)
+        slot._serve_one_job(slot.SlotSpec(index=0, uid=0, root=None, zygote_signals=()), rt, None, slot_end, -1, workload, object() if workload else None)
         slot_end.shutdown(socket.SHUT_WR)
         reply = protocol.recv_frame(front, 1 << 20)
         assert reply is None or protocol.recv_frame(front, 1 << 20) is None  # one answer at most
