@@ -1,5 +1,6 @@
-"""`kiln serve`: parse the configuration, resolve the languages, fork the zygote (before gevent
-is imported or any thread exists), then become the front."""
+"""`kiln serve`: parse the configuration, resolve the languages, start the zygote (a fresh
+interpreter, see kiln/zygote/boot.py; before gevent is imported or any thread exists), then
+become the front."""
 
 from __future__ import annotations
 
@@ -93,25 +94,13 @@ def serve(environ: dict[str, str]) -> int:
     elif not cgroup_detect.read_migrations_favoured():
         log.info("cgroup migrations are not favoured: after a pause a run may wait 3-8 ms to join its cgroup; mount the cgroup hierarchy with favordynmods (mount -o remount,favordynmods /sys/fs/cgroup)")
     os.makedirs(runtime.runtime_dir, 0o755, exist_ok=True)
-    front_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:
-        listener.close()
-        front_end.close()
-        from kiln.zygote.zygote import Zygote  # noqa: PLC0415
+    from kiln.zygote import boot  # noqa: PLC0415
 
-        code = 70
-        try:
-            code = Zygote(runtime, zygote_end, log, cgroup_driver).run()
-        except BaseException as error:  # noqa: BLE001 - log it, never return into the front's code
-            import traceback  # noqa: PLC0415
-
-            log.error("the zygote failed", error=repr(error), traceback=traceback.format_exc())
-        finally:
-            os._exit(code)
-    zygote_end.close()
-    from kiln.http.server import Front  # noqa: PLC0415 - gevent only after the fork
+    try:
+        pid, front_end = boot.start(runtime, log, cgroup_driver)
+    except OSError as error:
+        log.error("cannot start the zygote", error=str(error))
+        return 1
+    from kiln.http.server import Front  # noqa: PLC0415 - gevent only once the zygote is started
 
     return Front(runtime, front_end, pid, listener, log, cgroup_driver.reason).run(uid, gid)

@@ -324,6 +324,10 @@ class Driver:
     def setup(self, move_pids: Iterable[int] = ()) -> None:
         raise NotImplementedError
 
+    def fds(self) -> tuple[int, ...]:
+        """The descriptors it holds once set up: a process it is handed to inherits them."""
+        return ()
+
     def create_slot(self, name: str) -> SlotCgroup:
         raise NotImplementedError
 
@@ -406,6 +410,9 @@ class TreeDriver(Driver):
         except OSError as error:
             raise CgroupError(f"cgroup setup below {', '.join(self.bases)}: {error}") from None
         self.log.info("cgroup subtree ready", driver=self.name, subtree=list(self.instance_dirs))
+
+    def fds(self) -> tuple[int, ...]:
+        return self._home_fds
 
     def _home_dirs(self) -> tuple[str, ...]:
         """Where kiln's own processes are, once set up (v1: its own cgroups, untouched)."""
