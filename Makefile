@@ -27,6 +27,7 @@ soak: langs
 
 bench: setup
 	$(VENV)/bin/python bench/latency.py
+	$(VENV)/bin/python bench/cpu.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,0 +1,93 @@
+"""Where the CPU of a run goes: per run, the front, the zygote, the slots with their tasks, and
+the rest of the machine (kernel threads, the load generator), with the page faults of the
+zygote and of the slots.
+
+Starts its own kiln (root needed) with the no-op workspace (`true`), loads it with `--clients`
+keep-alive clients for `--seconds`, and reads /proc before and after: the front's and the
+zygote's own times, the zygote's children's (slots, reaped with their tasks), /proc/stat for
+the whole machine. It is what bounds the runs a second at saturation, component by component.
+
+    .venv/bin/python bench/cpu.py [--seconds 8] [--clients 8] [--server-env NAME=VALUE ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from client import KilnClient, load  # noqa: E402 - bench/ is this script's folder
+from kilntest import Server  # noqa: E402
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def process_times(pid: int) -> dict[str, float]:
+    """Seconds of CPU (own, and of reaped children) and page faults, from /proc/<pid>/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    utime, stime, cutime, cstime = (int(x) / TICKS for x in fields[11:15])
+    return {"own": utime + stime, "children": cutime + cstime, "faults": int(fields[7]), "children_faults": int(fields[8])}
+
+
+def machine_busy() -> float:
+    """Seconds of CPU the whole machine spent neither idle nor waiting on I/O nor stolen."""
+    user, nice, system, idle, iowait, irq, softirq, steal = (int(x) / TICKS for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9])
+    return user + nice + system + irq + softirq
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=8)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--concurrency", type=int, default=10)
+    parser.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        workspace = Path(tmp, "noop")
+        (workspace / "check").mkdir(parents=True)
+        (workspace / "Makefile").write_text(".PHONY: test\ntest:\n\t@true\n")
+        env = {"RUN_CONCURRENCY": str(args.concurrency), "RUN_LOG_FORMAT": "json", "RUN_WORKSPACE": str(workspace), **dict(item.split("=", 1) for item in args.server_env)}
+        server = Server(env).wait_ready()
+        try:
+            pids = server.pids()
+            payload = json.dumps({"lang_slug": "python", "solution_text": ""}).encode()
+            run_once = lambda client: client.post_run(payload)  # noqa: E731
+            load(lambda: KilnClient(server.port), run_once, args.clients, 2)  # warm-up
+            before = {name: process_times(pid) for name, pid in pids.items()}, machine_busy()
+            done, errors, seconds = load(lambda: KilnClient(server.port), run_once, args.clients, args.seconds)
+            after = {name: process_times(pid) for name, pid in pids.items()}, machine_busy()
+        finally:
+            server.stop()
+    runs = len(done)
+    delta = lambda name, key: after[0][name][key] - before[0][name][key]  # noqa: E731
+    per_run_ms = {
+        "front": delta("front", "own"),
+        "zygote": delta("zygote", "own"),
+        "slots and tasks": delta("zygote", "children"),
+    }
+    per_run_ms["rest of the machine"] = after[1] - before[1] - sum(per_run_ms.values())
+    per_run_ms = {name: round(1000 * value / runs, 3) for name, value in per_run_ms.items()}
+    report = {
+        "runs": runs,
+        "runs_per_s": round(runs / seconds, 1),
+        "errors": len(errors),
+        "cpu_ms_per_run": per_run_ms,
+        "cpu_ms_per_run_total": round(sum(per_run_ms.values()), 3),
+        "page_faults_per_run": {"zygote": round(delta("zygote", "faults") / runs, 1), "slots and tasks": round(delta("zygote", "children_faults") / runs, 1)},
+        "server_env": args.server_env,
+    }
+    print(f"{runs} no-op runs in {seconds:.1f} s at {args.clients} clients: {report['runs_per_s']} runs/s, {len(errors)} errors")
+    print("CPU ms per run: " + ", ".join(f"{name} {value}" for name, value in per_run_ms.items()) + f" (total {report['cpu_ms_per_run_total']})")
+    print("page faults per run: " + ", ".join(f"{name} {value}" for name, value in report["page_faults_per_run"].items()))
+    out = Path(__file__).resolve().parent / "results"
+    out.mkdir(exist_ok=True)
+    (out / "cpu.json").write_text(json.dumps(report, indent=2) + "\n")
+    return 0 if not errors else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
