@@ -25,7 +25,9 @@ test: langs
 soak: langs
 	$(VENV)/bin/python -m pytest -q -s tests/soak --soak-seconds=$(SOAK_SECONDS)
 
+# wrk makes the load: a Python generator's own CPU would be taken from the cores kiln runs on
 bench: setup
+	@scripts/setup.sh wrk
 	$(VENV)/bin/python bench/latency.py
 	$(VENV)/bin/python bench/cpu.py
 

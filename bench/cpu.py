@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from client import KilnClient, load  # noqa: E402 - bench/ is this script's folder
+from client import KilnClient, have_wrk, load, wrk_load  # noqa: E402 - bench/ is this script's folder
 from kilntest import Server  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -45,6 +45,7 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--load", choices=("wrk", "python"), default="wrk" if have_wrk() else "python", help="what makes the load (default: wrk when installed)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp, "noop")
@@ -55,14 +56,13 @@ def main() -> int:
         try:
             pids = server.pids()
             payload = json.dumps({"lang_slug": "python", "solution_text": ""}).encode()
-            run_once = lambda client: client.post_run(payload)  # noqa: E731
-            load(lambda: KilnClient(server.port), run_once, args.clients, 2)  # warm-up
+            generate = wrk_generator if args.load == "wrk" else python_generator
+            generate(server.port, payload, args.clients, 2)  # warm-up
             before = {name: process_times(pid) for name, pid in pids.items()}, machine_busy()
-            done, errors, seconds = load(lambda: KilnClient(server.port), run_once, args.clients, args.seconds)
+            runs, errors, seconds = generate(server.port, payload, args.clients, args.seconds)
             after = {name: process_times(pid) for name, pid in pids.items()}, machine_busy()
         finally:
             server.stop()
-    runs = len(done)
     delta = lambda name, key: after[0][name][key] - before[0][name][key]  # noqa: E731
     per_run_ms = {
         "front": delta("front", "own"),
@@ -74,19 +74,33 @@ def main() -> int:
     report = {
         "runs": runs,
         "runs_per_s": round(runs / seconds, 1),
-        "errors": len(errors),
+        "errors": errors,
+        "load_generator": args.load,
         "cpu_ms_per_run": per_run_ms,
         "cpu_ms_per_run_total": round(sum(per_run_ms.values()), 3),
         "page_faults_per_run": {"zygote": round(delta("zygote", "faults") / runs, 1), "slots and tasks": round(delta("zygote", "children_faults") / runs, 1)},
         "server_env": args.server_env,
     }
-    print(f"{runs} no-op runs in {seconds:.1f} s at {args.clients} clients: {report['runs_per_s']} runs/s, {len(errors)} errors")
+    print(f"{runs} no-op runs in {seconds:.1f} s at {args.clients} clients ({args.load}): {report['runs_per_s']} runs/s, {errors} errors")
     print("CPU ms per run: " + ", ".join(f"{name} {value}" for name, value in per_run_ms.items()) + f" (total {report['cpu_ms_per_run_total']})")
     print("page faults per run: " + ", ".join(f"{name} {value}" for name, value in report["page_faults_per_run"].items()))
     out = Path(__file__).resolve().parent / "results"
     out.mkdir(exist_ok=True)
     (out / "cpu.json").write_text(json.dumps(report, indent=2) + "\n")
     return 0 if not errors else 1
+
+
+def wrk_generator(port: int, payload: bytes, clients: int, seconds: float) -> tuple[int, int, float]:
+    """(runs, errors, seconds); what "rest of the machine" then holds of the generator is wrk's."""
+    result = wrk_load(port, payload, clients, seconds)
+    if result["errors"]:
+        print(f"wrk: {result['errors']} errors ({result['socket_errors']} on sockets), the first answer not a run: {result['first_error']}", file=sys.stderr)
+    return result["runs"], result["errors"], result["seconds"]
+
+
+def python_generator(port: int, payload: bytes, clients: int, seconds: float) -> tuple[int, int, float]:
+    done, errors, elapsed = load(lambda: KilnClient(port), lambda client: client.post_run(payload), clients, seconds)
+    return len(done), len(errors), elapsed
 
 
 if __name__ == "__main__":

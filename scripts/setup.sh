@@ -1,11 +1,11 @@
 #!/bin/sh
 # Prepares this machine for `make run` and `make test`: Debian packages, then .venv built from the
 # system Python (never a pyenv shim: hosts and CI must match production). Idempotent and silent
-# when everything is already in place.
+# when everything is already in place. Arguments: more Debian packages (`make bench`: wrk).
 set -eu
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES="libcap-dev libseccomp2 python3-venv python3-dev gcc make systemd iproute2 haproxy"
+APT_PACKAGES="libcap-dev libseccomp2 python3-venv python3-dev gcc make systemd iproute2 haproxy $*"
 # node and npm may come from NodeSource (one package) or Debian (two): ask for what is missing
 command -v node >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES nodejs"
 command -v npm >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES npm"
