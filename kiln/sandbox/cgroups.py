@@ -221,6 +221,14 @@ def remove_tree(path: str, timeout: float = 5.0) -> None:
     _rmdir_retrying(path, time.monotonic() + timeout)
 
 
+def _kill_at(path: str) -> None:
+    fd = os.open(path, _DIR_FLAGS)
+    try:
+        kill_cgroup(fd, timeout=0)
+    finally:
+        os.close(fd)
+
+
 def _rmdir_retrying(path: str, deadline: float, on_busy=None) -> None:
     """rmdir, retrying while the kernel says EBUSY (exiting tasks still hold the cgroup)."""
     delay = 0.001
@@ -465,18 +473,17 @@ class TreeDriver(Driver):
         raise NotImplementedError
 
     def remove_slot(self, slot: SlotCgroup, timeout: float = 1.0) -> bool:
-        """Close the zygote's fds and remove the slot's cgroup(s); on EBUSY kill what is left and
-        retry until `timeout`. Never raises: False means something is left (the caller logs)."""
+        """Close the zygote's fds (if it still has them) and remove the slot's cgroup(s); on
+        EBUSY kill what is left and retry until `timeout`. Never raises: False means something
+        is left (the caller logs)."""
         removed = True
         deadline = time.monotonic() + timeout
-        try:
-            for path in slot.paths:
-                try:
-                    _rmdir_retrying(path, deadline, on_busy=lambda: slot.kill_all(timeout=0))
-                except Exception:
-                    removed = False
-        finally:
-            slot.close()
+        slot.close()
+        for path in slot.paths:
+            try:
+                _rmdir_retrying(path, deadline, on_busy=lambda path=path: _kill_at(path))
+            except Exception:
+                removed = False
         return removed
 
     def _removable_extras(self) -> tuple[str, ...]:

@@ -186,6 +186,10 @@ class Zygote:
                 self.cgroups.remove_slot(cgroup)
                 self._backoff(index, f"cannot start the slot: {error}")
                 continue
+            # the slot has its own copies: the zygote keeps none (6 a slot on v1, which every
+            # later slot would inherit, and 256 slots would take it past 1024 descriptors); it
+            # removes the cgroup by path
+            cgroup.close()
             self.slots[index] = Slot(index=index, pid=pid, sock=sock, started=now, cgroup=cgroup, prestart=kind, copies_template=kept.root is not None)
             if index not in self.netns:
                 self._keep_netns(index, pid)

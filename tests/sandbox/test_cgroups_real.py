@@ -386,6 +386,16 @@ def test_remove_slot_kills_what_is_left_and_closes_the_fds(driver, spawn):
         assert caught.value.errno == errno.EBADF
 
 
+def test_remove_slot_kills_what_is_left_after_its_fds_were_closed(driver, spawn):
+    """The zygote closes its descriptors of a slot's cgroup once the slot has its own."""
+    slot = driver.create_slot("slot-2-g3")
+    pid, _ = joined_child(spawn, slot, sleep_forever)
+    slot.close()
+    assert driver.remove_slot(slot) is True
+    assert killed_by_sigkill(wait_status(pid))
+    assert not any(Path(p).exists() for p in slot.paths)
+
+
 def test_setup_removes_a_crashed_kilns_slots_and_nothing_else(driver, make_driver, spawn):
     crashed = driver  # set up, with a slot whose process is still running
     slot = crashed.create_slot("slot-3-g1")
