@@ -80,7 +80,7 @@ _FD_SPACE = socket.CMSG_SPACE(16 * array.array("i").itemsize)
 
 
 def _recv_into_with_fds(sock: socket.socket, view: memoryview, fds: list[int]) -> int:
-    n, ancdata, _flags, _addr = sock.recvmsg_into([view], _FD_SPACE)
+    n, ancdata, _flags, _addr = sock.recvmsg_into([view], _FD_SPACE, socket.MSG_CMSG_CLOEXEC)
     for level, kind, data in ancdata:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             received = array.array("i")
@@ -91,7 +91,7 @@ def _recv_into_with_fds(sock: socket.socket, view: memoryview, fds: list[int]) -
 
 def recv_frame(sock: socket.socket, max_size: int, fds: list[int] | None = None) -> tuple[dict, list[bytes]] | None:
     """Read one frame; None on a clean end of stream before it. Descriptors that arrive are
-    appended to `fds` (in order), when given."""
+    appended to `fds` (in order, close-on-exec), when given."""
     prefix = _recv_exactly(sock, 4, fds)
     if prefix is None:
         return None

@@ -252,7 +252,6 @@ class Zygote:
         header = frame[0] if frame is not None else {"op": "failed", "error": "slot exited while warming"}
         if header.get("op") == "ready" and header.get("template") and len(fds) == 1 and s.index not in self.roots:
             self.roots[s.index] = fds.pop()
-            os.set_inheritable(self.roots[s.index], False)
         for fd in fds:  # none expected
             os.close(fd)
         if header.get("op") == "ready":

@@ -55,6 +55,7 @@ def test_large_blob_and_descriptor_passing():
         (header, blobs), fds = roundtrip({"op": "slot"}, [big], fds=(r,))
         assert header["op"] == "slot" and blobs == [big]
         assert len(fds) == 1
+        assert not os.get_inheritable(fds[0])  # received close-on-exec: no exec may leak it
         os.write(w, b"x")
         assert os.read(fds[0], 1) == b"x"  # the same pipe, through another descriptor
         os.close(fds[0])
