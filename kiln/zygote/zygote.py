@@ -43,7 +43,6 @@ class Slot:
     cgroup: SlotCgroup
     prestart: str | None = None  # the language it is warmed for, if any
     ready: bool = False
-    copies_template: bool = False  # its root is a copy of its index's template
 
 
 @dataclass
@@ -149,8 +148,10 @@ class Zygote:
         if s.prestart is not None:  # retried as a plain slot: one broken prestart stops no run
             self.kinds[s.index] = None
             error = f"prestarting {s.prestart}: {error}"
-        template = self.roots.pop(s.index, None) if s.copies_template else None
-        if template is not None:  # the next slot builds the root afresh, and a new template
+        # a slot that copied its index's template may have met a broken one: the next builds the
+        # root afresh (an index's first slot fails before there is a template: nothing to drop)
+        template = self.roots.pop(s.index, None)
+        if template is not None:
             os.close(template)
         self._backoff(s.index, error)
         s.sock.close()
@@ -190,7 +191,7 @@ class Zygote:
             # later slot would inherit, and 256 slots would take it past 1024 descriptors); it
             # removes the cgroup by path
             cgroup.close()
-            self.slots[index] = Slot(index=index, pid=pid, sock=sock, started=now, cgroup=cgroup, prestart=kind, copies_template=kept.root is not None)
+            self.slots[index] = Slot(index=index, pid=pid, sock=sock, started=now, cgroup=cgroup, prestart=kind)
             if index not in self.netns:
                 self._keep_netns(index, pid)
 
