@@ -53,7 +53,8 @@ def start(runtime: Runtime, log: Log, cgroups: Driver) -> tuple[int, socket.sock
     channel between them."""
     front_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     state = os.memfd_create("kiln-zygote", os.MFD_CLOEXEC)
-    _write_all(state, pickle.dumps(Handover(runtime, log, cgroups, zygote_end.fileno())))
+    with open(state, "wb", closefd=False) as handover:
+        pickle.dump(Handover(runtime, log, cgroups, zygote_end.fileno()), handover)
     inherited = (zygote_end.fileno(), state, *cgroups.fds())
     argv = [sys.executable, "-I", "-S", "-c", BOOT, str(state), *import_paths()]
     sys.stdout.flush()
@@ -76,9 +77,9 @@ def start(runtime: Runtime, log: Log, cgroups: Driver) -> tuple[int, socket.sock
 
 def main(state: int) -> None:
     """The zygote process, from BOOT."""
-    os.lseek(state, 0, os.SEEK_SET)
-    handover: Handover = pickle.loads(_read_all(state))
-    os.close(state)
+    with open(state, "rb") as file:
+        file.seek(0)
+        handover: Handover = pickle.load(file)
     for fd in (handover.front_fd, *handover.cgroups.fds()):
         os.set_inheritable(fd, False)  # slots close what they do not keep; tasks never see these
     from kiln.zygote.zygote import Zygote  # noqa: PLC0415 - after the handover: one import error, one log line
@@ -93,15 +94,3 @@ def main(state: int) -> None:
     finally:
         os._exit(code)
 
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _read_all(fd: int) -> bytes:
-    chunks = []
-    while chunk := os.read(fd, 1 << 20):
-        chunks.append(chunk)
-    return b"".join(chunks)
