@@ -8,6 +8,7 @@ from __future__ import annotations
 import ctypes
 import fcntl
 import os
+import select
 import signal
 from collections.abc import Iterable
 
@@ -179,6 +180,11 @@ def spawn(argv: tuple[str, ...], env: dict[str, str], fds: list[int] | tuple[int
     their default and no signal blocked. Returns the pid."""
     actions = [(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(fds)]
     return os.posix_spawn(argv[0], argv, env, file_actions=actions, setsigdef=INIT_IGNORED_SIGNALS, setsigmask=())
+
+
+def has_exited(pidfd: int) -> bool:
+    """Whether the process of `pidfd` has exited (a pidfd polls readable from then on)."""
+    return bool(select.select([pidfd], [], [], 0)[0])
 
 
 def output_pipe() -> tuple[int, int]:

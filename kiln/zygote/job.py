@@ -11,7 +11,6 @@ import dataclasses
 import fcntl
 import os
 import resource
-import select
 import time
 from dataclasses import dataclass
 
@@ -125,7 +124,7 @@ def execute(job: Job, runtime: Runtime, uid: int, cgroup: SlotCgroup, cancel_soc
         out_r, out_w = libc.output_pipe()
         err_r, err_w = libc.output_pipe()
         contain.become_task(task_plan, runtime.seccomp_filter)
-        if select.select([zygote], [], [], 0)[0]:
+        if libc.has_exited(zygote):
             os._exit(0)  # the zygote died while the parent-death signal was re-armed
         started = time.monotonic()
         pid = contain.spawn_task(task_plan, (stdin_fd, out_w, err_w), cgroup)

@@ -14,7 +14,6 @@ read-only in the root) and hands it to the zygote with its ready frame.
 from __future__ import annotations
 
 import os
-import select
 import signal
 import socket
 from dataclasses import dataclass
@@ -94,7 +93,7 @@ def _init(spec: SlotSpec, cgroup: SlotCgroup, runtime: Runtime, sock: socket.soc
         contain.finish_root(spec.root)
         if prestart is not None:
             prestarted = job.start_prestarted(prestart, runtime, spec.uid, cgroup)
-            if zygote_gone(zygote):  # it died while the parent-death signal was re-armed
+            if libc.has_exited(zygote):  # it died while the parent-death signal was re-armed
                 os._exit(0)
         else:
             with contain.step("set cgroup limits"):  # most requests then find them written
@@ -121,16 +120,12 @@ def _become_init(index: int, cgroup: SlotCgroup, sock: socket.socket, zygote: in
         libc.setns(kept.netns, libc.CLONE_NEWNET)
         os.close(kept.netns)
     identity.set_parent_death_signal(signal.SIGKILL)
-    if zygote_gone(zygote):  # the zygote died before the signal was armed
+    if libc.has_exited(zygote):  # the zygote died before the signal was armed
         os._exit(0)
     # A session of the slot's own: kill(0, SIGCONT) from a task, allowed within a session
     # whatever the uid, would otherwise reach kiln's processes and the other slots.
     os.setsid()
     set_title(f"kiln: slot {index} warming")
-
-
-def zygote_gone(pidfd: int) -> bool:
-    return bool(select.select([pidfd], [], [], 0)[0])
 
 
 def _reset_signals(zygote_signals: tuple[int, ...]) -> None:
