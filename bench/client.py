@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -23,6 +24,20 @@ class KilnClient:
         if response.status != 200:
             raise RuntimeError(f"GET {path}: {response.status} {body[:300]!r}")
         return body
+
+    def settle(self, slots: int = 0, timeout_s: float = 30.0) -> None:
+        """Until no run is in flight and at least `slots` slots are warm (GET /metrics): no
+        re-warm, nor a run a load generator left behind, competes with what comes next."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            text = self.get("/metrics").decode()
+            warm = re.search(r'^kiln_slots\{state="warm"\} (\S+)$', text, re.M)
+            busy = re.search(r"^kiln_runs_in_flight (\S+)$", text, re.M)
+            if warm and float(warm.group(1)) >= slots and (not busy or float(busy.group(1)) == 0):
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"kiln not settled (runs in flight, or fewer than {slots} slots warm) after {timeout_s}s")
+            time.sleep(0.005)
 
     def post_run(self, payload: bytes) -> tuple[float, dict]:
         """(seconds from sending the request to the end of the answer, the answer)."""
@@ -92,19 +107,33 @@ end
 """
 
 
-def _wait_until_idle(port: int, timeout_s: float = 30) -> None:
-    client = KilnClient(port)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        metrics = client.get("/metrics").decode()
-        if "\nkiln_runs_in_flight 0.0\n" in metrics:
-            return
-        time.sleep(0.02)
-    raise RuntimeError("kiln still has runs in flight 30 s after wrk ended")
+def add_load_argument(parser) -> None:
+    parser.add_argument("--load", choices=("wrk", "python"), default="wrk" if shutil.which("wrk") else "python", help="what makes the load (default: wrk when installed; `make bench` installs it)")
 
 
-def have_wrk() -> bool:
-    return shutil.which("wrk") is not None
+def rate(port: int, payload: bytes, clients: int, seconds: float, generator: str) -> dict:
+    """Runs a second with `clients` keep-alive connections posting `payload` back to back,
+    made by wrk or by load(); an answer that is not a run that exited 0 counts as an error."""
+    if generator == "wrk":
+        return wrk_load(port, payload, clients, seconds)
+
+    def run_once(client: KilnClient) -> float:
+        elapsed, answer = client.post_run(payload)
+        if answer["exit_code"] != 0:
+            raise RuntimeError(f"the run exited {answer['exit_code']}")
+        return elapsed
+
+    done, errors, elapsed = load(lambda: KilnClient(port), run_once, clients, seconds)
+    done.sort()
+    return {
+        "runs": len(done),
+        "seconds": elapsed,
+        "runs_per_s": round(len(done) / elapsed, 1),
+        "errors": len(errors),
+        "first_error": errors[0] if errors else None,
+        "p50_ms": round(done[len(done) // 2] * 1000, 2) if done else None,
+        "load_generator": "python",
+    }
 
 
 def wrk_load(port: int, payload: bytes, clients: int, seconds: float) -> dict:
@@ -119,7 +148,7 @@ def wrk_load(port: int, payload: bytes, clients: int, seconds: float) -> dict:
         script.flush()
         argv = ["wrk", "-t1", f"-c{clients}", f"-d{max(1, round(seconds))}s", "--timeout", "60s", "-s", script.name, f"http://127.0.0.1:{port}/run"]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 120)
-    _wait_until_idle(port)  # wrk leaves with requests in flight: kiln cancels them, and counts them until it has
+    KilnClient(port).settle()  # wrk leaves with requests in flight: kiln cancels them, and counts them until it has
     line = next((line for line in done.stdout.splitlines() if line.startswith("KILN ")), None)
     if done.returncode != 0 or line is None:
         raise RuntimeError(f"wrk failed ({done.returncode}): {done.stderr.strip() or done.stdout.strip()}")
@@ -130,7 +159,6 @@ def wrk_load(port: int, payload: bytes, clients: int, seconds: float) -> dict:
         "seconds": duration_us / 1e6,
         "runs_per_s": round(ok / (duration_us / 1e6), 1),
         "errors": bad + socket_errors,
-        "socket_errors": socket_errors,
         "first_error": (fields[8] if len(fields) > 8 else "") or None,
         "p50_ms": round(p50 / 1000, 2),
         "p90_ms": round(p90 / 1000, 2),

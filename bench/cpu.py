@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from client import KilnClient, have_wrk, load, wrk_load  # noqa: E402 - bench/ is this script's folder
+from client import add_load_argument, rate  # noqa: E402 - bench/ is this script's folder
 from kilntest import Server  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -45,7 +45,7 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE")
-    parser.add_argument("--load", choices=("wrk", "python"), default="wrk" if have_wrk() else "python", help="what makes the load (default: wrk when installed)")
+    add_load_argument(parser)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp, "noop")
@@ -56,13 +56,15 @@ def main() -> int:
         try:
             pids = server.pids()
             payload = json.dumps({"lang_slug": "python", "solution_text": ""}).encode()
-            generate = wrk_generator if args.load == "wrk" else python_generator
-            generate(server.port, payload, args.clients, 2)  # warm-up
+            rate(server.port, payload, args.clients, 2, args.load)  # warm-up
             before = {name: process_times(pid) for name, pid in pids.items()}, machine_busy()
-            runs, errors, seconds = generate(server.port, payload, args.clients, args.seconds)
+            measured = rate(server.port, payload, args.clients, args.seconds, args.load)
             after = {name: process_times(pid) for name, pid in pids.items()}, machine_busy()
         finally:
             server.stop()
+    runs, errors, seconds = measured["runs"], measured["errors"], measured["seconds"]
+    if errors:
+        print(f"{errors} errors; the first: {measured['first_error']}", file=sys.stderr)
     delta = lambda name, key: after[0][name][key] - before[0][name][key]  # noqa: E731
     per_run_ms = {
         "front": delta("front", "own"),
@@ -88,19 +90,6 @@ def main() -> int:
     out.mkdir(exist_ok=True)
     (out / "cpu.json").write_text(json.dumps(report, indent=2) + "\n")
     return 0 if not errors else 1
-
-
-def wrk_generator(port: int, payload: bytes, clients: int, seconds: float) -> tuple[int, int, float]:
-    """(runs, errors, seconds); what "rest of the machine" then holds of the generator is wrk's."""
-    result = wrk_load(port, payload, clients, seconds)
-    if result["errors"]:
-        print(f"wrk: {result['errors']} errors ({result['socket_errors']} on sockets), the first answer not a run: {result['first_error']}", file=sys.stderr)
-    return result["runs"], result["errors"], result["seconds"]
-
-
-def python_generator(port: int, payload: bytes, clients: int, seconds: float) -> tuple[int, int, float]:
-    done, errors, elapsed = load(lambda: KilnClient(port), lambda client: client.post_run(payload), clients, seconds)
-    return len(done), len(errors), elapsed
 
 
 if __name__ == "__main__":

@@ -123,19 +123,6 @@ def example(language) -> tuple[str, str | None, str | None]:
 
 
 class Kiln(KilnClient):
-    def settle(self, slots: int, timeout_s: float = 30.0) -> None:
-        """Until every slot is warm and none busy: no re-warm competes with the next run."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            text = self.get("/metrics").decode()
-            warm = re.search(r'^kiln_slots\{state="warm"\} (\S+)$', text, re.M)
-            busy = re.search(r"^kiln_runs_in_flight (\S+)$", text, re.M)
-            if warm and float(warm.group(1)) >= slots and (not busy or float(busy.group(1)) == 0):
-                return
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"kiln's slots not warm after {timeout_s}s")
-            time.sleep(0.005)
-
     def run(self, payload: bytes) -> dict:
         wall, answer = self.post_run(payload)
         stats = answer["stats"]

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from client import KilnClient, have_wrk, load, wrk_load  # noqa: E402 - bench/ is this script's folder
+from client import KilnClient, add_load_argument, rate  # noqa: E402 - bench/ is this script's folder
 from kilntest import Server  # noqa: E402 - the tests' server harness starts kiln the same way
 
 AB_SOLUTION = "import json\n\nwith open('asserts.json') as f:\n    data = json.load(f)\nprint(data['a'] + data['b'])\n"
@@ -84,20 +84,6 @@ def latency(port: int, payload: bytes, argv: list[str], cwd: str, runs: int, blo
     }
 
 
-def throughput(port: int, payload: bytes, clients: int, seconds: float, generator: str) -> dict:
-    if generator == "wrk":
-        return wrk_load(port, payload, clients, seconds)
-
-    def run_once(conn: Connection) -> float:
-        elapsed, exit_code = conn.run(payload)
-        if exit_code != 0:
-            raise RuntimeError(f"the run exited {exit_code}")
-        return elapsed
-
-    done, errors, elapsed = load(lambda: Connection(port), run_once, clients, seconds)
-    return {"runs_per_s": round(len(done) / elapsed, 1), "errors": len(errors), "first_error": errors[0] if errors else None, "p50_ms": round(percentile(done, 0.5) * 1000, 2) if done else None, "load_generator": "python"}
-
-
 def memory(server, payload: bytes, runs: int, clients: int) -> dict:
     """USS of a warm slot, and of the front and zygote before and after `runs` runs."""
     import psutil  # noqa: PLC0415
@@ -141,7 +127,7 @@ def main() -> int:
     parser.add_argument("--block", type=int, default=1, help="runs of one side before switching to the other (1: strict alternation)")
     parser.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE", help="extra kiln setting for every workload, for A/B runs (e.g. RUN_PRESTART=false); repeatable")
     parser.add_argument("--memory-runs", type=int, default=0, help="also measure memory across this many no-op runs (10000 for the issue's figure)")
-    parser.add_argument("--load", choices=("wrk", "python"), default="wrk" if have_wrk() else "python", help="what makes the load for the rate (default: wrk when installed; `make bench` installs it)")
+    add_load_argument(parser)
     args = parser.parse_args()
     if args.load == "python":
         print("note: the rate is measured with the Python load generator, whose own CPU is taken from the cores kiln runs on (~0.2 ms a run here); install wrk for the figure", file=sys.stderr)
@@ -172,7 +158,7 @@ def main() -> int:
                 if name == "no-op" and args.memory_runs:
                     memory_row = memory(server, payload, args.memory_runs, args.clients)
                 row = {"workload": name, "block": args.block, **latency(server.port, payload, argv, cwd, args.runs, args.block)}
-                load = throughput(server.port, payload, args.clients, args.seconds, args.load)
+                load = rate(server.port, payload, args.clients, args.seconds, args.load)
                 row.update(clients=args.clients, runs_per_s=load["runs_per_s"], errors=load["errors"], loaded_p50_ms=load["p50_ms"], load_generator=load["load_generator"])
                 bare_rate = cpus / (row["bare_cpu_ms"] / 1000) if row["bare_cpu_ms"] else None
                 row["bare_cpu_bound_runs_per_s"] = round(bare_rate, 1) if bare_rate else None
