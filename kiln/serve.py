@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from kiln import config as config_module
+from kiln import native
 from kiln import runtime as runtime_module
 from kiln import systemd
 from kiln.config import Config, ConfigError
@@ -67,6 +68,11 @@ def serve(environ: dict[str, str]) -> int:
         log.warning(warning)
     if not has_sys_admin():
         log.error("kiln serve needs root (CAP_SYS_ADMIN) to build sandboxes; there is no unsandboxed mode")
+        return 1
+    try:
+        native.check_built()
+    except native.NotBuilt as error:
+        log.error("cannot start", error=str(error))
         return 1
     try:
         runtime = runtime_module.build(config)

@@ -11,7 +11,7 @@ processes are killed by pid (cgroups.kill_members).
 from __future__ import annotations
 
 from kiln.sandbox import cgroups
-from kiln.sandbox.cgroups import CgroupStats, SlotCgroup, TreeDriver
+from kiln.sandbox.cgroups import LimitWrite, SlotCgroup, StatSource, TreeDriver
 
 REQUIRED = ("memory", "pids", "cpuacct")
 
@@ -21,39 +21,30 @@ class V1Slot(SlotCgroup):
         super().__init__(name, paths, dir_fds, procs_fds)
         self._hierarchy_of = hierarchy_of  # controller -> index into dir_fds
 
-    def _dir(self, controller: str) -> int:
-        return self._dir_fds[self._hierarchy_of[controller]]
-
-    def _write_limits(self, memory_max: int, pids_max: int) -> None:
-        memory = self._dir("memory")
-        if cgroups.exists("memory.memsw.limit_in_bytes", memory):
+    def limit_writes(self, memory_max: int, pids_max: int, previous: tuple[int, int] | None) -> tuple[LimitWrite, ...]:
+        memory, pids = self._hierarchy_of["memory"], self._hierarchy_of["pids"]
+        if cgroups.exists("memory.memsw.limit_in_bytes", self._dir_fds[memory]):
             # memory + swap = memory: no swap. The kernel refuses a memsw limit below
             # memory.limit_in_bytes, so the one that grows is written first: the memory limit
             # on a fresh cgroup (both unlimited) or when lowering, memsw when raising.
             order = ["memory.limit_in_bytes", "memory.memsw.limit_in_bytes"]
-            if self.limits is not None and memory_max > self.limits[0]:
+            if previous is not None and memory_max > previous[0]:
                 order.reverse()
-            for name in order:
-                cgroups.write_file(name, memory_max, dir_fd=memory)
+            writes = [LimitWrite(memory, name, str(memory_max)) for name in order]
         else:
-            cgroups.write_file("memory.limit_in_bytes", memory_max, dir_fd=memory)
-            cgroups.write_file("memory.swappiness", 0, dir_fd=memory)  # no swap accounting: at least avoid swapping
-        cgroups.write_file("pids.max", pids_max, dir_fd=self._dir("pids"))
+            # no swap accounting: at least avoid swapping
+            writes = [LimitWrite(memory, "memory.limit_in_bytes", str(memory_max)), LimitWrite(memory, "memory.swappiness", "0")]
+        return (*writes, LimitWrite(pids, "pids.max", str(pids_max)))
 
-    def stats(self) -> CgroupStats:
-        memory, pids = self._dir("memory"), self._dir("pids")
-        return CgroupStats(
-            memory_peak_bytes=cgroups.read_int("memory.max_usage_in_bytes", memory),
-            cpu_usage_ms=self.cpu_usage_ms(),
+    def stat_sources(self) -> tuple[StatSource, ...]:
+        memory, pids = self._hierarchy_of["memory"], self._hierarchy_of["pids"]
+        return (
+            StatSource("memory_peak", memory, "memory.max_usage_in_bytes"),
+            StatSource("cpu", self._hierarchy_of["cpuacct"], "cpuacct.usage", divisor=1_000_000),
             # The oom_kill line exists since Linux 4.13; without it there is no exact counter.
-            oom_kills=cgroups.parse_flat_keyed(cgroups.read_file("memory.oom_control", memory)).get("oom_kill", 0),
-            pids_limit_hits=cgroups.parse_flat_keyed(cgroups.read_file("pids.events", pids)).get("max", 0),
+            StatSource("oom_kills", memory, "memory.oom_control", key="oom_kill"),
+            StatSource("pids_hits", pids, "pids.events", key="max"),
         )
-
-
-    def cpu_usage_ms(self) -> float | None:
-        usage_ns = cgroups.read_int("cpuacct.usage", self._dir("cpuacct"))
-        return usage_ns / 1e6 if usage_ns is not None else None
 
 
 class V1Driver(TreeDriver):

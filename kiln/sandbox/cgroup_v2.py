@@ -17,37 +17,28 @@ from __future__ import annotations
 import errno
 import os
 from kiln.sandbox import cgroups
-from kiln.sandbox.cgroups import CgroupError, CgroupStats, SlotCgroup, TreeDriver
+from kiln.sandbox.cgroups import CgroupError, LimitWrite, SlotCgroup, StatSource, TreeDriver
 
 NEEDED = ("memory", "pids")  # what open_driver requires in <base>/cgroup.controllers
 OPTIONAL = ("cpu",)  # enabled when offered; usage_usec in cpu.stat needs no controller
 
 
 class V2Slot(SlotCgroup):
-    @property
-    def _dir(self) -> int:
-        return self._dir_fds[0]
+    def limit_writes(self, memory_max: int, pids_max: int, previous: tuple[int, int] | None) -> tuple[LimitWrite, ...]:
+        writes = [LimitWrite(0, "memory.max", str(memory_max))]
+        if cgroups.exists("memory.swap.max", self._dir_fds[0]):  # absent without swap accounting
+            writes.append(LimitWrite(0, "memory.swap.max", "0"))
+        if cgroups.exists("memory.oom.group", self._dir_fds[0]):  # one OOM kill takes the whole job
+            writes.append(LimitWrite(0, "memory.oom.group", "1"))
+        return (*writes, LimitWrite(0, "pids.max", str(pids_max)))
 
-    def _write_limits(self, memory_max: int, pids_max: int) -> None:
-        cgroups.write_file("memory.max", memory_max, dir_fd=self._dir)
-        if cgroups.exists("memory.swap.max", self._dir):  # absent without swap accounting
-            cgroups.write_file("memory.swap.max", 0, dir_fd=self._dir)
-        if cgroups.exists("memory.oom.group", self._dir):  # one OOM kill takes the whole job
-            cgroups.write_file("memory.oom.group", 1, dir_fd=self._dir)
-        cgroups.write_file("pids.max", pids_max, dir_fd=self._dir)
-
-    def stats(self) -> CgroupStats:
-        return CgroupStats(
-            memory_peak_bytes=cgroups.read_int("memory.peak", self._dir),  # kernel >= 5.19
-            cpu_usage_ms=self.cpu_usage_ms(),
-            oom_kills=cgroups.parse_flat_keyed(cgroups.read_file("memory.events", self._dir)).get("oom_kill", 0),
-            pids_limit_hits=cgroups.parse_flat_keyed(cgroups.read_file("pids.events", self._dir)).get("max", 0),
+    def stat_sources(self) -> tuple[StatSource, ...]:
+        return (
+            StatSource("memory_peak", 0, "memory.peak"),  # kernel >= 5.19
+            StatSource("cpu", 0, "cpu.stat", key="usage_usec", divisor=1000),
+            StatSource("oom_kills", 0, "memory.events", key="oom_kill"),
+            StatSource("pids_hits", 0, "pids.events", key="max"),
         )
-
-
-    def cpu_usage_ms(self) -> float | None:
-        cpu = cgroups.parse_flat_keyed(cgroups.read_file("cpu.stat", self._dir))
-        return cpu["usage_usec"] / 1000 if "usage_usec" in cpu else None
 
 
 class V2Driver(TreeDriver):

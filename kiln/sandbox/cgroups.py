@@ -59,6 +59,27 @@ class CgroupStats:
 NO_STATS = CgroupStats(memory_peak_bytes=None, cpu_usage_ms=None, oom_kills=0, pids_limit_hits=0)
 
 
+@dataclass(frozen=True)
+class LimitWrite:
+    """One file write of a limit, in a slot's cgroup directory number `dir_index`."""
+
+    dir_index: int
+    file: str
+    value: str
+
+
+@dataclass(frozen=True)
+class StatSource:
+    """Where one figure of CgroupStats is read: a file of directory `dir_index`, the number
+    it holds or, with `key`, the value of its "key value" line; divided by `divisor`."""
+
+    what: str  # "memory_peak", "cpu" (ms), "oom_kills", "pids_hits"
+    dir_index: int
+    file: str
+    key: str = ""
+    divisor: int = 1
+
+
 # --- parsing (pure) ---
 
 
@@ -268,14 +289,22 @@ class SlotCgroup:
         """Every fd this object uses: keep them in the slot's close_all_except."""
         return set(self._dir_fds) | set(self._procs_fds) | set(self.home_procs_fds)
 
+    def fd_groups(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """(directories, cgroup.procs, kiln's own cgroup.procs), in the order limit_writes and
+        stat_sources number the directories: what kiln-init is handed."""
+        return tuple(self._dir_fds), tuple(self._procs_fds), tuple(self.home_procs_fds)
+
     def set_limits(self, memory_max: int, pids_max: int) -> None:
         """Write the slot's memory and pids limits, unless they are what it has already."""
         check_limits(memory_max, pids_max)
         if self.limits != (memory_max, pids_max):
-            self._write_limits(memory_max, pids_max)
+            for write in self.limit_writes(memory_max, pids_max, self.limits):
+                write_file(write.file, write.value, dir_fd=self._dir_fds[write.dir_index])
             self.limits = (memory_max, pids_max)
 
-    def _write_limits(self, memory_max: int, pids_max: int) -> None:
+    def limit_writes(self, memory_max: int, pids_max: int, previous: tuple[int, int] | None) -> tuple[LimitWrite, ...]:
+        """The writes, in order, that take the slot from `previous` limits (None: a fresh
+        cgroup) to these. kiln-init is handed them precomputed (recipe.py)."""
         raise NotImplementedError
 
     def join(self) -> None:
@@ -297,12 +326,33 @@ class SlotCgroup:
                 pass
         self._procs_fds = self.home_procs_fds = ()
 
+    def stat_sources(self) -> tuple[StatSource, ...]:
+        return ()
+
     def stats(self) -> CgroupStats:
-        raise NotImplementedError
+        values = {source.what: self._read(source) for source in self.stat_sources()}
+        peak = values.get("memory_peak")
+        return CgroupStats(
+            memory_peak_bytes=None if peak is None else int(peak),
+            cpu_usage_ms=values.get("cpu"),
+            oom_kills=int(values.get("oom_kills") or 0),
+            pids_limit_hits=int(values.get("pids_hits") or 0),
+        )
 
     def cpu_usage_ms(self) -> float | None:
         """CPU time of every process the cgroup has held so far (a prestarted run's baseline)."""
-        raise NotImplementedError
+        for source in self.stat_sources():
+            if source.what == "cpu":
+                return self._read(source)
+        return None
+
+    def _read(self, source: StatSource) -> float | None:
+        text = read_file(source.file, self._dir_fds[source.dir_index])
+        if source.key:
+            value = parse_flat_keyed(text).get(source.key)
+        else:
+            value = int(text) if text is not None and text.strip().isdigit() else None
+        return None if value is None else value / source.divisor
 
     def kill_all(self, timeout: float = 2.0) -> bool:
         """SIGKILL every process in the slot's cgroup(s); True once they are empty."""
@@ -357,17 +407,11 @@ class NoSlot(SlotCgroup):
     def __init__(self, name: str):
         super().__init__(name, (), (), ())
 
-    def _write_limits(self, memory_max: int, pids_max: int) -> None:
-        pass
+    def limit_writes(self, memory_max: int, pids_max: int, previous: tuple[int, int] | None) -> tuple[LimitWrite, ...]:
+        return ()
 
     def join(self) -> None:
         pass
-
-    def stats(self) -> CgroupStats:
-        return NO_STATS
-
-    def cpu_usage_ms(self) -> float | None:
-        return None
 
     def kill_all(self, timeout: float = 2.0) -> bool:
         return True

@@ -24,7 +24,7 @@ import socket
 from kiln.sandbox import files, identity, libc, mounts, prestart, rlimits, seccomp
 from kiln.sandbox.cgroups import SlotCgroup
 from kiln.sandbox.mounts import under
-from kiln.sandbox.plan import OVERLAY_UPPER, OVERLAY_WORK, PREMADE_DIRS, SANDBOX_DIR, JobPlan, RootPlan, TaskPlan
+from kiln.sandbox.plan import OVERLAY_UPPER, OVERLAY_WORK, SANDBOX_DIR, JobPlan, RootPlan, TaskPlan, upper_layer_dirs
 
 
 class SetupError(Exception):
@@ -104,17 +104,16 @@ def enter_root(template: int) -> None:
 
 def finish_root(plan: RootPlan) -> None:
     """Every slot's own part of its root, on top of its copy of the template: fresh /tmp and
-    upper layer, the /proc of its pid namespace, its hostname. (Its capability bounding set,
-    empty, it has from the zygote.)"""
+    upper layer, the /proc of its pid namespace, its hostname."""
     with step("mount /tmp"):
         mounts.mount_tmpfs(plan.tmp.path, plan.tmp)
     with step("mount /proc"):
-        mounts.mount_proc("/proc")
+        mounts.mount_proc()
     with step("prepare the workspace's upper layer"):
         mounts.mount_tmpfs(plan.upper.path, plan.upper)
-        for path, mode, owned in ((OVERLAY_UPPER, 0o755, True), (OVERLAY_WORK, 0o700, False), *((f"{OVERLAY_UPPER}/{d}", 0o755, True) for d in PREMADE_DIRS)):
+        for path, mode, owned in upper_layer_dirs():
             os.mkdir(path, mode)
-            if owned:  # the overlay's root (/sandbox) and check/ take the upper dirs' owner
+            if owned:
                 os.chown(path, plan.uid, plan.gid)
     with step("set the hostname"):
         socket.sethostname(plan.hostname)

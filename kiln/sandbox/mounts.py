@@ -10,6 +10,7 @@ from kiln.sandbox.libc import MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_RDONLY
 from kiln.sandbox.plan import Bind, Device, Directory, File, Link, Tmpfs
 
 READONLY_ATTRS = libc.MOUNT_ATTR_RDONLY | libc.MOUNT_ATTR_NOSUID | libc.MOUNT_ATTR_NODEV
+MountArgs = tuple[str | None, str, str | None, int, str | None]
 
 
 def under(root: str, path: str) -> str:
@@ -20,31 +21,61 @@ def under(root: str, path: str) -> str:
 def make_private() -> None:
     """First thing in a new mount namespace: without it mounts propagate back to the host on
     systemd machines (shared propagation), and pivot_root fails with EINVAL."""
-    libc.mount(None, "/", None, MS_REC | libc.MS_PRIVATE)
+    libc.mount(*PRIVATE_ARGS)
 
 
 def _tmpfs_flags(fs: Tmpfs) -> int:
     return MS_NOSUID | (MS_NODEV if fs.nodev else 0) | (MS_NOEXEC if fs.noexec else 0)
 
 
+# mount(2)'s arguments (source, target, fstype, flags, data) for each kind of mount: applied
+# here for the Python slots, and compiled into kiln-init's recipe (recipe.py) for the others.
+
+
+def tmpfs_args(target: str, fs: Tmpfs) -> MountArgs:
+    return ("kiln", target, "tmpfs", _tmpfs_flags(fs), fs.options)
+
+
+def resize_args(target: str, fs: Tmpfs) -> MountArgs:
+    """A remount that leaves out MS_NOSUID/MS_NODEV would clear them: repeat them."""
+    return (None, target, None, MS_REMOUNT | _tmpfs_flags(fs), f"size={fs.size},nr_inodes={fs.inodes}")
+
+
+def readonly_args(target: str, fs: Tmpfs) -> MountArgs:
+    """A per-mount flag (MS_BIND); the remount replaces every per-mount flag, so repeat them."""
+    return (None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _tmpfs_flags(fs), None)
+
+
+def bind_args(source: str, target: str, recursive: bool) -> MountArgs:
+    """A bind ignores MS_RDONLY on its first call, and a plain remount only changes the top
+    mount: bind_readonly then sets the whole tree read-only, nosuid, nodev (mount_setattr)."""
+    return (source, target, None, MS_BIND | (MS_REC if recursive else 0), None)
+
+
+PRIVATE_ARGS: MountArgs = (None, "/", None, MS_REC | libc.MS_PRIVATE, None)
+# Only this pid namespace's processes (hidepid=invisible), and none of procfs' host-wide files
+# (subset=pid): no /proc/sys, /proc/kcore, /proc/sysrq-trigger, ...
+PROC_ARGS: MountArgs = ("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "subset=pid,hidepid=invisible")
+
+
+def overlay_args(target: str, lower: str, upper: str, work: str) -> MountArgs:
+    return ("kiln", target, "overlay", MS_NOSUID | MS_NODEV, f"lowerdir={lower},upperdir={upper},workdir={work}")
+
+
 def mount_tmpfs(target: str, fs: Tmpfs) -> None:
-    libc.mount("kiln", target, "tmpfs", _tmpfs_flags(fs), fs.options)
+    libc.mount(*tmpfs_args(target, fs))
 
 
 def resize_tmpfs(target: str, fs: Tmpfs) -> None:
-    """A remount that leaves out MS_NOSUID/MS_NODEV would clear them: repeat them."""
-    libc.mount(None, target, None, MS_REMOUNT | _tmpfs_flags(fs), f"size={fs.size},nr_inodes={fs.inodes}")
+    libc.mount(*resize_args(target, fs))
 
 
 def make_readonly(target: str, fs: Tmpfs) -> None:
-    """A per-mount flag (MS_BIND); the remount replaces every per-mount flag, so repeat them."""
-    libc.mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _tmpfs_flags(fs))
+    libc.mount(*readonly_args(target, fs))
 
 
 def bind_readonly(source: str, target: str, recursive: bool) -> None:
-    """A bind ignores MS_RDONLY on its first call, and a plain remount only changes the top
-    mount: bind, then mount_setattr the whole tree read-only, nosuid, nodev."""
-    libc.mount(source, target, None, MS_BIND | (MS_REC if recursive else 0))
+    libc.mount(*bind_args(source, target, recursive))
     libc.mount_setattr(target, READONLY_ATTRS, recursive=recursive)
 
 
@@ -83,10 +114,8 @@ def make_device(root: str, device: Device) -> None:
     os.chmod(path, device.mode)
 
 
-def mount_proc(target: str) -> None:
-    """Only this pid namespace's processes (hidepid=invisible), and none of procfs' host-wide
-    files (subset=pid): no /proc/sys, /proc/kcore, /proc/sysrq-trigger, ..."""
-    libc.mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "subset=pid,hidepid=invisible")
+def mount_proc() -> None:
+    libc.mount(*PROC_ARGS)
 
 
 def pivot_into(new_root: str) -> None:
@@ -99,8 +128,7 @@ def pivot_into(new_root: str) -> None:
 
 
 def mount_overlay(target: str, lower: str, upper: str, work: str) -> None:
-    options = f"lowerdir={lower},upperdir={upper},workdir={work}"
-    libc.mount("kiln", target, "overlay", MS_NOSUID | MS_NODEV, options)
+    libc.mount(*overlay_args(target, lower, upper, work))
 
 
 def current_namespace() -> int:

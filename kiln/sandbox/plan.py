@@ -125,6 +125,12 @@ class TaskPlan:
     rlimits: tuple[tuple[int, int], ...]  # (resource, limit): soft = hard
 
 
+def upper_layer_dirs() -> tuple[tuple[str, int, bool], ...]:
+    """(path, mode, owned by the task) made in a slot's upper layer while warming: the overlay's
+    root (/sandbox) and check/ take the upper dirs' owner."""
+    return ((OVERLAY_UPPER, 0o755, True), (OVERLAY_WORK, 0o700, False), *((f"{OVERLAY_UPPER}/{d}", 0o755, True) for d in PREMADE_DIRS))
+
+
 @dataclass(frozen=True)
 class HostPath:
     """What the plan builder needs to know of one host path (gathered by the caller)."""
@@ -248,15 +254,28 @@ def task_rlimits(*, timeout_ms: int, cpus: int, pids_max: int) -> tuple[tuple[in
     """RLIMIT_CPU is only a backstop behind the wall-clock timeout: multi-threaded runtimes burn
     more CPU time than wall time. RLIMIT_NPROC is per uid and checked before the pids cgroup,
     so it sits above RUN_PIDS_MAX, or the cgroup's limit could never be observed."""
-    cpu_seconds = -(-timeout_ms // 1000) * max(cpus, 1) + 1
+    per_second, extra = cpu_rlimit_terms(cpus)
     limits = [
-        (resource.RLIMIT_CPU, cpu_seconds),
+        (resource.RLIMIT_CPU, -(-timeout_ms // 1000) * per_second + extra),
+        *fixed_rlimits(pids_max),
+    ]
+    return tuple(limits)  # RLIMIT_AS (RUN_MEMORY_MAX): set by the test command's sh, see task_argv
+
+
+def cpu_rlimit_terms(cpus: int) -> tuple[int, int]:
+    """RLIMIT_CPU = (the timeout in started seconds) * per_second + extra: every core busy for
+    the whole run, and one second more."""
+    return max(cpus, 1), 1
+
+
+def fixed_rlimits(pids_max: int) -> tuple[tuple[int, int], ...]:
+    """The task's rlimits that do not depend on the run's timeout."""
+    return (
         (resource.RLIMIT_NOFILE, 256),
         (resource.RLIMIT_NPROC, pids_max + 64),
         (resource.RLIMIT_CORE, 0),
         (resource.RLIMIT_FSIZE, 64 * 1024 * 1024),
-    ]
-    return tuple(limits)  # RLIMIT_AS (RUN_MEMORY_MAX): set by the test command's sh, see task_argv
+    )
 
 
 def task_env(*, path: str, inherited: tuple[tuple[str, str], ...], language: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:

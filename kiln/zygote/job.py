@@ -78,6 +78,11 @@ def prestart_plans(workload: Workload, runtime: Runtime, uid: int) -> tuple[plan
     return _plans(workload, runtime, uid, (), runtime.config.timeout_max_ms, workload.prestart_argv)
 
 
+def workload_plans(workload: Workload, runtime: Runtime, uid: int) -> tuple[plan.JobPlan, plan.TaskPlan]:
+    """A language's plans without a request: what kiln-init's recipe holds (recipe.py)."""
+    return _plans(workload, runtime, uid, (), runtime.config.timeout_max_ms, workload.argv)
+
+
 def _plans(workload: Workload, runtime: Runtime, uid: int, files, timeout_ms: int, argv) -> tuple[plan.JobPlan, plan.TaskPlan]:
     config = runtime.config
     job_plan = plan.job_plan(

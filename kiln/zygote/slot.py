@@ -18,6 +18,7 @@ import signal
 import socket
 from dataclasses import dataclass
 
+from kiln import native
 from kiln.runtime import Runtime, Workload
 from kiln.sandbox import contain, identity, libc
 from kiln.sandbox.cgroups import SlotCgroup
@@ -79,6 +80,34 @@ def spawn(spec: SlotSpec, cgroup: SlotCgroup, runtime: Runtime, kept: Kept, zygo
     return pid, zygote_end
 
 
+TITLE_ROOM = 96  # kiln-init writes its title over its argv[0]: room for the longest
+
+
+def spawn_native(spec: SlotSpec, cgroup: SlotCgroup, kept: Kept, zygote: int, recipe: int) -> tuple[int, socket.socket]:
+    """In the zygote: start warming a plain slot whose init is kiln-init (kiln/native), spawned
+    straight into its namespaces without a fork of the zygote. `recipe`: a memfd of the index's
+    recipe (kiln.zygote.recipe); the rest as spawn()."""
+    zygote_end, slot_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    flags = NAMESPACES | (libc.CLONE_NEWNET if kept.netns is None else 0) | (libc.CLONE_NEWNS if kept.root is None else 0)
+    dirs, procs, home = cgroup.fd_groups()
+    env = {"KILN_SOCK": slot_end.fileno(), "KILN_ZYGOTE": zygote, "KILN_RECIPE": recipe, "KILN_NETNS": kept.netns, "KILN_TEMPLATE": kept.root}
+    env = {key: str(value) for key, value in env.items() if value is not None}
+    env.update(KILN_CG_DIRS=_fd_list(dirs), KILN_CG_PROCS=_fd_list(procs), KILN_CG_HOME=_fd_list(home))
+    title = f"kiln: slot {spec.index} warming".ljust(TITLE_ROOM)
+    try:
+        pid = native.spawn_init(flags, [title], env, [slot_end.fileno(), zygote, recipe, *kept.fds(), *cgroup.fds()])
+    except BaseException:
+        zygote_end.close()
+        raise
+    finally:
+        slot_end.close()
+    return pid, zygote_end
+
+
+def _fd_list(fds: tuple[int, ...]) -> str:
+    return ",".join(map(str, fds))
+
+
 def _init(spec: SlotSpec, cgroup: SlotCgroup, runtime: Runtime, sock: socket.socket, zygote: int, kept: Kept, prestart: Workload | None) -> None:
     _become_init(spec.index, cgroup, sock, zygote, kept)
     _reset_signals(spec.zygote_signals)
@@ -122,6 +151,9 @@ def _become_init(index: int, cgroup: SlotCgroup, sock: socket.socket, zygote: in
     identity.set_parent_death_signal(signal.SIGKILL)
     if libc.has_exited(zygote):  # the zygote died before the signal was armed
         os._exit(0)
+    # The zygote keeps a full bounding set: kiln-init, which it execs as root, needs its
+    # capabilities after the exec. An empty one here: no exec of the job's can gain any back.
+    identity.drop_bounding_set()
     # A session of the slot's own: kill(0, SIGCONT) from a task, allowed within a session
     # whatever the uid, would otherwise reach kiln's processes and the other slots.
     os.setsid()

@@ -24,7 +24,7 @@ from kiln.log import Log
 from kiln.runtime import Runtime
 from kiln.sandbox import identity, libc, plan
 from kiln.sandbox.cgroups import CgroupError, Driver, SlotCgroup
-from kiln.zygote import protocol, slot
+from kiln.zygote import protocol, recipe, slot
 from kiln.zygote.protocol import ProtocolError
 from kiln.zygote.title import set_title
 
@@ -62,6 +62,7 @@ class Zygote:
     ever_ready: set[int] = field(default_factory=set)
     netns: dict[int, int] = field(default_factory=dict)  # slot index -> its network namespace
     roots: dict[int, int] = field(default_factory=dict)  # slot index -> its template mount namespace
+    recipes: dict[int, int] = field(default_factory=dict)  # slot index -> memfd of its plain slots' recipe
     # slot index -> the language its next slot is prestarted for (None: a plain slot). The front
     # names the language of each request it gives a slot: its replacement follows the demand.
     kinds: dict[int, str | None] = field(default_factory=dict)
@@ -93,9 +94,6 @@ class Zygote:
         os.makedirs(self.runtime.staging_dir, 0o700, exist_ok=True)
         with open(self.runtime.zygote_pidfile, "w") as pidfile:
             pidfile.write(f"{os.getpid()}\n")
-        # the zygote never execs: its bounding set only limits what its slots' tasks exec, and
-        # every slot it forks inherits it: emptied once here, not in every slot
-        identity.drop_bounding_set()
         signals = libc.signals_not_at_default()  # its handlers are set: every slot resets these
         self.specs = {i: self._spec(i, signals) for i in range(self.runtime.config.concurrency)}
         self.pidfd = os.pidfd_open(os.getpid())  # slots watch it: a pid means nothing in their namespace
@@ -182,7 +180,10 @@ class Zygote:
             kind = self.kinds.get(index)
             kept = slot.Kept(netns=self.netns.get(index), root=self.roots.get(index))
             try:
-                pid, sock = slot.spawn(spec, cgroup, self.runtime, kept, self.pidfd, self.runtime.workloads.get(kind) if kind else None)
+                if kind is None:
+                    pid, sock = slot.spawn_native(spec, cgroup, kept, self.pidfd, self._recipe(index, cgroup))
+                else:
+                    pid, sock = slot.spawn(spec, cgroup, self.runtime, kept, self.pidfd, self.runtime.workloads[kind])
             except OSError as error:
                 self.cgroups.remove_slot(cgroup)
                 self._backoff(index, f"cannot start the slot: {error}")
@@ -194,6 +195,13 @@ class Zygote:
             self.slots[index] = Slot(index=index, pid=pid, sock=sock, started=now, cgroup=cgroup, prestart=kind)
             if index not in self.netns:
                 self._keep_netns(index, pid)
+
+    def _recipe(self, index: int, cgroup: SlotCgroup) -> int:
+        """The memfd of the index's kiln-init recipe, compiled at its first plain slot."""
+        if index not in self.recipes:
+            spec = self.specs[index]
+            self.recipes[index] = recipe.sealed_memfd(recipe.compile_recipe(index, spec.uid, spec.root, self.runtime, cgroup))
+        return self.recipes[index]
 
     # -- wait -----------------------------------------------------------------------------
     def _wait(self) -> None:

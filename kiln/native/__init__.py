@@ -1,0 +1,65 @@
+"""kiln's native parts (C, built by `make -C kiln/native`, which scripts/setup.sh runs):
+
+- kiln-init: a plain slot's init, a static program the zygote spawns (init.c);
+- libkilnspawn.so: the zygote's spawn of it into new namespaces without forking itself
+  (spawn.c), called here through ctypes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+BUILD = HERE / "build"
+INIT = BUILD / "kiln-init"
+SPAWN_LIB = BUILD / "libkilnspawn.so"
+SOURCES = {INIT: ("init.c", "ops.c", "frames.c", "recipe.c", "supervise.c", "kiln.h"), SPAWN_LIB: ("spawn.c",)}
+
+
+class NotBuilt(Exception):
+    pass
+
+
+def check_built() -> None:
+    """Refuse to start with native parts missing or older than their sources (a pull without
+    `make setup`): a stale kiln-init would read recipes in an older form."""
+    for built, sources in SOURCES.items():
+        if not built.exists() or built.stat().st_mtime < max((HERE / name).stat().st_mtime for name in sources):
+            raise NotBuilt(f"{built} is missing or older than its sources: run `make setup` (or `make -C {HERE}`)")
+
+
+_lib = None
+
+
+def _spawn_function():
+    global _lib
+    if _lib is None:
+        _lib = ctypes.CDLL(str(SPAWN_LIB), use_errno=True)
+        _lib.kiln_spawn_init.restype = ctypes.c_int
+        _lib.kiln_spawn_init.argtypes = [
+            ctypes.c_ulong, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_char_p),
+            ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.POINTER(ctypes.c_int),
+        ]  # fmt: skip
+    return _lib.kiln_spawn_init
+
+
+def _strings(items: list[str]):
+    array = (ctypes.c_char_p * (len(items) + 1))()
+    array[:-1] = [os.fsencode(item) for item in items]
+    return array
+
+
+def spawn_init(flags: int, argv: list[str], env: dict[str, str], keep: list[int]) -> int:
+    """kiln-init as a child in new namespaces (`flags`: CLONE_NEW*), inheriting `keep`.
+    Returns its pid; raises OSError if the clone or the exec failed."""
+    error = ctypes.c_int(0)
+    fds = (ctypes.c_int * len(keep))(*keep)
+    envp = _strings([f"{key}={value}" for key, value in env.items()])
+    pid = _spawn_function()(flags, os.fsencode(INIT), _strings(argv), envp, fds, len(keep), ctypes.byref(error))
+    if pid > 0 and error.value:
+        os.waitpid(pid, 0)  # exited after its failed exec
+    if pid < 0 or error.value:
+        raise OSError(error.value, f"spawning {INIT}: {os.strerror(error.value)}")
+    return pid

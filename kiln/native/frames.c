@@ -1,0 +1,234 @@
+/* Frames on the slot's socket, as kiln/zygote/protocol.py defines them:
+ *
+ *     u32 size of the rest | u32 size of the header | header (compact JSON) | blobs
+ *
+ * (big-endian). init reads one job frame and answers with one frame. A job header is accepted
+ * only in the one form the front writes (api.py: keys in that order, no spaces); anything else
+ * is answered with an error frame: the root side trusts nothing from the front. */
+#include "kiln.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define MAX_HEADER (64 * 1024)
+
+static int recv_exactly(int fd, char *buf, size_t len) {
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = recv(fd, buf + got, len - got, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return got == 0 && n == 0 ? 0 : -1;
+        got += n;
+    }
+    return 1;
+}
+
+/* 1: a frame in *body (after its first u32); 0: end of stream before it; -1: error. */
+int read_frame(int fd, size_t max, char **body, size_t *len, char *err, size_t errlen) {
+    uint32_t size;
+    int rc = recv_exactly(fd, (char *)&size, 4);
+    if (rc <= 0) {
+        if (rc < 0) snprintf(err, errlen, "connection closed inside a frame");
+        return rc;
+    }
+    size = ntohl(size);
+    if (size < 4 || size > max) {
+        snprintf(err, errlen, "frame of %u bytes (limit %zu)", size, max);
+        return -1;
+    }
+    *body = malloc(size);
+    if (!*body || recv_exactly(fd, *body, size) != 1) {
+        snprintf(err, errlen, "connection closed inside a frame");
+        return -1;
+    }
+    *len = size;
+    return 1;
+}
+
+/* --- the job header, in its one accepted form --- */
+
+struct cursor {
+    const char *at, *end;
+};
+
+static int expect(struct cursor *c, const char *literal) {
+    size_t n = strlen(literal);
+    if ((size_t)(c->end - c->at) < n || memcmp(c->at, literal, n) != 0) return -1;
+    c->at += n;
+    return 0;
+}
+
+/* A JSON string of [a-z0-9_+-] (slugs and part names need nothing else), copied to out. */
+static int word(struct cursor *c, char *out, size_t cap) {
+    if (expect(c, "\"")) return -1;
+    size_t n = 0;
+    while (c->at < c->end && *c->at != '"') {
+        char ch = *c->at++;
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' || ch == '+') || n + 1 >= cap) return -1;
+        out[n++] = ch;
+    }
+    out[n] = '\0';
+    return expect(c, "\"");
+}
+
+static int number(struct cursor *c, long long *value) {
+    int digits = 0;
+    *value = 0;
+    while (c->at < c->end && *c->at >= '0' && *c->at <= '9') {
+        if (++digits > 15 || (digits == 2 && *value == 0)) return -1; /* no leading zeros, no huge */
+        *value = *value * 10 + (*c->at++ - '0');
+    }
+    return digits ? 0 : -1;
+}
+
+static const char *PART_NAMES[] = {"solution", "checker", "asserts"};
+
+int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, char *err, size_t errlen) {
+    uint32_t head_size;
+    memcpy(&head_size, body, 4);
+    head_size = ntohl(head_size);
+    if (head_size > MAX_HEADER || head_size > len - 4) {
+        snprintf(err, errlen, "header of %u bytes does not fit the frame", head_size);
+        return -1;
+    }
+    struct cursor c = {body + 4, body + 4 + head_size};
+    char slug[64], names[MAX_PARTS][16];
+    long long sizes[MAX_PARTS + 1];
+    int nfiles = 0, nblobs = 0;
+    memset(job, 0, sizeof *job);
+    if (expect(&c, "{\"op\":\"job\",\"slug\":") || word(&c, slug, sizeof slug) || expect(&c, ",\"timeout_ms\":") ||
+        number(&c, &job->timeout_ms) || expect(&c, ",\"files\":["))
+        goto form;
+    while (expect(&c, "]")) {
+        if ((nfiles && expect(&c, ",")) || nfiles == 3 || word(&c, names[nfiles], sizeof names[0])) goto form;
+        nfiles++;
+    }
+    if (expect(&c, ",\"stdin\":")) goto form;
+    if (!expect(&c, "true")) job->has_stdin = 1;
+    else if (expect(&c, "false")) goto form;
+    if (expect(&c, ",\"blobs\":[")) goto form;
+    while (expect(&c, "]")) {
+        if ((nblobs && expect(&c, ",")) || nblobs == MAX_PARTS || number(&c, &sizes[nblobs])) goto form;
+        nblobs++;
+    }
+    if (expect(&c, "}") || c.at != c.end) goto form;
+
+    job->workload = -1;
+    int has_checker = 0;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->recs[i].kind == K_WORKLOAD && !strcmp(r->recs[i].args[0].p, slug)) {
+            job->workload = i;
+            has_checker = arg_int(&r->recs[i].args[1]) != 0;
+        }
+    if (job->workload < 0) return snprintf(err, errlen, "unknown slug '%s'", slug), -1;
+    const char *max_text = recipe_const(r, "timeout_max_ms");
+    if (job->timeout_ms <= 0 || job->timeout_ms > (max_text ? atoll(max_text) : 0))
+        return snprintf(err, errlen, "bad timeout_ms %lld", job->timeout_ms), -1;
+    int seen = 0, with_checker = 0;
+    for (int i = 0; i < nfiles; i++) {
+        int k = 0;
+        while (k < 3 && strcmp(names[i], PART_NAMES[k])) k++;
+        if (k == 3 || seen & (1 << k)) return snprintf(err, errlen, "bad files"), -1;
+        seen |= 1 << k;
+        job->part_names[i] = PART_NAMES[k];
+        with_checker |= k == 1;
+    }
+    if (nblobs != nfiles + job->has_stdin) return snprintf(err, errlen, "blob count does not match the job"), -1;
+    long long input_max = atoll(recipe_const(r, "input_max") ? recipe_const(r, "input_max") : "0");
+    size_t offset = 4 + head_size;
+    for (int i = 0; i < nblobs; i++) {
+        if (sizes[i] > input_max) return snprintf(err, errlen, "a part is larger than RUN_INPUT_MAX"), -1;
+        if ((size_t)sizes[i] > len - offset) return snprintf(err, errlen, "blob sizes do not add up to the frame size"), -1;
+        if (i < nfiles) job->blob[i] = body + offset, job->blob_len[i] = sizes[i];
+        else job->stdin_data = body + offset, job->stdin_len = sizes[i];
+        offset += sizes[i];
+    }
+    if (offset != len) return snprintf(err, errlen, "blob sizes do not add up to the frame size"), -1;
+    if (!(seen & 1)) return snprintf(err, errlen, "no solution"), -1;
+    if (has_checker != with_checker) return snprintf(err, errlen, "checker present for a language without one, or missing"), -1;
+    job->nparts = nfiles;
+    return 0;
+form:
+    snprintf(err, errlen, "the job header is not in the form the front writes");
+    return -1;
+}
+
+/* --- answers --- */
+
+int send_all(int fd, const void *data, size_t len) {
+    const char *p = data;
+    while (len) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return -1;
+        p += n, len -= n;
+    }
+    return 0;
+}
+
+/* JSON string contents for a message of kiln's own: control characters escaped, and any
+ * byte outside ASCII replaced (a path in an error message may not be UTF-8). */
+void json_escape(char *out, size_t cap, const char *text) {
+    size_t n = 0;
+    for (; *text && n + 7 < cap; text++) {
+        unsigned char ch = *text;
+        if (ch == '"' || ch == '\\') out[n++] = '\\', out[n++] = ch;
+        else if (ch < 0x20) n += snprintf(out + n, cap - n, "\\u%04x", ch);
+        else out[n++] = ch < 0x80 ? ch : '?';
+    }
+    out[n] = '\0';
+}
+
+static void prefix(char *out, size_t size, size_t head) {
+    uint32_t words[2] = {htonl(4 + head + size), htonl(head)};
+    memcpy(out, words, 8);
+}
+
+int send_json(int fd, const char *json, int pass_fd) {
+    size_t head = strlen(json);
+    char *frame = malloc(8 + head);
+    prefix(frame, 0, head);
+    memcpy(frame + 8, json, head);
+    int rc;
+    if (pass_fd >= 0) {
+        char control[CMSG_SPACE(sizeof(int))] = {0};
+        struct iovec iov = {frame, 8 + head};
+        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
+        struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
+        cmsg->cmsg_level = SOL_SOCKET;
+        cmsg->cmsg_type = SCM_RIGHTS;
+        cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cmsg), &pass_fd, sizeof(int));
+        ssize_t sent = sendmsg(fd, &msg, MSG_NOSIGNAL);
+        rc = sent < 0 ? -1 : send_all(fd, frame + sent, 8 + head - sent);
+    } else {
+        rc = send_all(fd, frame, 8 + head);
+    }
+    free(frame);
+    return rc;
+}
+
+/* fields: the header's members without braces and blobs, e.g. "\"op\":\"result\",...". */
+int send_result(int fd, const char *fields, const char *out, size_t out_len, const char *err, size_t err_len) {
+    char head[1024];
+    int n = snprintf(head, sizeof head, "{%s,\"blobs\":[%zu,%zu]}", fields, out_len, err_len);
+    char start[8];
+    prefix(start, out_len + err_len, n);
+    struct iovec iov[4] = {{start, 8}, {head, n}, {(void *)out, out_len}, {(void *)err, err_len}};
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 4};
+    size_t left = 8 + n + out_len + err_len;
+    while (left) {
+        ssize_t sent = sendmsg(fd, &msg, MSG_NOSIGNAL);
+        if (sent < 0 && errno == EINTR) continue;
+        if (sent < 0) return -1;
+        left -= sent;
+        while (msg.msg_iovlen && (size_t)sent >= msg.msg_iov->iov_len) sent -= msg.msg_iov->iov_len, msg.msg_iov++, msg.msg_iovlen--;
+        if (msg.msg_iovlen) msg.msg_iov->iov_base = (char *)msg.msg_iov->iov_base + sent, msg.msg_iov->iov_len -= sent;
+    }
+    return 0;
+}

@@ -1,0 +1,91 @@
+/* kiln-init: a slot's init as a small static program (see init.c). Shared declarations. */
+#ifndef KILN_H
+#define KILN_H
+
+#define _GNU_SOURCE
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+/* --- recipe.c: what the zygote decided, as records (kiln/sandbox/recipe.py writes them) --- */
+enum {
+    K_CONST = 1,      /* name value */
+    K_SECCOMP = 2,    /* BPF program */
+    K_STAT = 3,       /* what dir_index file key divisor */
+    K_BUILD = 4,      /* step op args...: the index's template root */
+    K_FINISH = 5,     /* step op args...: every slot's own /tmp, /proc, upper layer */
+    K_WARM_LIMIT = 6, /* dir_index file value: cgroup limits written while warming */
+    K_WORKLOAD = 7,   /* slug has_checker: the records up to the next K_WORKLOAD are its */
+    K_W_MOUNT = 8,    /* step op args...: the workspace overlay, sizes */
+    K_W_DIR = 9,      /* relpath below /sandbox, given to the task */
+    K_W_PART = 10,    /* part relpath */
+    K_W_LIMIT = 11,   /* dir_index file value */
+    K_W_ARGV = 12,    /* argv... */
+    K_W_ENV = 13,     /* KEY=VALUE... */
+    K_W_RLIMIT = 14,  /* resource value */
+    K_W_RLIMIT_CPU = 15, /* seconds_per_started_second extra: RLIMIT_CPU from the run's timeout */
+};
+
+struct arg {
+    const char *p; /* NUL-terminated (the NUL is not counted in len) */
+    uint32_t len;
+};
+
+struct rec {
+    uint32_t kind, nargs;
+    struct arg *args;
+};
+
+struct recipe {
+    struct rec *recs;
+    size_t n;
+};
+
+int recipe_load(int fd, struct recipe *out, char *err, size_t errlen);
+const char *recipe_const(const struct recipe *r, const char *name);
+long long arg_int(const struct arg *a);
+
+/* --- ops.c: one root-side step of a plan --- */
+int apply_op(const struct rec *r, int *template_fd, char *err, size_t errlen);
+
+/* --- frames.c --- */
+#define MAX_PARTS 4
+struct job {
+    int workload;        /* index of its K_WORKLOAD record */
+    long long timeout_ms;
+    int nparts;          /* files, then stdin if any */
+    const char *part_names[MAX_PARTS];
+    const char *blob[MAX_PARTS];
+    size_t blob_len[MAX_PARTS];
+    const char *stdin_data;
+    size_t stdin_len;
+    int has_stdin;
+};
+int read_frame(int fd, size_t max, char **body, size_t *len, char *err, size_t errlen);
+int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, char *err, size_t errlen);
+int send_all(int fd, const void *data, size_t len);
+int send_json(int fd, const char *json, int pass_fd);
+void json_escape(char *out, size_t cap, const char *text);
+int send_result(int fd, const char *header_fields, const char *out, size_t out_len, const char *err, size_t err_len);
+
+/* --- supervise.c --- */
+struct run {
+    pid_t pid;
+    int task_fd, out_fd, err_fd, cancel_fd;
+    size_t output_max;
+    char *out, *err;
+    size_t out_len, err_len;
+    int status, has_status, timed_out, overflow, cancelled;
+    double ended_at;
+    struct rusage rusage;
+    int has_rusage;
+};
+void supervise(struct run *run, double deadline, const char *title);
+double monotonic_s(void);
+void kill_all(void);
+
+/* --- title.c (in init.c) --- */
+void set_title(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

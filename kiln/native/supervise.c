@@ -1,0 +1,108 @@
+/* Supervising the task from init (kiln/zygote/supervise.py is the same loop for prestarted
+ * slots): its output drained (each stream capped), its deadline kept, its processes reaped, a
+ * cancel noticed. */
+#include "kiln.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define READ_CHUNK 65536
+#define TITLE_EVERY_S 1.0
+#define REAP_EVERY_S 0.1  /* init has no SIGCHLD handler: orphans' zombies are reaped this often */
+#define DRAIN_GRACE_S 2.0
+
+double monotonic_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* From PID 1 of the namespace: every process of the run, and nothing else. */
+void kill_all(void) {
+    kill(-1, SIGKILL);
+}
+
+enum { P_OUT, P_ERR, P_CANCEL, P_TASK };
+
+static void close_stream(struct run *run, struct pollfd *fds, int which) {
+    if (fds[which].fd >= 0) {
+        close(fds[which].fd);
+        fds[which].fd = -1;
+    }
+}
+
+static void read_stream(struct run *run, struct pollfd *fds, int which) {
+    char **buf = which == P_OUT ? &run->out : &run->err;
+    size_t *len = which == P_OUT ? &run->out_len : &run->err_len;
+    *buf = realloc(*buf, *len + READ_CHUNK);
+    ssize_t n = read(fds[which].fd, *buf + *len, READ_CHUNK);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    if (n <= 0) {
+        close_stream(run, fds, which);
+        return;
+    }
+    *len += n;
+    if (*len > run->output_max) {
+        *len = run->output_max;
+        run->overflow = 1;
+        kill_all();
+        close_stream(run, fds, P_OUT);
+        close_stream(run, fds, P_ERR);
+    }
+}
+
+static void reap(struct run *run) {
+    for (;;) {
+        int status;
+        struct rusage usage;
+        pid_t pid = wait4(-1, &status, WNOHANG, &usage);
+        if (pid <= 0) return;
+        if (pid == run->pid) {
+            run->status = status, run->has_status = 1;
+            run->rusage = usage, run->has_rusage = 1;
+            run->ended_at = monotonic_s();
+            kill_all(); /* background processes end with the test command */
+        }
+    }
+}
+
+void supervise(struct run *run, double deadline, const char *title) {
+    struct pollfd fds[4] = {
+        [P_OUT] = {run->out_fd, POLLIN}, [P_ERR] = {run->err_fd, POLLIN},
+        [P_CANCEL] = {run->cancel_fd, POLLIN}, [P_TASK] = {run->task_fd, POLLIN},
+    };
+    double drain_until = 0, started = monotonic_s(), retitled = started;
+    while (fds[P_OUT].fd >= 0 || fds[P_ERR].fd >= 0 || !run->has_status) {
+        double now = monotonic_s();
+        if (now - retitled >= TITLE_EVERY_S) {
+            set_title("%s %.1fs", title, now - started);
+            retitled = now;
+        }
+        if (!drain_until && (run->has_status || run->timed_out || run->overflow)) drain_until = now + DRAIN_GRACE_S;
+        double limit = drain_until ? drain_until : deadline;
+        if (now >= limit) {
+            if (drain_until) break; /* a process the kernel has not finished killing holds a pipe */
+            run->timed_out = 1;
+            kill_all();
+            continue;
+        }
+        double wait_s = limit - now < REAP_EVERY_S ? limit - now : REAP_EVERY_S;
+        int ready = poll(fds, 4, (int)(wait_s * 1000) + 1);
+        reap(run);
+        if (ready <= 0) continue;
+        if (fds[P_TASK].revents) fds[P_TASK].fd = -1; /* reaped above; stays readable */
+        if (fds[P_CANCEL].revents) {
+            run->cancelled = 1;
+            kill_all();
+            return;
+        }
+        for (int which = P_OUT; which <= P_ERR; which++)
+            if (fds[which].fd >= 0 && fds[which].revents) read_stream(run, fds, which);
+    }
+}

@@ -1,0 +1,151 @@
+"""kiln-init's recipe: a slot's plans (kiln.sandbox.plan), compiled by the zygote into the steps
+the native init applies (kiln/native/init.c), once per slot index.
+
+The plans stay the one description of the sandbox: the Python slots (prestarted ones) apply
+them through kiln.sandbox.contain, and this module turns the same plans, and the same mount
+arguments (kiln.sandbox.mounts), into records:
+
+    "KILNRCP1" | record... ; record = u32 kind | u32 nargs | arg... ; arg = u32 len | bytes | NUL
+
+(little-endian; integers as decimal text). The kinds are kiln.h's. A request's own data (its
+files, stdin, timeout) comes later, in the job frame; everything else is decided here.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import posixpath
+import struct
+
+from kiln.runtime import Runtime, Workload
+from kiln.sandbox import mounts
+from kiln.sandbox.cgroups import LimitWrite, SlotCgroup
+from kiln.sandbox.mounts import READONLY_ATTRS, MountArgs, under
+from kiln.sandbox.plan import OVERLAY_UPPER, OVERLAY_WORK, SANDBOX_DIR, RootPlan, cpu_rlimit_terms, fixed_rlimits, upper_layer_dirs
+from kiln.zygote import job
+
+MAGIC = b"KILNRCP1"
+K_CONST, K_SECCOMP, K_STAT, K_BUILD, K_FINISH, K_WARM_LIMIT = 1, 2, 3, 4, 5, 6
+K_WORKLOAD, K_W_MOUNT, K_W_DIR, K_W_PART, K_W_LIMIT, K_W_ARGV, K_W_ENV, K_W_RLIMIT, K_W_RLIMIT_CPU = 7, 8, 9, 10, 11, 12, 13, 14, 15
+
+Op = tuple  # (step, op name, *args): one kiln-init op (ops.c)
+
+
+def compile_recipe(index: int, uid: int, root: RootPlan, runtime: Runtime, cgroup: SlotCgroup) -> bytes:
+    """Everything a plain slot of this index needs. `cgroup`: any slot cgroup of the driver
+    (which limit files exist is the same for all)."""
+    config = runtime.config
+    records = [
+        _record(K_CONST, "index", index),
+        _record(K_CONST, "uid", uid),
+        _record(K_CONST, "input_max", config.input_max),
+        _record(K_CONST, "output_max", config.output_max),
+        _record(K_CONST, "timeout_max_ms", config.timeout_max_ms),
+        _record(K_CONST, "cwd", SANDBOX_DIR),
+    ]
+    if runtime.seccomp_filter is not None:
+        records.append(_record(K_SECCOMP, runtime.seccomp_filter))
+    records += [_record(K_STAT, s.what, s.dir_index, s.file, s.key, s.divisor) for s in cgroup.stat_sources()]
+    records += [_record(K_BUILD, *op) for op in build_ops(root, runtime.staging_dir)]
+    records += [_record(K_FINISH, *op) for op in finish_ops(root)]
+    common = runtime.common_limits
+    records += [_limit(K_WARM_LIMIT, w) for w in cgroup.limit_writes(*common, previous=None)]
+    for workload in runtime.workloads.values():
+        records += _workload(workload, runtime, uid, cgroup, common)
+    return MAGIC + b"".join(records)
+
+
+def build_ops(root: RootPlan, staging: str) -> list[Op]:
+    """contain.build_root, step for step: the index's template, read-only."""
+    ops: list[Op] = [("keep the template's mount namespace", "save_ns"), ("make mounts private", "mount", *mounts.PRIVATE_ARGS)]
+    step = "mount the root tmpfs"
+    ops.append((step, "mount", *mounts.tmpfs_args(staging, root.root)))
+    ops += [(step, "mkdir", under(staging, d.path), d.mode, -1, -1) for d in root.directories]
+    ops += [(step, "symlink", link.target, under(staging, link.path)) for link in root.links]
+    for bind in root.binds:
+        step, target = f"bind {bind.source}", under(staging, bind.path)
+        if bind.is_dir:
+            ops.append((step, "mkdirs", target))
+        else:
+            ops += [(step, "mkdirs", posixpath.dirname(target)), (step, "touch", target, 0o444)]
+        ops += _bind_readonly(step, bind.source, target, bind.recursive)
+    ops += [("write /etc", "write", under(staging, f.path), f.mode, f.content) for f in root.files]
+    step, dev = "build /dev", under(staging, root.dev.path)
+    ops.append((step, "mount", *mounts.tmpfs_args(dev, root.dev)))
+    ops += [(step, "mknod", under(staging, d.path), d.mode, d.major, d.minor) for d in root.devices]
+    ops += [(step, "symlink", link.target, under(staging, link.path)) for link in root.dev_links]
+    ops.append((step, "mount", *mounts.readonly_args(dev, root.dev)))
+    sys_dir = under(staging, root.sys.path)
+    ops += [("mount /sys", "mount", *mounts.tmpfs_args(sys_dir, root.sys)), ("mount /sys", "mount", *mounts.readonly_args(sys_dir, root.sys))]
+    ws = root.workspaces
+    ops += _bind_readonly("bind the workspaces", ws.source, under(staging, ws.path), ws.recursive)
+    ops += [
+        ("pivot_root", "pivot", staging),
+        ("make the root read-only", "mount", *mounts.readonly_args("/", root.root)),
+        ("leave the template", "unshare_ns"),
+    ]
+    return ops
+
+
+def finish_ops(root: RootPlan) -> list[Op]:
+    """contain.finish_root: every slot's own /tmp, /proc, upper layer and hostname."""
+    step = "prepare the workspace's upper layer"
+    return [
+        ("mount /tmp", "mount", *mounts.tmpfs_args(root.tmp.path, root.tmp)),
+        ("mount /proc", "mount", *mounts.PROC_ARGS),
+        (step, "mount", *mounts.tmpfs_args(root.upper.path, root.upper)),
+        *((step, "mkdir", path, mode, root.uid if owned else -1, root.gid if owned else -1) for path, mode, owned in upper_layer_dirs()),
+        ("set the hostname", "hostname", root.hostname),
+    ]
+
+
+def _bind_readonly(step: str, source: str, target: str, recursive: bool) -> list[Op]:
+    return [(step, "mount", *mounts.bind_args(source, target, recursive)), (step, "setattr", target, READONLY_ATTRS, int(recursive))]
+
+
+def _workload(workload: Workload, runtime: Runtime, uid: int, cgroup: SlotCgroup, common: tuple[int, int]) -> list[bytes]:
+    """A language's records: contain.prepare_job's mounts and dirs, where each part of a request
+    goes, the limits it differs in from the slot's preset, and become_task's plan."""
+    job_plan, task_plan = job.workload_plans(workload, runtime, uid)
+    language = workload.language
+    limits = (workload.memory_max, workload.pids_max)
+    mount_ops: list[tuple[str, str, MountArgs]] = [
+        ("mount the workspace", "mount", mounts.resize_args(job_plan.upper.path, job_plan.upper)),
+        ("mount the workspace", "mount", mounts.overlay_args(SANDBOX_DIR, job_plan.lower, OVERLAY_UPPER, OVERLAY_WORK)),
+        ("size /tmp", "mount", mounts.resize_args(job_plan.tmp.path, job_plan.tmp)),
+    ]
+    parts = {"solution": language.solution_file, "checker": language.checker_file, "asserts": language.asserts_file}
+    return [
+        _record(K_WORKLOAD, workload.slug, int(language.has_checker)),
+        *(_record(K_W_MOUNT, step, op, *args) for step, op, args in mount_ops),
+        *(_record(K_W_DIR, d) for d in job_plan.writable_dirs),
+        *(_record(K_W_PART, part, path) for part, path in parts.items() if path),
+        *(_limit(K_W_LIMIT, w) for w in (cgroup.limit_writes(*limits, previous=common) if limits != common else ())),
+        _record(K_W_ARGV, *task_plan.argv),
+        _record(K_W_ENV, *(f"{key}={value}" for key, value in task_plan.env)),
+        *(_record(K_W_RLIMIT, which, limit) for which, limit in fixed_rlimits(workload.pids_max)),
+        _record(K_W_RLIMIT_CPU, *cpu_rlimit_terms(runtime.cpus)),
+    ]
+
+
+def _limit(kind: int, write: LimitWrite) -> bytes:
+    return _record(kind, write.dir_index, write.file, write.value)
+
+
+def _record(kind: int, *args) -> bytes:
+    out = [struct.pack("<II", kind, len(args))]
+    for arg in args:
+        data = arg if isinstance(arg, bytes) else b"" if arg is None else os.fsencode(str(arg))
+        out += [struct.pack("<I", len(data)), data, b"\0"]
+    return b"".join(out)
+
+
+def sealed_memfd(data: bytes) -> int:
+    """The recipe in a sealed memfd, inherited by every slot of its index (close-on-exec here)."""
+    fd = os.memfd_create("kiln-recipe", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+    return fd
