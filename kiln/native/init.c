@@ -420,11 +420,16 @@ static void result(const struct run *run, double started, long cpu_limit_ms) {
     send_result(sock, fields, run->out, run->out_len, run->err, run->err_len);
 }
 
+/* solution, checker, asserts and stdin, each at most RUN_INPUT_MAX, plus the header */
+static size_t job_frame_max(void) {
+    const char *input_max = recipe_const(&R, "input_max");
+    return 4 * (input_max ? atoll(input_max) : 0) + 64 * 1024 + 64;
+}
+
 static void serve_one_job(uid_t uid) {
     char err[ERR], *body;
     size_t len;
-    long long input_max = atoll(recipe_const(&R, "input_max"));
-    int rc = read_frame(sock, 4 * input_max + 64 * 1024 + 64, &body, &len, err, ERR);
+    int rc = read_frame(sock, job_frame_max(), &body, &len, err, ERR);
     if (rc == 0) return; /* the front closed the slot unused */
     struct job job;
     if (rc < 0 || parse_job(&R, body, len, &job, err, ERR)) {
@@ -455,29 +460,26 @@ static void serve_one_job(uid_t uid) {
     if (!run.cancelled) result(&run, started, cpu_limit_s(w, end, job.timeout_ms) * 1000);
 }
 
-/* --- check mode: the job parser alone, for tests (frames on stdin, one answer each) --------- */
+/* --- check mode: the job parser alone, for tests: one frame on stdin, answered as the slot would
+ * but with what was parsed instead of a run ------------------------------------------------ */
 
-static int check_jobs(void) {
-    char err[ERR], *body;
+static int check_job(void) {
+    char err[ERR], *body, json[ERR * 2 + 256], escaped[ERR * 2];
     size_t len;
-    for (;;) {
-        int rc = read_frame(0, 16 << 20, &body, &len, err, ERR);
-        if (rc == 0) return 0;
-        struct job job;
-        char json[ERR * 2 + 256], escaped[ERR * 2];
-        if (rc < 0 || parse_job(&R, body, len, &job, err, ERR)) {
-            json_escape(escaped, sizeof escaped, err);
-            snprintf(json, sizeof json, "{\"op\":\"error\",\"error\":\"%s\"}", escaped);
-        } else {
-            int n = snprintf(json, sizeof json, "{\"op\":\"job\",\"slug\":\"%s\",\"timeout_ms\":%lld,\"stdin\":%s,\"files\":[",
-                             R.recs[job.workload].args[0].p, job.timeout_ms, job.has_stdin ? "true" : "false");
-            for (int i = 0; i < job.nparts; i++) n += snprintf(json + n, sizeof json - n, "%s\"%s\"", i ? "," : "", job.part_names[i]);
-            snprintf(json + n, sizeof json - n, "]}");
-        }
-        send_json(0, json, -1);
-        if (rc < 0) return 0;
-        free(body);
+    struct job job;
+    int rc = read_frame(0, job_frame_max(), &body, &len, err, ERR);
+    if (rc == 0) return 0;
+    if (rc < 0 || parse_job(&R, body, len, &job, err, ERR)) {
+        json_escape(escaped, sizeof escaped, err);
+        snprintf(json, sizeof json, "{\"op\":\"error\",\"error\":\"%s\"}", escaped);
+    } else {
+        int n = snprintf(json, sizeof json, "{\"op\":\"job\",\"slug\":\"%s\",\"timeout_ms\":%lld,\"stdin\":%s,\"files\":[",
+                         R.recs[job.workload].args[0].p, job.timeout_ms, job.has_stdin ? "true" : "false");
+        for (int i = 0; i < job.nparts; i++) n += snprintf(json + n, sizeof json - n, "%s\"%s\"", i ? "," : "", job.part_names[i]);
+        snprintf(json + n, sizeof json - n, "]}");
     }
+    send_json(0, json, -1);
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -488,7 +490,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "kiln-init: %s\n", err);
         return 70;
     }
-    if (argc > 1 && !strcmp(argv[1], "check")) return check_jobs();
+    if (argc > 1 && !strcmp(argv[1], "check")) return check_job();
     sock = env_fd("KILN_SOCK");
     zygote = env_fd("KILN_ZYGOTE");
     int netns = env_fd("KILN_NETNS"), template_fd = env_fd("KILN_TEMPLATE");

@@ -4,21 +4,25 @@ gets a Job or answers one error frame; nothing else escapes (issue 7, "Fuzzing")
 Two levels, against a runtime built from the repo's langs/:
 - `job.parse` on hypothesis-generated headers (JSON values, near-misses of a valid job) and blobs;
 - the slot's real reading path (`slot._serve_one_job`) on raw frames with lying sizes, truncated
-  bodies and non-JSON headers, with only `job.execute` (which would run the task) stubbed out.
+  bodies and non-JSON headers, with only `job.execute` (which would run the task) stubbed out;
+- kiln-init's own parser (plain slots), in its check mode, on the same frames: it must accept
+  nothing the Python slot refuses, and read what it accepts the same way.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import struct
+import subprocess
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kiln import config, langs, runtime
+from kiln import config, langs, native, runtime
 from kiln.zygote import job, protocol, slot
 from kiln.zygote.job import FILE_PARTS, Job, JobError
 
@@ -271,3 +275,97 @@ def test_a_plain_slot_is_warmed_with_the_limits_most_languages_have(rt):
     for w in rt.workloads.values():
         counts[(w.memory_max, w.pids_max)] = counts.get((w.memory_max, w.pids_max), 0) + 1
     assert counts[rt.common_limits] == max(counts.values())
+
+
+# --- kiln-init's parser (kiln/native/frames.c), on the same frames ----------------------------
+
+
+@pytest.fixture(scope="module")
+def recipe_fd(rt):
+    from kiln.sandbox import plan  # noqa: PLC0415
+    from kiln.sandbox.cgroups import NoSlot  # noqa: PLC0415
+    from kiln.zygote import recipe  # noqa: PLC0415
+
+    root = plan.root_plan(uid=10001, gid=10001, host_paths=rt.host_paths, workspaces=str(rt.config.workspace), tmp_size=1 << 20, tmp_inodes=64)
+    fd = recipe.sealed_memfd(recipe.compile_recipe(0, 10001, root, rt, NoSlot("fuzz")))
+    yield fd
+    os.close(fd)
+
+
+def native_check(frame: bytes, recipe_fd: int) -> list[dict]:
+    """kiln-init in its check mode: the job frames it reads, each answered with what it parsed
+    or the error a slot would send; it reads on to the end of the stream and must exit 0."""
+    ours, theirs = socket.socketpair()
+    with ours:
+        proc = subprocess.Popen([str(native.INIT), "check"], stdin=theirs, env={"KILN_RECIPE": str(recipe_fd)}, pass_fds=(recipe_fd,))
+        theirs.close()
+        replies = []
+        try:
+            ours.sendall(frame)  # a slot stops reading after its one frame
+            ours.shutdown(socket.SHUT_WR)
+            while (reply := protocol.recv_frame(ours, 1 << 20)) is not None:
+                replies.append(reply[0])
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+    assert proc.wait(10) == 0
+    return replies
+
+
+def check_native(frame: bytes, rt, recipe_fd: int) -> None:
+    """The property: one answer a frame (none for an empty stream); kiln-init accepts nothing
+    the Python slot refuses, and reads what it accepts the same way."""
+    replies = native_check(frame, recipe_fd)
+    ran, _reply = serve(frame, rt)
+    if frame == b"":
+        assert replies == []
+        return
+    assert len(replies) == 1
+    if replies[0]["op"] == "error":
+        assert isinstance(replies[0]["error"], str) and replies[0]["error"]
+        return
+    assert len(ran) == 1
+    work = ran[0]
+    assert replies[0] == {"op": "job", "slug": work.workload.slug, "timeout_ms": work.timeout_ms, "stdin": work.stdin is not None, "files": [name for name, _ in work.files]}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_kiln_init_accepts_no_frame_the_python_slot_refuses(rt, recipe_fd, data):
+    check_native(data.draw(raw_frames(tuple(rt.workloads))), rt, recipe_fd)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_kiln_init_checks_jobs_written_as_the_front_writes_them(rt, recipe_fd, data):
+    """protocol.encode of the front's header (api.py: these keys, this order): every rule of
+    job.parse gets its turn in kiln-init too."""
+    header, blobs = data.draw(valid_jobs(tuple(rt.workloads)) | near_misses(tuple(rt.workloads)))
+    check_native(protocol.encode(header, blobs), rt, recipe_fd)
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.data())
+def test_kiln_init_accepts_every_valid_job(rt, recipe_fd, data):
+    header, blobs = data.draw(valid_jobs(tuple(rt.workloads)))
+    assert native_check(protocol.encode(header, blobs), recipe_fd)[0]["op"] == "job"
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        b"",
+        b"\x00\x00\x00",
+        struct.pack(">II", 2**32 - 1, 0),
+        struct.pack(">II", 4, 0),
+        struct.pack(">II", 6, 2) + b"{}",
+        struct.pack(">II", 8, 4) + b"null",
+        struct.pack(">II", 8, 2**31) + b"null",
+        protocol.encode({"op": "job", "slug": "python", "timeout_ms": 1000, "files": ["solution"], "stdin": False}, [b"x"])[:-1],
+        protocol.encode({"op": "job", "slug": "python", "timeout_ms": 1000, "files": ["solution", "solution"], "stdin": False}, [b"x", b"y"]),
+        protocol.encode({"op": "job", "slug": "python", "timeout_ms": 1000, "files": ["solution"], "stdin": False, "x": 1}, [b"x"]),
+        protocol.encode({"op": "job", "slug": "python", "timeout_ms": 0o1000, "files": ["solution"], "stdin": False}, [b"x"]).replace(b"512", b"0512"),
+        protocol.encode({"op": "job", "slug": "python", "timeout_ms": 10**15, "files": ["solution"], "stdin": False}, [b"x"]),
+    ],
+)
+def test_kiln_init_edge_frames(rt, recipe_fd, frame):
+    check_native(frame, rt, recipe_fd)

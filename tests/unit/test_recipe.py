@@ -1,0 +1,159 @@
+"""kiln-init's recipe (kiln/zygote/recipe.py), read back record by record: the same plans the
+Python slots apply, in the same order, without root. That kiln-init applies it is tested for
+real by every test that runs a plain slot (tests/api, tests/security, ...)."""
+
+from __future__ import annotations
+
+import os
+import resource
+import struct
+from pathlib import Path
+
+import pytest
+
+from kiln import config, runtime
+from kiln.sandbox import mounts, plan
+from kiln.sandbox.cgroup_v1 import V1Slot
+from kiln.sandbox.cgroups import NoSlot
+from kiln.zygote import recipe
+
+REPO = Path(__file__).resolve().parents[2]
+UID = 10007
+
+
+@pytest.fixture(scope="module")
+def rt():
+    return runtime.build(config.load({}, REPO))
+
+
+@pytest.fixture(scope="module")
+def root(rt):
+    return plan.root_plan(uid=UID, gid=UID, host_paths=rt.host_paths, workspaces=str(rt.config.workspace), tmp_size=1 << 20, tmp_inodes=64)
+
+
+@pytest.fixture
+def v1_slot(tmp_path):
+    """A v1 slot cgroup whose three directories are one folder with memsw accounting."""
+    (tmp_path / "memory.memsw.limit_in_bytes").write_text("max\n")
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    yield V1Slot("slot-x", (), (fd, fd, fd), (), {"memory": 0, "pids": 1, "cpuacct": 2})
+    os.close(fd)
+
+
+def decode(data: bytes) -> list[tuple[int, list[bytes]]]:
+    assert data[:8] == recipe.MAGIC
+    records, at = [], 8
+    while at < len(data):
+        kind, nargs = struct.unpack_from("<II", data, at)
+        at += 8
+        args = []
+        for _ in range(nargs):
+            (size,) = struct.unpack_from("<I", data, at)
+            args.append(data[at + 4 : at + 4 + size])
+            assert data[at + 4 + size] == 0  # NUL-terminated for the C side
+            at += 4 + size + 1
+        records.append((kind, args))
+    return records
+
+
+def texts(args: list[bytes]) -> tuple[str, ...]:
+    return tuple(a.decode() for a in args)
+
+
+def of_kind(records, kind) -> list[tuple[str, ...]]:
+    return [texts(args) for k, args in records if k == kind]
+
+
+def mount_record(step: str, args: mounts.MountArgs) -> tuple[str, ...]:
+    return (step, "mount", *("" if a is None else str(a) for a in args))
+
+
+def workload_records(records, slug: str) -> list[tuple[int, list[bytes]]]:
+    start = next(i for i, (k, args) in enumerate(records) if k == recipe.K_WORKLOAD and args[0] == slug.encode())
+    end = next((i for i in range(start + 1, len(records)) if records[i][0] == recipe.K_WORKLOAD), len(records))
+    return records[start:end]
+
+
+def test_constants_and_the_seccomp_filter(rt, root):
+    records = decode(recipe.compile_recipe(3, UID, root, rt, NoSlot("s")))
+    consts = dict(of_kind(records, recipe.K_CONST))
+    assert consts == {"index": "3", "uid": str(UID), "input_max": str(rt.config.input_max), "output_max": str(rt.config.output_max), "timeout_max_ms": str(rt.config.timeout_max_ms), "cwd": "/sandbox"}
+    [(kind, [program])] = [(k, a) for k, a in records if k == recipe.K_SECCOMP]
+    assert program == rt.seccomp_filter and len(program) % 8 == 0
+
+
+def test_the_template_is_built_in_contain_build_roots_order(rt, root):
+    ops = recipe.build_ops(root, "/run/kiln/root")
+    names = [op[1] for op in ops]
+    assert ops[:2] == [("keep the template's mount namespace", "save_ns"), ("make mounts private", "mount", *mounts.PRIVATE_ARGS)]
+    assert names[-3:] == ["pivot", "mount", "unshare_ns"]
+    assert ops[-2] == ("make the root read-only", "mount", *mounts.readonly_args("/", root.root))
+    # every bind read-only, nosuid, nodev on its whole tree, right after the bind
+    for bind in (*root.binds, root.workspaces):
+        target = mounts.under("/run/kiln/root", bind.path)
+        at = ops.index((f"bind {bind.source}" if bind is not root.workspaces else "bind the workspaces", "mount", *mounts.bind_args(bind.source, target, bind.recursive)))
+        assert ops[at + 1][1:] == ("setattr", target, mounts.READONLY_ATTRS, int(bind.recursive))
+    # /dev and /sys are read-only once filled
+    dev = mounts.under("/run/kiln/root", "/dev")
+    assert ops.index(("build /dev", "mount", *mounts.readonly_args(dev, root.dev))) > max(i for i, op in enumerate(ops) if op[1] == "mknod")
+    assert ("mount /sys", "mount", *mounts.readonly_args(mounts.under("/run/kiln/root", "/sys"), root.sys)) in ops
+
+
+def test_every_slot_finishes_its_root_with_its_own_tmp_proc_and_upper_layer(rt, root):
+    records = decode(recipe.compile_recipe(0, UID, root, rt, NoSlot("s")))
+    finish = of_kind(records, recipe.K_FINISH)
+    assert finish[0] == mount_record("mount /tmp", mounts.tmpfs_args("/tmp", root.tmp))
+    assert finish[1] == mount_record("mount /proc", mounts.PROC_ARGS) and "subset=pid" in finish[1][-1]
+    owned = [op[2:] for op in finish if op[1] == "mkdir"]
+    assert owned == [(path, str(mode), str(UID if mine else -1), str(UID if mine else -1)) for path, mode, mine in plan.upper_layer_dirs()]
+    assert finish[-1] == ("set the hostname", "hostname", "kiln")
+
+
+def test_each_language_gets_its_workspace_files_command_and_limits(rt, root, v1_slot):
+    records = decode(recipe.compile_recipe(0, UID, root, rt, v1_slot))
+    for slug, workload in rt.workloads.items():
+        mine = workload_records(records, slug)
+        assert texts(mine[0][1]) == (slug, str(int(workload.language.has_checker)))
+        overlay = [texts(a) for k, a in mine if k == recipe.K_W_MOUNT and a[4] == b"overlay"]
+        assert overlay == [mount_record("mount the workspace", mounts.overlay_args("/sandbox", workload.lower, plan.OVERLAY_UPPER, plan.OVERLAY_WORK))]
+        parts = dict(of_kind(mine, recipe.K_W_PART))
+        assert parts["solution"] == workload.language.solution_file
+        assert ("checker" in parts) == bool(workload.language.checker_file)
+        assert of_kind(mine, recipe.K_W_ARGV) == [workload.argv]
+        [env] = of_kind(mine, recipe.K_W_ENV)
+        assert "PATH=" + rt.config.sandbox_path in env and "HOME=/sandbox" in env
+        # only what differs from the limits the slot was warmed with is written per request
+        writes = of_kind(mine, recipe.K_W_LIMIT)
+        assert bool(writes) == ((workload.memory_max, workload.pids_max) != rt.common_limits)
+        assert of_kind(mine, recipe.K_W_RLIMIT) == [(str(r), str(v)) for r, v in plan.fixed_rlimits(workload.pids_max)]
+
+
+def test_the_cpu_rlimit_kiln_init_computes_is_the_plans(rt, root):
+    records = decode(recipe.compile_recipe(0, UID, root, rt, NoSlot("s")))
+    per_second, extra = map(int, of_kind(workload_records(records, "python"), recipe.K_W_RLIMIT_CPU)[0])
+    for timeout_ms in (1, 999, 1000, 1001, 30_000, 300_000):
+        in_c = (timeout_ms + 999) // 1000 * per_second + extra  # init.c cpu_limit_s
+        planned = dict(plan.task_rlimits(timeout_ms=timeout_ms, cpus=rt.cpus, pids_max=256))[resource.RLIMIT_CPU]
+        assert in_c == planned
+
+
+def test_limit_writes_take_a_v1_slot_from_its_preset_to_a_languages_limits(v1_slot):
+    fresh = v1_slot.limit_writes(256 << 20, 64, previous=None)
+    assert [(w.file, w.value) for w in fresh] == [("memory.limit_in_bytes", str(256 << 20)), ("memory.memsw.limit_in_bytes", str(256 << 20)), ("pids.max", "64")]
+    raised = v1_slot.limit_writes(512 << 20, 64, previous=(256 << 20, 64))
+    assert [w.file for w in raised][:2] == ["memory.memsw.limit_in_bytes", "memory.limit_in_bytes"]  # memsw may not be below memory
+
+
+def test_stat_sources_name_each_figure_once(v1_slot):
+    assert sorted(s.what for s in v1_slot.stat_sources()) == ["cpu", "memory_peak", "oom_kills", "pids_hits"]
+    assert NoSlot("s").stat_sources() == () and NoSlot("s").limit_writes(1, 1, None) == ()
+
+
+def test_the_recipe_is_sealed(rt, root):
+    fd = recipe.sealed_memfd(recipe.compile_recipe(0, UID, root, rt, NoSlot("s")))
+    try:
+        with pytest.raises(PermissionError):
+            os.write(fd, b"x")
+    finally:
+        os.close(fd)
+
