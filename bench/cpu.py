@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from client import add_load_argument, rate  # noqa: E402 - bench/ is this script's folder
 from kilntest import Server  # noqa: E402
+from latency import AB_ASSERTS, AB_SOLUTION  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -45,17 +46,21 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--workload", choices=("no-op", "python-ab"), default="no-op", help="python-ab: latency.py's python a+b in plain slots")
     add_load_argument(parser)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp, "noop")
         (workspace / "check").mkdir(parents=True)
         (workspace / "Makefile").write_text(".PHONY: test\ntest:\n\t@true\n")
-        env = {"RUN_CONCURRENCY": str(args.concurrency), "RUN_LOG_FORMAT": "json", "RUN_WORKSPACE": str(workspace), **dict(item.split("=", 1) for item in args.server_env)}
-        server = Server(env).wait_ready()
+        env = {"RUN_CONCURRENCY": str(args.concurrency), "RUN_LOG_FORMAT": "json", "RUN_WORKSPACE": str(workspace)}
+        payload = json.dumps({"lang_slug": "python", "solution_text": ""}).encode()
+        if args.workload == "python-ab":
+            env = {"RUN_CONCURRENCY": str(args.concurrency), "RUN_LOG_FORMAT": "json", "RUN_PRESTART": "false"}
+            payload = json.dumps({"lang_slug": "python", "solution_text": AB_SOLUTION, "asserts": AB_ASSERTS}).encode()
+        server = Server({**env, **dict(item.split("=", 1) for item in args.server_env)}).wait_ready()
         try:
             pids = server.pids()
-            payload = json.dumps({"lang_slug": "python", "solution_text": ""}).encode()
             rate(server.port, payload, args.clients, 2, args.load)  # warm-up
             before = {name: process_times(pid) for name, pid in pids.items()}, machine_busy()
             measured = rate(server.port, payload, args.clients, args.seconds, args.load)
@@ -82,8 +87,9 @@ def main() -> int:
         "cpu_ms_per_run_total": round(sum(per_run_ms.values()), 3),
         "page_faults_per_run": {"zygote": round(delta("zygote", "faults") / runs, 1), "slots and tasks": round(delta("zygote", "children_faults") / runs, 1)},
         "server_env": args.server_env,
+        "workload": args.workload,
     }
-    print(f"{runs} no-op runs in {seconds:.1f} s at {args.clients} clients ({args.load}): {report['runs_per_s']} runs/s, {errors} errors")
+    print(f"{runs} {args.workload} runs in {seconds:.1f} s at {args.clients} clients ({args.load}): {report['runs_per_s']} runs/s, {errors} errors")
     print("CPU ms per run: " + ", ".join(f"{name} {value}" for name, value in per_run_ms.items()) + f" (total {report['cpu_ms_per_run_total']})")
     print("page faults per run: " + ", ".join(f"{name} {value}" for name, value in report["page_faults_per_run"].items()))
     out = Path(__file__).resolve().parent / "results"
