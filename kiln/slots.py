@@ -16,11 +16,11 @@ import psutil
 
 from kiln import config as config_module
 from kiln.runtime import zygote_pidfile
-from kiln.zygote.supervise import TITLE_EVERY_S  # a busy slot's title shows its run's age from then on
 
 # "kiln: slot 3 warm", "kiln: slot 3 warm python" (prestarted), "kiln: slot 3 busy python 2.0s"
 TITLE = re.compile(r"kiln: slot (\d+) (warming|warm|busy)(?: (\S+))?(?: (\d+\.\d)s)?")
 REPO_ROOT = Path(__file__).resolve().parent.parent
+TITLE_EVERY_S = 1.0  # kiln-init refreshes a busy slot's title with its run's age this often (supervise.c)
 
 
 class NotRunning(Exception):

@@ -15,7 +15,7 @@ HERE = Path(__file__).resolve().parent
 BUILD = HERE / "build"
 INIT = BUILD / "kiln-init"
 SPAWN_LIB = BUILD / "libkilnspawn.so"
-SOURCES = {INIT: ("init.c", "ops.c", "frames.c", "recipe.c", "supervise.c", "kiln.h"), SPAWN_LIB: ("spawn.c",)}
+SOURCES = {INIT: ("init.c", "task.c", "result.c", "supervise.c", "ops.c", "frames.c", "recipe.c", "kiln.h"), SPAWN_LIB: ("spawn.c",)}
 
 
 class NotBuilt(Exception):

@@ -25,6 +25,8 @@ enum {
     K_W_ENV = 13,     /* KEY=VALUE... */
     K_W_RLIMIT = 14,  /* resource value */
     K_W_RLIMIT_CPU = 15, /* seconds_per_started_second extra: RLIMIT_CPU from the run's timeout */
+    K_W_PRESTART_ARGV = 16,  /* argv...: the workspace's prestart command */
+    K_W_PRESTART_LIMIT = 17, /* dir_index file value: a prestarted slot's limits, from fresh */
 };
 
 struct arg {
@@ -46,8 +48,28 @@ int recipe_load(int fd, struct recipe *out, char *err, size_t errlen);
 const char *recipe_const(const struct recipe *r, const char *name);
 long long arg_int(const struct arg *a);
 
-/* --- ops.c: one root-side step of a plan --- */
-int apply_op(const struct rec *r, int *template_fd, char *err, size_t errlen);
+/* --- the slot, as init.c set it up from its environment and recipe --- */
+#define MAX_FDS 16
+struct slot {
+    struct recipe recipe;
+    int sock, zygote;
+    int cg_dirs[MAX_FDS], cg_procs[MAX_FDS], cg_home[MAX_FDS]; /* SlotCgroup.fd_groups() */
+    int n_dirs, n_procs, n_home;
+    long index;
+    uid_t uid;
+};
+extern struct slot S;
+
+/* a language's records: from its K_WORKLOAD up to the next */
+struct span {
+    size_t from, to;
+};
+struct span workload_span(size_t record);
+
+#define ERR 512
+
+/* --- ops.c: the steps of a plan (mounts, files, cgroup limit writes) --- */
+int apply_records(struct span span, uint32_t kind, int *template_fd, char *err);
 
 /* --- frames.c --- */
 #define MAX_PARTS 4
@@ -85,7 +107,26 @@ void supervise(struct run *run, double deadline, const char *title);
 double monotonic_s(void);
 void kill_all(void);
 
-/* --- title.c (in init.c) --- */
+/* --- task.c: the workspace and the task's process --- */
+int mount_workspace(struct span w, char *err);
+int write_parts(struct span w, const struct job *job, char *err);
+int open_stdin(const struct job *job);
+int output_pipe(int ends[2]);
+long cpu_limit_s(struct span w, long long timeout_ms);
+int take_limits(struct span w, long long timeout_ms, char *err);
+int take_filter(char *err);
+int drop_to_user(char *err);
+int act_as_user(char *err);
+int act_as_root(char *err);
+int spawn_in_cgroup(struct span w, uint32_t argv_kind, const int *fds, int nfds, pid_t *pid, char *err);
+void arm_death_signal(void);
+
+/* --- result.c --- */
+double cgroup_cpu_ms(void); /* < 0: no cgroup CPU figure */
+void send_failure(const char *message);
+void send_result_of(const struct run *run, double started, long cpu_limit_ms, double cpu_before_ms);
+
+/* --- init.c --- */
 void set_title(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

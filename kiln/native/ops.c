@@ -1,4 +1,4 @@
-/* One step of a plan, as the zygote compiled it (kiln/sandbox/recipe.py): record args are
+/* The steps of a plan, as the zygote compiled them (kiln/sandbox/recipe.py): record args are
  * step, op, then the op's own. Each op is one or two syscalls; the Python plan decides order,
  * paths, modes and flags. */
 #include "kiln.h"
@@ -90,15 +90,35 @@ static int op(const struct rec *r, int *template_fd) {
     return -2;
 }
 
-int apply_op(const struct rec *r, int *template_fd, char *err, size_t errlen) {
+static int apply_op(const struct rec *r, int *template_fd, char *err) {
     if (r->nargs < 2) {
-        snprintf(err, errlen, "recipe: an op record without step and op");
+        snprintf(err, ERR, "recipe: an op record without step and op");
         return -1;
     }
     int rc = op(r, template_fd);
-    if (rc == -2) snprintf(err, errlen, "recipe: unknown op %s/%u", r->args[1].p, r->nargs - 2);
+    if (rc == -2) snprintf(err, ERR, "recipe: unknown op %s/%u", r->args[1].p, r->nargs - 2);
     else if (rc < 0)
-        snprintf(err, errlen, "sandbox step '%s' failed: %s %s: %s", r->args[0].p, r->args[1].p,
+        snprintf(err, ERR, "sandbox step '%s' failed: %s %s: %s", r->args[0].p, r->args[1].p,
                  r->nargs > 3 && !strcmp(r->args[1].p, "mount") ? r->args[3].p : r->nargs > 2 ? r->args[2].p : "", strerror(errno));
     return rc < 0 ? -1 : 0;
+}
+
+/* args: dir_index file value, a file of the slot's cgroup directory number dir_index */
+static int write_cgroup(const struct rec *r, char *err) {
+    long idx = r->nargs == 3 ? arg_int(&r->args[0]) : -1;
+    int fd = idx >= 0 && idx < S.n_dirs ? openat(S.cg_dirs[idx], r->args[1].p, O_WRONLY | O_CLOEXEC) : -1;
+    ssize_t n = fd < 0 ? -1 : write(fd, r->args[2].p, r->args[2].len);
+    if (fd >= 0) close(fd);
+    if (n < 0) snprintf(err, ERR, "sandbox step 'set cgroup limits' failed: %s = %s: %s", r->nargs == 3 ? r->args[1].p : "?", r->nargs == 3 ? r->args[2].p : "?", strerror(errno));
+    return n < 0 ? -1 : 0;
+}
+
+/* Every record of `kind` in `span`, in order; the first failure stops and says which step. */
+int apply_records(struct span span, uint32_t kind, int *template_fd, char *err) {
+    int limits = kind == K_WARM_LIMIT || kind == K_W_LIMIT || kind == K_W_PRESTART_LIMIT;
+    for (size_t i = span.from; i < span.to; i++) {
+        const struct rec *r = &S.recipe.recs[i];
+        if (r->kind == kind && (limits ? write_cgroup(r, err) : apply_op(r, template_fd, err))) return -1;
+    }
+    return 0;
 }

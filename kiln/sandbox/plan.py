@@ -1,12 +1,13 @@
 """The sandbox as plain data: what to mount, create and set, decided before any syscall.
 
-Three plans, one per moment of a slot's life:
-- RootPlan: the slot's root filesystem, built while warming (no request yet).
-- JobPlan: what a request adds: the workspace overlay, /tmp's size, the request's files.
-- TaskPlan: the identity, limits and command of the process that runs the test command.
+- RootPlan: a slot's root filesystem, built while warming (no request yet);
+- WorkspacePlan: what a language's request adds: the workspace overlay, /tmp's size, the
+  directories given to the task; the request's files then go below /sandbox;
+- the task's environment and rlimits (task_env, task_rlimits).
 
 Builders here are pure (they read nothing but their arguments), so the whole sandbox layout is
-unit-testable without root; `kiln.sandbox.contain` applies the plans in order.
+unit-testable without root. kiln.zygote.recipe compiles the plans into the steps kiln-init
+applies, in order (kiln/native/init.c).
 """
 
 from __future__ import annotations
@@ -105,24 +106,11 @@ class RootPlan:
 
 
 @dataclass(frozen=True)
-class JobPlan:
+class WorkspacePlan:
     upper: Tmpfs  # holds the overlay's upper and work dirs
     lower: str  # the language's workspace, below WORKSPACES_DIR
     tmp: Tmpfs  # /tmp remounted at the language's size
     writable_dirs: tuple[str, ...]  # below /sandbox, chowned to the task (copied up)
-    files: tuple[tuple[str, bytes], ...]  # below /sandbox
-    uid: int
-    gid: int
-
-
-@dataclass(frozen=True)
-class TaskPlan:
-    uid: int
-    gid: int
-    argv: tuple[str, ...]
-    env: tuple[tuple[str, str], ...]
-    cwd: str
-    rlimits: tuple[tuple[int, int], ...]  # (resource, limit): soft = hard
 
 
 def upper_layer_dirs() -> tuple[tuple[str, int, bool], ...]:
@@ -229,24 +217,12 @@ def _group(gid: int) -> bytes:
     return f"root:x:0:\n{TASK_USER}:x:{gid}:\nnogroup:x:65534:\n".encode()
 
 
-def job_plan(
-    *,
-    lower: str,
-    size: int,
-    inodes: int,
-    uid: int,
-    gid: int,
-    writable_dirs: tuple[str, ...],
-    files: tuple[tuple[str, bytes], ...],
-) -> JobPlan:
-    return JobPlan(
+def workspace_plan(*, lower: str, size: int, inodes: int, writable_dirs: tuple[str, ...]) -> WorkspacePlan:
+    return WorkspacePlan(
         upper=Tmpfs(UPPER_DIR, size=size, inodes=inodes, mode=0o700),
         lower=lower,
         tmp=Tmpfs("/tmp", size=size, inodes=inodes, mode=0o1777),
         writable_dirs=tuple(d for d in writable_dirs if d not in PREMADE_DIRS),
-        files=files,
-        uid=uid,
-        gid=gid,
     )
 
 

@@ -1,4 +1,5 @@
-"""The syscall policy: compiled once to BPF in the zygote, loaded by each task just before exec.
+"""The syscall policy: compiled once to BPF at startup; every slot's init (kiln-init) loads it
+just before it spawns the task, which inherits it.
 
 Default allow, with a deny list of what no judged program needs and a sandbox escape would:
 namespaces and mounts, kernel modules and keyrings, tracing other processes, raw I/O ports.
@@ -8,12 +9,11 @@ surface those do not.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
 import struct
 
-from kiln.sandbox.libc import CLONE_NEWCGROUP, CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER, CLONE_NEWUTS, _check, _syscall
+from kiln.sandbox.libc import CLONE_NEWCGROUP, CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER, CLONE_NEWUTS
 
 KILLED = (
     "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "seccomp", "bpf",
@@ -39,11 +39,9 @@ CLONE_NAMESPACE_FLAGS = (CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIP
 PER_LINUX = 0
 PERSONALITY_QUERY = 0xFFFFFFFF
 
-SECCOMP_SET_MODE_FILTER = 1
 SECCOMP_RET_KILL_PROCESS = 0x80000000
 SECCOMP_RET_ALLOW = 0x7FFF0000
 AUDIT_ARCH_X86_64 = 0xC000003E
-SYS_seccomp = 317
 SYS_personality = 135
 
 
@@ -105,13 +103,3 @@ def _personality_guard() -> bytes:
         insn(ret, SECCOMP_RET_ALLOW),
     ))  # fmt: skip
 
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-
-def load(program: bytes) -> None:
-    """Install a BPF program exported by compile_filter (needs no_new_privs or CAP_SYS_ADMIN)."""
-    buffer = ctypes.create_string_buffer(program, len(program))
-    prog = _SockFprog(len(program) // 8, ctypes.addressof(buffer))
-    _check(_syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, ctypes.byref(prog)), "seccomp(SET_MODE_FILTER)")

@@ -1,9 +1,8 @@
 """kiln-init's recipe: a slot's plans (kiln.sandbox.plan), compiled by the zygote into the steps
-the native init applies (kiln/native/init.c), once per slot index.
+the slot's init applies (kiln/native/init.c), once per slot index.
 
-The plans stay the one description of the sandbox: the Python slots (prestarted ones) apply
-them through kiln.sandbox.contain, and this module turns the same plans, and the same mount
-arguments (kiln.sandbox.mounts), into records:
+The plans stay the description of the sandbox, as plain data; this module turns them, with
+mount(2)'s arguments from kiln.sandbox.mounts, into records:
 
     "KILNRCP1" | record... ; record = u32 kind | u32 nargs | arg... ; arg = u32 len | bytes | NUL
 
@@ -19,15 +18,15 @@ import posixpath
 import struct
 
 from kiln.runtime import Runtime, Workload
-from kiln.sandbox import mounts
+from kiln.sandbox import mounts, plan
 from kiln.sandbox.cgroups import LimitWrite, SlotCgroup
 from kiln.sandbox.mounts import READONLY_ATTRS, MountArgs, under
 from kiln.sandbox.plan import OVERLAY_UPPER, OVERLAY_WORK, SANDBOX_DIR, RootPlan, cpu_rlimit_terms, fixed_rlimits, upper_layer_dirs
-from kiln.zygote import job
 
 MAGIC = b"KILNRCP1"
 K_CONST, K_SECCOMP, K_STAT, K_BUILD, K_FINISH, K_WARM_LIMIT = 1, 2, 3, 4, 5, 6
 K_WORKLOAD, K_W_MOUNT, K_W_DIR, K_W_PART, K_W_LIMIT, K_W_ARGV, K_W_ENV, K_W_RLIMIT, K_W_RLIMIT_CPU = 7, 8, 9, 10, 11, 12, 13, 14, 15
+K_W_PRESTART_ARGV, K_W_PRESTART_LIMIT = 16, 17
 
 Op = tuple  # (step, op name, *args): one kiln-init op (ops.c)
 
@@ -57,7 +56,10 @@ def compile_recipe(index: int, uid: int, root: RootPlan, runtime: Runtime, cgrou
 
 
 def build_ops(root: RootPlan, staging: str) -> list[Op]:
-    """contain.build_root, step for step: the index's template, read-only."""
+    """The index's template, everything in it read-only: a tmpfs root with the plan's
+    directories, links, read-only binds, /etc files, /dev and /sys, the workspaces; pivoted
+    into, and left for a private copy (the slot goes on in the copy, the zygote keeps the
+    template: its descriptor is taken first, while /proc is still the host's)."""
     ops: list[Op] = [("keep the template's mount namespace", "save_ns"), ("make mounts private", "mount", *mounts.PRIVATE_ARGS)]
     step = "mount the root tmpfs"
     ops.append((step, "mount", *mounts.tmpfs_args(staging, root.root)))
@@ -89,7 +91,9 @@ def build_ops(root: RootPlan, staging: str) -> list[Op]:
 
 
 def finish_ops(root: RootPlan) -> list[Op]:
-    """contain.finish_root: every slot's own /tmp, /proc, upper layer and hostname."""
+    """Every slot's own part of its root, on its copy of the template: /tmp, the /proc of its
+    pid namespace, the upper layer (the overlay's root and check/ owned by the task's user),
+    its hostname."""
     step = "prepare the workspace's upper layer"
     return [
         ("mount /tmp", "mount", *mounts.tmpfs_args(root.tmp.path, root.tmp)),
@@ -105,28 +109,47 @@ def _bind_readonly(step: str, source: str, target: str, recursive: bool) -> list
 
 
 def _workload(workload: Workload, runtime: Runtime, uid: int, cgroup: SlotCgroup, common: tuple[int, int]) -> list[bytes]:
-    """A language's records: contain.prepare_job's mounts and dirs, where each part of a request
-    goes, the limits it differs in from the slot's preset, and become_task's plan."""
-    job_plan, task_plan = job.workload_plans(workload, runtime, uid)
+    """A language's records: its workspace's mounts and writable dirs, where each part of a
+    request goes, the limits it differs in from a plain slot's preset, the command, its
+    environment and rlimits (plan.task_rlimits, RLIMIT_CPU from the run's timeout), and its
+    prestart command if any."""
+    config = runtime.config
+    workspace = plan.workspace_plan(
+        lower=workload.lower,
+        size=workload.tmp_size,
+        inodes=config.tmp_inodes,
+        writable_dirs=(workload.language.check_dir, *workload.language.writable_dirs),
+    )
+    env = plan.task_env(path=config.sandbox_path, inherited=config.sandbox_env, language=workload.language.env)
     language = workload.language
     limits = (workload.memory_max, workload.pids_max)
     mount_ops: list[tuple[str, str, MountArgs]] = [
-        ("mount the workspace", "mount", mounts.resize_args(job_plan.upper.path, job_plan.upper)),
-        ("mount the workspace", "mount", mounts.overlay_args(SANDBOX_DIR, job_plan.lower, OVERLAY_UPPER, OVERLAY_WORK)),
-        ("size /tmp", "mount", mounts.resize_args(job_plan.tmp.path, job_plan.tmp)),
+        ("mount the workspace", "mount", mounts.resize_args(workspace.upper.path, workspace.upper)),
+        ("mount the workspace", "mount", mounts.overlay_args(SANDBOX_DIR, workspace.lower, OVERLAY_UPPER, OVERLAY_WORK)),
+        ("size /tmp", "mount", mounts.resize_args(workspace.tmp.path, workspace.tmp)),
     ]
     parts = {"solution": language.solution_file, "checker": language.checker_file, "asserts": language.asserts_file}
     return [
         _record(K_WORKLOAD, workload.slug, int(language.has_checker)),
         *(_record(K_W_MOUNT, step, op, *args) for step, op, args in mount_ops),
-        *(_record(K_W_DIR, d) for d in job_plan.writable_dirs),
+        *(_record(K_W_DIR, d) for d in workspace.writable_dirs),
         *(_record(K_W_PART, part, path) for part, path in parts.items() if path),
         *(_limit(K_W_LIMIT, w) for w in (cgroup.limit_writes(*limits, previous=common) if limits != common else ())),
-        _record(K_W_ARGV, *task_plan.argv),
-        _record(K_W_ENV, *(f"{key}={value}" for key, value in task_plan.env)),
+        _record(K_W_ARGV, *workload.argv),
+        _record(K_W_ENV, *(f"{key}={value}" for key, value in env)),
         *(_record(K_W_RLIMIT, which, limit) for which, limit in fixed_rlimits(workload.pids_max)),
         _record(K_W_RLIMIT_CPU, *cpu_rlimit_terms(runtime.cpus)),
+        *_prestart(workload, cgroup),
     ]
+
+
+def _prestart(workload: Workload, cgroup: SlotCgroup) -> list[bytes]:
+    """A workspace that prestarts: its command, and its limits written on a fresh cgroup (a
+    prestarted slot serves this language only)."""
+    if workload.prestart_argv is None:
+        return []
+    writes = cgroup.limit_writes(workload.memory_max, workload.pids_max, previous=None)
+    return [_record(K_W_PRESTART_ARGV, *workload.prestart_argv), *(_limit(K_W_PRESTART_LIMIT, w) for w in writes)]
 
 
 def _limit(kind: int, write: LimitWrite) -> bytes:

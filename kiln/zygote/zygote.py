@@ -1,4 +1,4 @@
-"""The zygote: a root, single-threaded pre-fork master that keeps RUN_CONCURRENCY slots warm.
+"""The zygote: a root, single-threaded master that keeps RUN_CONCURRENCY slots warm.
 
 Its loop, like a pre-fork arbiter's: handle signals, reap dead slots, spawn slots up to the
 target, wait for something to happen. A slot that reports ready is handed to the front (its
@@ -12,7 +12,6 @@ From the front: {"op": "shutdown"}, or end-of-file when the front is gone; both 
 
 from __future__ import annotations
 
-import gc
 import os
 import select
 import signal
@@ -22,7 +21,7 @@ from dataclasses import dataclass, field
 
 from kiln.log import Log
 from kiln.runtime import Runtime
-from kiln.sandbox import identity, libc, plan
+from kiln.sandbox import libc, plan
 from kiln.sandbox.cgroups import CgroupError, Driver, SlotCgroup
 from kiln.zygote import protocol, recipe, slot
 from kiln.zygote.protocol import ProtocolError
@@ -62,7 +61,7 @@ class Zygote:
     ever_ready: set[int] = field(default_factory=set)
     netns: dict[int, int] = field(default_factory=dict)  # slot index -> its network namespace
     roots: dict[int, int] = field(default_factory=dict)  # slot index -> its template mount namespace
-    recipes: dict[int, int] = field(default_factory=dict)  # slot index -> memfd of its plain slots' recipe
+    recipes: dict[int, int] = field(default_factory=dict)  # slot index -> memfd of its slots' recipe
     # slot index -> the language its next slot is prestarted for (None: a plain slot). The front
     # names the language of each request it gives a slot: its replacement follows the demand.
     kinds: dict[int, str | None] = field(default_factory=dict)
@@ -79,9 +78,9 @@ class Zygote:
         return 0
 
     def _setup(self) -> None:
-        identity.prctl(PR_SET_CHILD_SUBREAPER, 1)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1)
         # the front is our parent: if it dies (even by SIGKILL), stop and clean up
-        identity.set_parent_death_signal(signal.SIGTERM)
+        libc.set_parent_death_signal(signal.SIGTERM)
         self.wake_r, wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
         signal.signal(signal.SIGCHLD, lambda _s, _f: None)
@@ -94,17 +93,13 @@ class Zygote:
         os.makedirs(self.runtime.staging_dir, 0o700, exist_ok=True)
         with open(self.runtime.zygote_pidfile, "w") as pidfile:
             pidfile.write(f"{os.getpid()}\n")
-        signals = libc.signals_not_at_default()  # its handlers are set: every slot resets these
-        self.specs = {i: self._spec(i, signals) for i in range(self.runtime.config.concurrency)}
+        self.specs = {i: self._spec(i) for i in range(self.runtime.config.concurrency)}
         self.pidfd = os.pidfd_open(os.getpid())  # slots watch it: a pid means nothing in their namespace
-        # objects that exist now are never collected: forked slots do not copy their pages
-        gc.collect()
-        gc.freeze()
 
     def _on_stop_signal(self, _sig, _frame) -> None:
         self.stopping = True
 
-    def _spec(self, index: int, zygote_signals: tuple[int, ...]) -> slot.SlotSpec:
+    def _spec(self, index: int) -> slot.SlotSpec:
         config = self.runtime.config
         uid = config.uid_base + index
         root = plan.root_plan(
@@ -115,7 +110,7 @@ class Zygote:
             tmp_size=max(w.tmp_size for w in self.runtime.workloads.values()),
             tmp_inodes=config.tmp_inodes,
         )
-        return slot.SlotSpec(index=index, uid=uid, root=root, zygote_signals=zygote_signals)
+        return slot.SlotSpec(index=index, uid=uid, root=root)
 
     # -- reap -----------------------------------------------------------------------------
     def _reap(self) -> None:
@@ -180,10 +175,7 @@ class Zygote:
             kind = self.kinds.get(index)
             kept = slot.Kept(netns=self.netns.get(index), root=self.roots.get(index))
             try:
-                if kind is None:
-                    pid, sock = slot.spawn_native(spec, cgroup, kept, self.pidfd, self._recipe(index, cgroup))
-                else:
-                    pid, sock = slot.spawn(spec, cgroup, self.runtime, kept, self.pidfd, self.runtime.workloads[kind])
+                pid, sock = slot.spawn(spec, cgroup, kept, self.pidfd, self._recipe(index, cgroup), self.runtime.workloads[kind] if kind else None)
             except OSError as error:
                 self.cgroups.remove_slot(cgroup)
                 self._backoff(index, f"cannot start the slot: {error}")
@@ -197,7 +189,7 @@ class Zygote:
                 self._keep_netns(index, pid)
 
     def _recipe(self, index: int, cgroup: SlotCgroup) -> int:
-        """The memfd of the index's kiln-init recipe, compiled at its first plain slot."""
+        """The memfd of the index's kiln-init recipe, compiled for its first slot."""
         if index not in self.recipes:
             spec = self.specs[index]
             self.recipes[index] = recipe.sealed_memfd(recipe.compile_recipe(index, spec.uid, spec.root, self.runtime, cgroup))

@@ -1,12 +1,12 @@
-"""Garbage never crashes the root side: whatever frame arrives on a slot's socket, the slot either
-gets a Job or answers one error frame; nothing else escapes (issue 7, "Fuzzing").
+"""Garbage never crashes the root side: whatever frame arrives on a slot's socket, the slot's init
+(kiln-init) either takes it as a job or answers one error frame (issue 7, "Fuzzing").
 
-Two levels, against a runtime built from the repo's langs/:
-- `job.parse` on hypothesis-generated headers (JSON values, near-misses of a valid job) and blobs;
-- the slot's real reading path (`slot._serve_one_job`) on raw frames with lying sizes, truncated
-  bodies and non-JSON headers, with only `job.execute` (which would run the task) stubbed out;
-- kiln-init's own parser (plain slots), in its check mode, on the same frames: it must accept
-  nothing the Python slot refuses, and read what it accepts the same way.
+kiln-init's own reading code runs in its check mode (`kiln-init check`: one frame on stdin,
+answered with what it parsed or with the error a slot would send), on:
+- the front's job frames (protocol.encode of api.py's header) for valid jobs and for near
+  misses of them: the answer must be exactly what the rules below say;
+- raw frames with lying sizes, truncated bodies and non-JSON headers: one answer, and a job only
+  for a frame that is well formed and valid by the rules.
 """
 
 from __future__ import annotations
@@ -23,12 +23,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kiln import config, langs, native, runtime
-from kiln.zygote import job, protocol, slot
-from kiln.zygote.job import FILE_PARTS, Job, JobError
+from kiln.sandbox import plan
+from kiln.sandbox.cgroups import NoSlot
+from kiln.zygote import protocol, recipe
 
 REPO = Path(__file__).resolve().parents[2]
 INPUT_MAX = 1024
 TIMEOUT_MAX_MS = 10_000
+FILE_PARTS = ("solution", "checker", "asserts")
+FRONT_KEYS = ["op", "slug", "timeout_ms", "files", "stdin"]  # api.py's job header, in its order
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +39,63 @@ def rt():
     built = runtime.build(config.load({"RUN_INPUT_MAX": str(INPUT_MAX), "RUN_TIMEOUT_MAX": f"{TIMEOUT_MAX_MS}ms"}, REPO))
     assert "python" in built.workloads
     return built
+
+
+@pytest.fixture(scope="module")
+def recipe_fd(rt):
+    root = plan.root_plan(uid=10001, gid=10001, host_paths=rt.host_paths, workspaces=str(rt.config.workspace), tmp_size=1 << 20, tmp_inodes=64)
+    fd = recipe.sealed_memfd(recipe.compile_recipe(0, 10001, root, rt, NoSlot("fuzz")))
+    yield fd
+    os.close(fd)
+
+
+def native_check(frame: bytes, recipe_fd: int, prestart: str | None = None) -> list[dict]:
+    """kiln-init's answers to `frame` (of a slot prestarted for `prestart`, if given); it must
+    exit 0 whatever came."""
+    ours, theirs = socket.socketpair()
+    env = {"KILN_RECIPE": str(recipe_fd), **({"KILN_PRESTART": prestart} if prestart else {})}
+    with ours:
+        proc = subprocess.Popen([str(native.INIT), "check"], stdin=theirs, env=env, pass_fds=(recipe_fd,))
+        theirs.close()
+        replies = []
+        try:
+            ours.sendall(frame)  # a slot stops reading after its one frame
+            ours.shutdown(socket.SHUT_WR)
+            while (reply := protocol.recv_frame(ours, 1 << 20)) is not None:
+                replies.append(reply[0])
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+    assert proc.wait(10) == 0
+    return replies
+
+
+def verdict(header: dict, blobs: list[bytes], rt) -> dict | None:
+    """The rules: what kiln-init must answer for this job, None for an error frame. The header is
+    taken only in the one form the front writes."""
+    if list(header) != FRONT_KEYS or header["op"] != "job":
+        return None
+    slug, timeout_ms, parts, stdin = header["slug"], header["timeout_ms"], header["files"], header["stdin"]
+    if not isinstance(slug, str) or slug not in rt.workloads:
+        return None
+    if type(timeout_ms) is not int or not 0 < timeout_ms <= TIMEOUT_MAX_MS:
+        return None
+    if not isinstance(parts, list) or not all(isinstance(p, str) and p in FILE_PARTS for p in parts) or len(set(parts)) != len(parts):
+        return None
+    if type(stdin) is not bool or len(blobs) != len(parts) + stdin or any(len(b) > INPUT_MAX for b in blobs):
+        return None
+    if "solution" not in parts or rt.workloads[slug].language.has_checker != ("checker" in parts):
+        return None
+    return {"op": "job", "slug": slug, "timeout_ms": timeout_ms, "stdin": stdin, "files": parts}
+
+
+def check_front_frame(header: dict, blobs: list[bytes], rt, recipe_fd: int) -> dict:
+    [reply] = native_check(protocol.encode(header, blobs), recipe_fd)
+    expected = verdict(header, blobs, rt)
+    if expected is None:
+        assert reply["op"] == "error" and isinstance(reply["error"], str) and reply["error"], reply
+    else:
+        assert reply == expected
+    return reply
 
 
 # --- strategies ----------------------------------------------------------------------------
@@ -72,7 +132,7 @@ blob_lists = st.lists(blob, max_size=5)
 
 @st.composite
 def valid_jobs(draw, served: tuple[str, ...]):
-    """Well-formed jobs for the served languages, so that the Job branch is exercised too."""
+    """Well-formed jobs for the served languages, as the front writes them."""
     slug = draw(st.sampled_from(served))
     has_checker = langs.LANGUAGES[slug].has_checker
     names = ["solution", *(["checker"] if has_checker else []), *draw(st.lists(st.just("asserts"), max_size=1))]
@@ -107,65 +167,16 @@ def job_or_near_miss(served):
     return valid_jobs(served) | near_misses(served) | st.tuples(headers, blob_lists)
 
 
-# --- job.parse -----------------------------------------------------------------------------
-
-
-def check_parse(header: dict, blobs: list[bytes], rt) -> Job | None:
-    """The property: a Job that satisfies every rule, or JobError whose message fits an error frame."""
-    try:
-        parsed = job.parse(header, blobs, rt)
-    except JobError as error:
-        protocol.encode({"op": "error", "error": str(error)})  # what the slot answers must be sendable
-        return None
-    assert isinstance(parsed, Job)
-    assert parsed.workload is rt.workloads[header["slug"]]
-    assert type(parsed.timeout_ms) is int and 0 < parsed.timeout_ms <= TIMEOUT_MAX_MS
-    names = [name for name, _ in parsed.files]
-    assert names == header["files"] and len(set(names)) == len(names) and set(names) <= set(FILE_PARTS)
-    assert "solution" in names and ("checker" in names) == parsed.workload.language.has_checker
-    assert all(len(b) <= INPUT_MAX for b in blobs)
-    has_stdin = header.get("stdin") is True
-    assert len(blobs) == len(names) + has_stdin
-    assert parsed.stdin == (blobs[-1] if has_stdin else None)
-    assert [content for _, content in parsed.files] == blobs[: len(names)]
-    return parsed
-
-
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_parse_returns_a_job_or_raises_job_error(rt, data):
-    header, blobs = data.draw(job_or_near_miss(tuple(rt.workloads)))
-    check_parse(header, blobs, rt)
-
-
-@settings(max_examples=200, deadline=None)
-@given(data=st.data())
-def test_well_formed_jobs_for_served_languages_are_accepted(rt, data):
-    header, blobs = data.draw(valid_jobs(tuple(rt.workloads)))
-    assert check_parse(header, blobs, rt) is not None
-
-
-@settings(max_examples=300, deadline=None)
-@given(data=st.data(), key=st.sampled_from(["slug", "timeout_ms", "files", "stdin"]), value=json_values)
-def test_one_bad_field_in_a_good_job_is_a_job_error_or_harmless(rt, data, key, value):
-    """Mutating one field of a valid job gives a JobError, or a Job that still obeys every rule."""
-    header, blobs = data.draw(valid_jobs(tuple(rt.workloads)))
-    check_parse({**header, key: value}, blobs, rt)
-
-
-# --- the slot's reading path, on raw frames ------------------------------------------------
-
-
 @st.composite
 def raw_frames(draw, served: tuple[str, ...]) -> bytes:
-    """A job frame as the codec would send it, then (mostly) one lie: wrong blob sizes in the
+    """A job frame as the front would send it, then (mostly) one lie: wrong blob sizes in the
     header, a header that is not a JSON object, a wrong header or frame size, or a cut."""
     header, blobs = draw(job_or_near_miss(served))
     lie = draw(st.sampled_from(["none", "blob sizes", "head", "head size", "size", "cut"]))
     sizes = [len(b) for b in blobs]
     if lie == "blob sizes":
         sizes = draw(st.lists(st.integers(-2, 2 * INPUT_MAX), max_size=6) | json_values)
-    head = json.dumps({**header, "blobs": sizes}, ensure_ascii=True, allow_nan=True).encode()  # \ud800 stays an escape
+    head = json.dumps({**header, "blobs": sizes}, separators=(",", ":"), ensure_ascii=True, allow_nan=True).encode()  # \ud800 stays an escape
     if lie == "head":
         head = draw(st.binary(max_size=64) | st.sampled_from([b"[]", b"null", b"{", b'{"blobs": 1}', b"\xff\xfe{}", b"NaN"]))
     body = b"".join(blobs)
@@ -178,42 +189,74 @@ def raw_frames(draw, served: tuple[str, ...]) -> bytes:
     return frame[: draw(st.integers(0, len(frame) - 1))] if lie == "cut" else frame
 
 
-def serve(frame: bytes, rt, prestart: str | None = None) -> tuple[list[Job], tuple[dict, list[bytes]] | None]:
-    """Feeds `frame` to the slot's own reading code (of a slot prestarted for `prestart`, if
-    given); returns the jobs it would have run and its reply."""
-    ran: list[Job] = []
-    front, slot_end = socket.socketpair()
-    with front, slot_end, pytest.MonkeyPatch.context() as patch:
-        patch.setattr(job, "execute", lambda work, *args: ran.append(work))  # the task is not run
-        patch.setattr(job, "execute_prestarted", lambda work, *args: ran.append(work))
-        patch.setattr(slot, "set_title", lambda title: None)  # and the test process keeps its name
-        front.sendall(frame)
-        front.shutdown(socket.SHUT_WR)
-        workload = rt.workloads[prestart] if prestart else None
-        slot._serve_one_job(slot.SlotSpec(index=0, uid=0, root=None, zygote_signals=()), rt, None, slot_end, -1, workload, object() if workload else None)
-        slot_end.shutdown(socket.SHUT_WR)
-        reply = protocol.recv_frame(front, 1 << 20)
-        assert reply is None or protocol.recv_frame(front, 1 << 20) is None  # one answer at most
-    return ran, reply
+# --- the front's frames --------------------------------------------------------------------
 
 
-def check_served(frame: bytes, rt) -> None:
-    """The property: the job is run, or exactly one error frame with a message is answered."""
-    ran, reply = serve(frame, rt)
-    if ran:
-        assert len(ran) == 1 and isinstance(ran[0], Job) and reply is None
-    elif frame == b"":
-        assert reply is None  # the front closed the slot unused
-    else:
-        assert reply is not None
-        header, blobs = reply
-        assert header["op"] == "error" and isinstance(header["error"], str) and header["error"] and blobs == []
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_jobs_as_the_front_writes_them_get_exactly_the_rules_answer(rt, recipe_fd, data):
+    header, blobs = data.draw(job_or_near_miss(tuple(rt.workloads)))
+    check_front_frame(header, blobs, rt, recipe_fd)
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.data())
+def test_every_valid_job_is_accepted(rt, recipe_fd, data):
+    header, blobs = data.draw(valid_jobs(tuple(rt.workloads)))
+    assert check_front_frame(header, blobs, rt, recipe_fd)["op"] == "job"
+
+
+def job_header(**overrides) -> dict:
+    return {"op": "job", "slug": "python", "timeout_ms": 1000, "files": ["solution"], "stdin": False, **overrides}
+
+
+@pytest.mark.parametrize(
+    ("header", "blobs", "message"),
+    [
+        (job_header(slug="cobol"), [b""], "unknown slug 'cobol'"),
+        (job_header(slug=["python"]), [b""], "not in the form the front writes"),
+        (job_header(timeout_ms=0), [b""], "bad timeout_ms 0"),
+        (job_header(timeout_ms=10_001), [b""], "bad timeout_ms 10001"),
+        (job_header(timeout_ms=1.5), [b""], "not in the form"),
+        (job_header(timeout_ms=True), [b""], "not in the form"),
+        (job_header(files=["solution", "../../etc/passwd"]), [b"", b""], "not in the form"),
+        (job_header(files=["solution", "solution"]), [b"", b""], "bad files"),
+        (job_header(files="solution"), [b""], "not in the form"),
+        (job_header(files=["asserts"]), [b""], "no solution"),
+        (job_header(files=["solution", "checker"]), [b"", b""], "checker"),
+        (job_header(), [b"", b"extra"], "blob count"),
+        (job_header(stdin=True), [b""], "blob count"),
+        (job_header(), [b"x" * 1025], "RUN_INPUT_MAX"),
+        ({**job_header(), "x": 1}, [b""], "not in the form"),
+    ],
+)
+def test_bad_jobs_are_refused_with_a_reason(rt, recipe_fd, header, blobs, message):
+    [reply] = native_check(protocol.encode(header, blobs), recipe_fd)
+    assert reply["op"] == "error" and message in reply["error"], reply
+
+
+# --- raw frames ----------------------------------------------------------------------------
+
+
+def check_raw(frame: bytes, rt, recipe_fd: int) -> None:
+    replies = native_check(frame, recipe_fd)
+    if frame == b"":
+        assert replies == []  # the front closed the slot unused
+        return
+    [reply] = replies
+    if reply["op"] == "error":
+        assert isinstance(reply["error"], str) and reply["error"]
+        return
+    header, blobs = protocol.decode_body(frame[4:])  # taken as a job: the frame is well formed
+    assert struct.unpack(">I", frame[:4])[0] == len(frame) - 4
+    header.pop("blobs")
+    assert reply == verdict(header, blobs, rt)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
-def test_garbage_frames_get_a_job_or_one_error_frame(rt, data):
-    check_served(data.draw(raw_frames(tuple(rt.workloads))), rt)
+def test_garbage_frames_get_a_job_or_one_error_frame(rt, recipe_fd, data):
+    check_raw(data.draw(raw_frames(tuple(rt.workloads))), rt, recipe_fd)
 
 
 @pytest.mark.parametrize(
@@ -223,51 +266,33 @@ def test_garbage_frames_get_a_job_or_one_error_frame(rt, data):
         b"\x00\x00\x00",  # closed inside the size prefix
         struct.pack(">II", 2**32 - 1, 0),  # a frame far over the limit: refused before reading it
         struct.pack(">II", 4, 0),  # an empty header
-        struct.pack(">II", 6, 2) + b"{}",  # an empty object: no slug
+        struct.pack(">II", 6, 2) + b"{}",
         struct.pack(">II", 8, 4) + b"null",
-        struct.pack(">II", 8, 4) + b"NaN ",
+        struct.pack(">II", 8, 2**31) + b"null",  # a header size past the frame
+        protocol.encode(job_header(), [b"x"])[:-1],  # cut in its last blob
+        protocol.encode(job_header(timeout_ms=512), [b"x"]).replace(b"512", b"052"),  # a leading zero
+        protocol.encode(job_header(timeout_ms=10**15), [b"x"]),
+        struct.pack(">II", 4 + 10_017, 10_017) + b'{"op":"job","x":' + b"[" * 5000 + b"]" * 5000 + b"}",  # nested deep
     ],
 )
-def test_edge_frames(rt, frame):
-    check_served(frame, rt)
+def test_edge_frames(rt, recipe_fd, frame):
+    check_raw(frame, rt, recipe_fd)
 
 
-def test_a_valid_frame_reaches_execute(rt):
-    ran, reply = serve(protocol.encode({"op": "job", "slug": "python", "timeout_ms": 1000, "files": ["solution"], "stdin": True}, [b"print(1)", b"in"]), rt)
-    assert reply is None and len(ran) == 1
-    assert ran[0].files == (("solution", b"print(1)"),) and ran[0].stdin == b"in"
-
-
-def test_a_deeply_nested_header_is_an_error_frame(rt):
-    """Found by fuzzing: json raised RecursionError out of recv_frame and the slot's init died."""
-    head = b'{"op":"job","x":' + b"[" * 5000 + b"]" * 5000 + b"}"
-    ran, reply = serve(struct.pack(">II", 4 + len(head), len(head)) + head, rt)
-    assert not ran and reply[0]["op"] == "error"
+# --- a prestarted slot ---------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     ("slug", "stdin", "served"),
     [("python", False, True), ("js", False, False), ("python", True, False)],
 )
-def test_a_prestarted_slot_serves_only_its_language_without_stdin(rt, slug, stdin, served):
+def test_a_prestarted_slot_serves_only_its_language_without_stdin(recipe_fd, slug, stdin, served):
     blobs = [b"x"] + ([b"in"] if stdin else [])
-    ran, reply = serve(protocol.encode({"op": "job", "slug": slug, "timeout_ms": 1000, "files": ["solution"], "stdin": stdin}, blobs), rt, prestart="python")
+    [reply] = native_check(protocol.encode(job_header(slug=slug, stdin=stdin), blobs), recipe_fd, prestart="python")
     if served:
-        assert reply is None and len(ran) == 1
+        assert reply["op"] == "job"
     else:
-        assert not ran and reply[0] == {"op": "error", "error": "slot warmed for python requests without stdin"}
-
-
-@pytest.mark.parametrize("slug", ["python", "cpp"])
-def test_rehearsal_goes_through_the_request_path_of_its_language_and_touches_nothing(rt, tmp_path, monkeypatch, slug):
-    checked, planned = [], []
-    real_parse, real_plans = job.parse, job.plans
-    monkeypatch.setattr(job, "parse", lambda header, blobs, runtime: checked.append(header["slug"]) or real_parse(header, blobs, runtime))
-    monkeypatch.setattr(job, "plans", lambda work, runtime, uid: planned.append(work.workload.slug) or real_plans(work, runtime, uid))
-    monkeypatch.chdir(tmp_path)
-    job.rehearse(rt, 10001, rt.workloads[slug])
-    assert checked == planned == [slug]
-    assert not list(tmp_path.iterdir())
+        assert reply == {"op": "error", "error": "slot warmed for python requests without stdin"}
 
 
 def test_a_plain_slot_is_warmed_with_the_limits_most_languages_have(rt):
@@ -275,97 +300,3 @@ def test_a_plain_slot_is_warmed_with_the_limits_most_languages_have(rt):
     for w in rt.workloads.values():
         counts[(w.memory_max, w.pids_max)] = counts.get((w.memory_max, w.pids_max), 0) + 1
     assert counts[rt.common_limits] == max(counts.values())
-
-
-# --- kiln-init's parser (kiln/native/frames.c), on the same frames ----------------------------
-
-
-@pytest.fixture(scope="module")
-def recipe_fd(rt):
-    from kiln.sandbox import plan  # noqa: PLC0415
-    from kiln.sandbox.cgroups import NoSlot  # noqa: PLC0415
-    from kiln.zygote import recipe  # noqa: PLC0415
-
-    root = plan.root_plan(uid=10001, gid=10001, host_paths=rt.host_paths, workspaces=str(rt.config.workspace), tmp_size=1 << 20, tmp_inodes=64)
-    fd = recipe.sealed_memfd(recipe.compile_recipe(0, 10001, root, rt, NoSlot("fuzz")))
-    yield fd
-    os.close(fd)
-
-
-def native_check(frame: bytes, recipe_fd: int) -> list[dict]:
-    """kiln-init in its check mode: the job frames it reads, each answered with what it parsed
-    or the error a slot would send; it reads on to the end of the stream and must exit 0."""
-    ours, theirs = socket.socketpair()
-    with ours:
-        proc = subprocess.Popen([str(native.INIT), "check"], stdin=theirs, env={"KILN_RECIPE": str(recipe_fd)}, pass_fds=(recipe_fd,))
-        theirs.close()
-        replies = []
-        try:
-            ours.sendall(frame)  # a slot stops reading after its one frame
-            ours.shutdown(socket.SHUT_WR)
-            while (reply := protocol.recv_frame(ours, 1 << 20)) is not None:
-                replies.append(reply[0])
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-    assert proc.wait(10) == 0
-    return replies
-
-
-def check_native(frame: bytes, rt, recipe_fd: int) -> None:
-    """The property: one answer a frame (none for an empty stream); kiln-init accepts nothing
-    the Python slot refuses, and reads what it accepts the same way."""
-    replies = native_check(frame, recipe_fd)
-    ran, _reply = serve(frame, rt)
-    if frame == b"":
-        assert replies == []
-        return
-    assert len(replies) == 1
-    if replies[0]["op"] == "error":
-        assert isinstance(replies[0]["error"], str) and replies[0]["error"]
-        return
-    assert len(ran) == 1
-    work = ran[0]
-    assert replies[0] == {"op": "job", "slug": work.workload.slug, "timeout_ms": work.timeout_ms, "stdin": work.stdin is not None, "files": [name for name, _ in work.files]}
-
-
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(data=st.data())
-def test_kiln_init_accepts_no_frame_the_python_slot_refuses(rt, recipe_fd, data):
-    check_native(data.draw(raw_frames(tuple(rt.workloads))), rt, recipe_fd)
-
-
-@settings(max_examples=300, deadline=None)
-@given(data=st.data())
-def test_kiln_init_checks_jobs_written_as_the_front_writes_them(rt, recipe_fd, data):
-    """protocol.encode of the front's header (api.py: these keys, this order): every rule of
-    job.parse gets its turn in kiln-init too."""
-    header, blobs = data.draw(valid_jobs(tuple(rt.workloads)) | near_misses(tuple(rt.workloads)))
-    check_native(protocol.encode(header, blobs), rt, recipe_fd)
-
-
-@settings(max_examples=100, deadline=None)
-@given(data=st.data())
-def test_kiln_init_accepts_every_valid_job(rt, recipe_fd, data):
-    header, blobs = data.draw(valid_jobs(tuple(rt.workloads)))
-    assert native_check(protocol.encode(header, blobs), recipe_fd)[0]["op"] == "job"
-
-
-@pytest.mark.parametrize(
-    "frame",
-    [
-        b"",
-        b"\x00\x00\x00",
-        struct.pack(">II", 2**32 - 1, 0),
-        struct.pack(">II", 4, 0),
-        struct.pack(">II", 6, 2) + b"{}",
-        struct.pack(">II", 8, 4) + b"null",
-        struct.pack(">II", 8, 2**31) + b"null",
-        protocol.encode({"op": "job", "slug": "python", "timeout_ms": 1000, "files": ["solution"], "stdin": False}, [b"x"])[:-1],
-        protocol.encode({"op": "job", "slug": "python", "timeout_ms": 1000, "files": ["solution", "solution"], "stdin": False}, [b"x", b"y"]),
-        protocol.encode({"op": "job", "slug": "python", "timeout_ms": 1000, "files": ["solution"], "stdin": False, "x": 1}, [b"x"]),
-        protocol.encode({"op": "job", "slug": "python", "timeout_ms": 0o1000, "files": ["solution"], "stdin": False}, [b"x"]).replace(b"512", b"0512"),
-        protocol.encode({"op": "job", "slug": "python", "timeout_ms": 10**15, "files": ["solution"], "stdin": False}, [b"x"]),
-    ],
-)
-def test_kiln_init_edge_frames(rt, recipe_fd, frame):
-    check_native(frame, rt, recipe_fd)

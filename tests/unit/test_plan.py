@@ -88,10 +88,11 @@ def test_tmpfs_options():
     assert plan.Tmpfs("/tmp", size=1024, inodes=64, mode=0o1777).options == "size=1024,nr_inodes=64,mode=1777"
 
 
-def test_job_plan_sizes_upper_and_tmp_alike():
-    job = plan.job_plan(lower="/.kiln/ws/python", size=64 << 20, inodes=100, uid=10001, gid=10001, writable_dirs=("check",), files=(("check/solution.py", b"x"),))
+def test_workspace_plan_sizes_upper_and_tmp_alike():
+    job = plan.workspace_plan(lower="/.kiln/ws/python", size=64 << 20, inodes=100, writable_dirs=("check",))
     assert job.upper.path == "/.kiln/upper" and job.upper.size == 64 << 20 and job.upper.inodes == 100
     assert job.tmp.path == "/tmp" and job.tmp.size == 64 << 20 and job.tmp.inodes == 100
+    assert job.writable_dirs == ()  # check/ is made in every slot's upper layer while warming
 
 
 def test_rlimits():

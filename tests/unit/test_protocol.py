@@ -6,17 +6,14 @@ import os
 import socket
 import struct
 import threading
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kiln import config, runtime
-from kiln.zygote import job, protocol
+from kiln.zygote import protocol
 from kiln.zygote.protocol import ProtocolError
 
-REPO = Path(__file__).resolve().parents[2]
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=20),
@@ -114,43 +111,3 @@ def test_garbage_never_crashes_the_decoder(data):
 def test_malformed_frames(payload):
     with pytest.raises(ProtocolError):
         protocol.decode(payload, struct.unpack(">I", payload[:4])[0])
-
-
-@pytest.fixture(scope="module")
-def rt():
-    return runtime.build(config.load({"RUN_INPUT_MAX": "1k", "RUN_TIMEOUT_MAX": "10s"}, REPO))
-
-
-def job_header(**overrides) -> dict:
-    return {"op": "job", "slug": "python", "timeout_ms": 1000, "files": ["solution"], "stdin": False, **overrides}
-
-
-def test_a_valid_job(rt):
-    parsed = job.parse(job_header(files=["solution", "asserts"], stdin=True), [b"print(1)", b"{}", b"in"], rt)
-    assert parsed.workload.slug == "python" and parsed.timeout_ms == 1000
-    assert parsed.files == (("solution", b"print(1)"), ("asserts", b"{}"))
-    assert parsed.stdin == b"in"
-
-
-@pytest.mark.parametrize(
-    ("header", "blobs", "message"),
-    [
-        (job_header(slug="cobol"), [b""], "unknown slug"),
-        (job_header(slug=["python"]), [b""], "unknown slug"),
-        (job_header(timeout_ms=0), [b""], "bad timeout_ms"),
-        (job_header(timeout_ms=10_001), [b""], "bad timeout_ms"),
-        (job_header(timeout_ms=1.5), [b""], "bad timeout_ms"),
-        (job_header(timeout_ms=True), [b""], "bad timeout_ms"),
-        (job_header(files=["solution", "../../etc/passwd"]), [b"", b""], "bad files"),
-        (job_header(files=["solution", "solution"]), [b"", b""], "bad files"),
-        (job_header(files="solution"), [b""], "bad files"),
-        (job_header(files=["asserts"]), [b""], "no solution"),
-        (job_header(files=["solution", "checker"]), [b"", b""], "checker"),
-        (job_header(), [b"", b"extra"], "blob count"),
-        (job_header(stdin=True), [b""], "blob count"),
-        (job_header(), [b"x" * 1025], "RUN_INPUT_MAX"),
-    ],
-)
-def test_the_root_side_rejects_bad_jobs(rt, header, blobs, message):
-    with pytest.raises(job.JobError, match=message):
-        job.parse(header, blobs, rt)

@@ -1,0 +1,100 @@
+/* What became of a run: the slot's cgroup figures (read where the recipe's K_STAT records say:
+ * SlotCgroup.stat_sources), the outcome by DESIGN.md's precedence, one result frame. */
+#include "kiln.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct stats {
+    long long memory_peak, oom_kills, pids_hits;
+    double cpu_ms;
+    int has_memory, has_cpu;
+};
+
+/* args: what dir_index file key divisor; the file's number, or the value of its "key value" line */
+static int read_stat(const struct rec *r, double *value) {
+    long idx = arg_int(&r->args[1]);
+    int fd = idx >= 0 && idx < S.n_dirs ? openat(S.cg_dirs[idx], r->args[2].p, O_RDONLY | O_CLOEXEC) : -1;
+    if (fd < 0) return -1;
+    char text[4096];
+    ssize_t n = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    text[n] = '\0';
+    const char *key = r->args[3].p, *at = text;
+    if (*key) {
+        size_t klen = strlen(key);
+        while (at && !(!strncmp(at, key, klen) && at[klen] == ' ')) {
+            at = strchr(at, '\n');
+            if (at) at++;
+        }
+        if (!at) return -1;
+        at += klen + 1;
+    }
+    char *end;
+    double number = strtod(at, &end);
+    if (end == at) return -1; /* "max", or nothing */
+    *value = number / strtod(r->args[4].p, NULL);
+    return 0;
+}
+
+static struct stats cgroup_stats(void) {
+    struct stats s = {0};
+    for (size_t i = 0; i < S.recipe.n; i++) {
+        const struct rec *r = &S.recipe.recs[i];
+        double v;
+        if (r->kind != K_STAT || r->nargs != 5 || read_stat(r, &v)) continue;
+        if (!strcmp(r->args[0].p, "memory_peak")) s.memory_peak = v, s.has_memory = 1;
+        else if (!strcmp(r->args[0].p, "cpu")) s.cpu_ms = v, s.has_cpu = 1;
+        else if (!strcmp(r->args[0].p, "oom_kills")) s.oom_kills = v;
+        else if (!strcmp(r->args[0].p, "pids_hits")) s.pids_hits = v;
+    }
+    return s;
+}
+
+double cgroup_cpu_ms(void) {
+    struct stats s = cgroup_stats();
+    return s.has_cpu ? s.cpu_ms : -1;
+}
+
+void send_failure(const char *message) {
+    char text[ERR + 16];
+    int n = snprintf(text, sizeof text, "kiln: %s\n", message);
+    send_result(S.sock, "\"op\":\"result\",\"exit_code\":null,\"outcome\":\"infrastructure_failure\",\"wall_ms\":0.0,\"cpu_ms\":0.0,"
+                        "\"memory_peak_bytes\":0,\"signal\":null,\"output_overflow\":false", "", 0, text, n);
+}
+
+/* timed_out > out_of_memory > policy_violation > pids_limit > signaled > exited
+ * (kiln/zygote/supervise.py outcome(), for the Python slots, is the same) */
+void send_result_of(const struct run *run, double started, long cpu_limit_ms, double cpu_before_ms) {
+    struct stats s = cgroup_stats();
+    int killed_by = run->has_status && WIFSIGNALED(run->status) ? WTERMSIG(run->status) : 0;
+    int exit_code = run->has_status && WIFEXITED(run->status) ? WEXITSTATUS(run->status) : -1;
+    if (killed_by) exit_code = 128 + killed_by;
+    /* the cgroup counts every process of the run; rusage only those the task waited for */
+    const struct rusage *u = &run->rusage;
+    double cpu_ms = s.has_cpu ? s.cpu_ms - cpu_before_ms
+                  : run->has_rusage ? (u->ru_utime.tv_sec + u->ru_stime.tv_sec) * 1e3 + (u->ru_utime.tv_usec + u->ru_stime.tv_usec) / 1e3 : 0;
+    long long memory = s.has_memory ? s.memory_peak : run->has_rusage ? u->ru_maxrss * 1024LL : 0;
+    int rlimit_cpu = cpu_ms >= cpu_limit_ms - 50 && (killed_by == SIGXCPU || killed_by == SIGKILL || exit_code == 128 + SIGXCPU || exit_code == 128 + SIGKILL);
+    const char *outcome = "exited";
+    int signal_out = killed_by;
+    if (run->timed_out || !run->has_status || rlimit_cpu) outcome = "timed_out", exit_code = -1;
+    else if (s.oom_kills) outcome = "out_of_memory";
+    else if (killed_by == SIGSYS || exit_code == 128 + SIGSYS) outcome = "policy_violation", signal_out = SIGSYS; /* 159: under sh -c */
+    else if (s.pids_hits) outcome = "pids_limit";
+    else if (killed_by) outcome = "signaled";
+    char code[16] = "null", sig[16] = "null", fields[512];
+    if (exit_code >= 0) snprintf(code, sizeof code, "%d", exit_code);
+    if (signal_out) snprintf(sig, sizeof sig, "%d", signal_out);
+    double ended = run->ended_at ? run->ended_at : monotonic_s();
+    snprintf(fields, sizeof fields, "\"op\":\"result\",\"exit_code\":%s,\"outcome\":\"%s\",\"wall_ms\":%.1f,\"cpu_ms\":%.1f,"
+             "\"memory_peak_bytes\":%lld,\"signal\":%s,\"output_overflow\":%s",
+             code, outcome, (ended - started) * 1000, cpu_ms, memory, sig, run->overflow ? "true" : "false");
+    send_result(S.sock, fields, run->out, run->out_len, run->err, run->err_len);
+}

@@ -1,0 +1,260 @@
+/* The workspace and the task's process, from init: the request's files written beneath
+ * /sandbox without following anything, the task's limits, identity and filter taken by init
+ * itself, then the command spawned (vfork + exec) into the slot's cgroup: it inherits them. */
+#include "kiln.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/openat2.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* beneath /sandbox, no symlink, no magic link, no mount crossing: a path root writes for a
+ * request is never redirected elsewhere (the workspace comes from the operator, the names from
+ * the language table, but nothing is taken on trust) */
+#define RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
+
+static int openat2_beneath(int dir, const char *path, int flags, mode_t mode) {
+    struct open_how how = {.flags = flags, .mode = mode, .resolve = RESOLVE};
+    return syscall(SYS_openat2, dir, path, &how, sizeof how);
+}
+
+static int fail(char *err, const char *step, const char *what) {
+    snprintf(err, ERR, "sandbox step '%s' failed: %s%s%s", step, what ? what : "", what ? ": " : "", strerror(errno));
+    return -1;
+}
+
+static int give(int root, const char *rel) {
+    if (!*rel || !strcmp(rel, ".")) return fchown(root, S.uid, S.uid);
+    int fd = openat2_beneath(root, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    int rc = fchown(fd, S.uid, S.uid);
+    close(fd);
+    return rc;
+}
+
+/* a directory of the workspace given to the task (a metadata copy-up on the overlay), with the
+ * parents the workspace lacks made and given too */
+static int make_writable_dir(int root, const char *rel) {
+    char buf[4096];
+    size_t len = strlen(rel);
+    if (len >= sizeof buf) return errno = ENAMETOOLONG, -1;
+    memcpy(buf, rel, len + 1);
+    for (char *p = buf; *p; p++) {
+        if (p[1] != '/' && p[1] != '\0') continue;
+        char saved = p[1];
+        p[1] = '\0';
+        if (mkdirat(root, buf, 0755) == 0) {
+            if (give(root, buf)) return -1;
+        } else if (errno != EEXIST) {
+            return -1;
+        }
+        p[1] = saved;
+    }
+    return give(root, rel);
+}
+
+static int write_file(int root, const char *rel, const char *data, size_t len) {
+    int fd = openat2_beneath(root, rel, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) return -1;
+    struct stat st;
+    int rc = fstat(fd, &st);
+    if (!rc && !S_ISREG(st.st_mode)) errno = EISDIR, rc = -1;
+    while (!rc && len) {
+        ssize_t n = write(fd, data, len);
+        if (n < 0) rc = -1;
+        else data += n, len -= n;
+    }
+    if (!rc) rc = fchown(fd, S.uid, S.uid);
+    close(fd);
+    return rc;
+}
+
+static int open_sandbox(char *err) {
+    int root = open("/sandbox", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    return root < 0 ? fail(err, "open /sandbox", NULL) : root;
+}
+
+/* the workspace overlay and /tmp at the language's sizes, its writable dirs given */
+int mount_workspace(struct span w, char *err) {
+    if (apply_records(w, K_W_MOUNT, NULL, err)) return -1;
+    int root = open_sandbox(err), rc = root < 0 ? -1 : 0;
+    for (size_t i = w.from; i < w.to && !rc; i++) {
+        const struct rec *r = &S.recipe.recs[i];
+        if (r->kind == K_W_DIR && make_writable_dir(root, r->args[0].p)) rc = fail(err, "make the writable dirs", r->args[0].p);
+    }
+    if (root >= 0) close(root);
+    return rc;
+}
+
+static const char *part_path(struct span w, const char *part) {
+    for (size_t i = w.from; i < w.to; i++)
+        if (S.recipe.recs[i].kind == K_W_PART && !strcmp(S.recipe.recs[i].args[0].p, part)) return S.recipe.recs[i].args[1].p;
+    return NULL;
+}
+
+int write_parts(struct span w, const struct job *job, char *err) {
+    int root = open_sandbox(err), rc = root < 0 ? -1 : 0;
+    for (int i = 0; i < job->nparts && !rc; i++) {
+        const char *path = part_path(w, job->part_names[i]);
+        if (!path) errno = ENOENT;
+        if (!path || write_file(root, path, job->blob[i], job->blob_len[i])) rc = fail(err, "write the request's files", path ? path : job->part_names[i]);
+    }
+    if (root >= 0) close(root);
+    return rc;
+}
+
+/* a sealed memfd: the task reads it like a file, and cannot change it for a re-read */
+int open_stdin(const struct job *job) {
+    if (!job->has_stdin) return open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int fd = memfd_create("stdin", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    const char *p = job->stdin_data;
+    size_t left = job->stdin_len;
+    while (fd >= 0 && left) {
+        ssize_t n = write(fd, p, left);
+        if (n < 0) return close(fd), -1;
+        p += n, left -= n;
+    }
+    if (fd >= 0 && (lseek(fd, 0, SEEK_SET) < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0))
+        return close(fd), -1;
+    return fd;
+}
+
+/* both ends close-on-exec; the read end non-blocking for the poll loop */
+int output_pipe(int ends[2]) {
+    if (pipe2(ends, O_CLOEXEC) < 0) return -1;
+    return fcntl(ends[0], F_SETFL, O_NONBLOCK);
+}
+
+/* plan.task_rlimits' RLIMIT_CPU, from the recipe's terms */
+long cpu_limit_s(struct span w, long long timeout_ms) {
+    for (size_t i = w.from; i < w.to; i++)
+        if (S.recipe.recs[i].kind == K_W_RLIMIT_CPU)
+            return (timeout_ms + 999) / 1000 * arg_int(&S.recipe.recs[i].args[0]) + arg_int(&S.recipe.recs[i].args[1]);
+    return 0;
+}
+
+/* soft = hard = the plan's value, or the current hard limit where that is lower: raising a
+ * hard limit takes CAP_SYS_RESOURCE, which a service manager may have withheld */
+static int set_rlimit(int which, rlim_t limit) {
+    struct rlimit current;
+    getrlimit(which, &current);
+    if (current.rlim_max != RLIM_INFINITY && limit > current.rlim_max) limit = current.rlim_max;
+    struct rlimit wanted = {limit, limit};
+    return setrlimit(which, &wanted);
+}
+
+int take_limits(struct span w, long long timeout_ms, char *err) {
+    long cpu = cpu_limit_s(w, timeout_ms);
+    if (cpu > 0 && set_rlimit(RLIMIT_CPU, cpu)) return fail(err, "set rlimits", "RLIMIT_CPU");
+    for (size_t i = w.from; i < w.to; i++)
+        if (S.recipe.recs[i].kind == K_W_RLIMIT && set_rlimit(arg_int(&S.recipe.recs[i].args[0]), arg_int(&S.recipe.recs[i].args[1])))
+            return fail(err, "set rlimits", S.recipe.recs[i].args[0].p);
+    const char *cwd = recipe_const(&S.recipe, "cwd");
+    if (!cwd) errno = ENOENT;
+    return !cwd || chdir(cwd) < 0 ? fail(err, "enter the workspace", cwd) : 0;
+}
+
+int take_filter(char *err) {
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) return fail(err, "set no_new_privs", NULL);
+    for (size_t i = 0; i < S.recipe.n; i++) {
+        const struct rec *r = &S.recipe.recs[i];
+        if (r->kind != K_SECCOMP) continue;
+        struct sock_fprog prog = {r->args[0].len / 8, (struct sock_filter *)r->args[0].p};
+        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog)) return fail(err, "load seccomp", NULL);
+    }
+    return 0;
+}
+
+void arm_death_signal(void) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    struct pollfd zygote = {S.zygote, POLLIN, 0};
+    if (poll(&zygote, 1, 0) > 0) _exit(0); /* the zygote died before the signal was armed */
+}
+
+/* Raw syscalls: they change this thread only, and init has only one. saved: the saved ids. */
+static int set_ids(uid_t saved) {
+    if (syscall(SYS_setgroups, 0, NULL) || syscall(SYS_setresgid, S.uid, S.uid, saved) || syscall(SYS_setresuid, S.uid, S.uid, saved)) return -1;
+    arm_death_signal(); /* a uid change clears it */
+    return 0;
+}
+
+/* init wholly the task's user: no groups, no capability (setuid keeps the inheritable set),
+ * not dumpable (no /proc/1/mem for the run's processes of the same uid) */
+int drop_to_user(char *err) {
+    struct __user_cap_header_struct head = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct none[2] = {{0}};
+    if (set_ids(S.uid) || syscall(SYS_capset, &head, none) || prctl(PR_SET_DUMPABLE, 0)) return fail(err, "drop to the slot's user", NULL);
+    return 0;
+}
+
+/* the task's user for everything but the saved ids, which stay root: what a spawn makes now is
+ * wholly that user (exec sets the saved ids from the effective ones), and act_as_root() may
+ * come back (a prestarted slot still has the request's files to write) */
+int act_as_user(char *err) {
+    return set_ids(0) ? fail(err, "take the slot's user", NULL) : 0;
+}
+
+int act_as_root(char *err) {
+    if (syscall(SYS_setresuid, 0, 0, 0) || syscall(SYS_setresgid, 0, 0, 0)) return fail(err, "take root back", NULL);
+    arm_death_signal();
+    return 0;
+}
+
+static void write_zero(const int *fds, int n) {
+    for (int i = 0; i < n; i++)
+        if (write(fds[i], "0", 1) < 0) {
+            /* not in the slot's cgroup: the run then has no limits; the spawn still happens,
+             * as with RUN_CGROUP=off (the zygote checked the cgroup when it made it) */
+        }
+}
+
+/* the command of kind argv_kind with fds[i] on descriptor i, SIGPIPE and SIGXFSZ (ignored by
+ * init) at their default, no signal blocked; born in the slot's cgroup, before it can run or
+ * fork anything. Init gives up the right to move processes afterwards. */
+int spawn_in_cgroup(struct span w, uint32_t argv_kind, const int *fds, int nfds, pid_t *pid, char *err) {
+    char *argv[256], *envp[256];
+    int argc = 0, envc = 0;
+    for (size_t i = w.from; i < w.to; i++) {
+        const struct rec *r = &S.recipe.recs[i];
+        for (uint32_t k = 0; r->kind == argv_kind && k < r->nargs && argc < 255; k++) argv[argc++] = (char *)r->args[k].p;
+        for (uint32_t k = 0; r->kind == K_W_ENV && k < r->nargs && envc < 255; k++) envp[envc++] = (char *)r->args[k].p;
+    }
+    argv[argc] = envp[envc] = NULL;
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
+    sigset_t defaults, none;
+    posix_spawn_file_actions_init(&actions);
+    for (int i = 0; i < nfds; i++) posix_spawn_file_actions_adddup2(&actions, fds[i], i);
+    posix_spawnattr_init(&attr);
+    sigemptyset(&none);
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGPIPE);
+    sigaddset(&defaults, SIGXFSZ);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    write_zero(S.cg_procs, S.n_procs);
+    int rc = argc ? posix_spawn(pid, argv[0], &actions, &attr, argv, envp) : EINVAL;
+    write_zero(S.cg_home, S.n_home);
+    for (int i = 0; i < S.n_procs; i++) close(S.cg_procs[i]);
+    for (int i = 0; i < S.n_home; i++) close(S.cg_home[i]);
+    S.n_procs = S.n_home = 0;
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    errno = rc;
+    return rc ? fail(err, argv_kind == K_W_PRESTART_ARGV ? "start the prestart command" : "exec the test command", argc ? argv[0] : "(no command)") : 0;
+}
