@@ -156,8 +156,8 @@ def task_argv(script: str, config: Config) -> tuple[str, ...]:
 
 
 # _subprocess_free: subprocess is imported only where a command runs (in `kiln serve`, at
-# start). The zygote imports this module, and subprocess imports threading, whose at-fork hook
-# then runs in every slot the zygote forks: ~0.25 ms of CPU and ~125 copied pages each.
+# start). The zygote imports this module and runs no command: it stays without subprocess and
+# the thread machinery subprocess imports (see kiln/zygote/boot.py).
 
 
 def _make(folder: Path, *args: str) -> str:

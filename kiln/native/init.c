@@ -270,23 +270,23 @@ static void serve_one_job(void) {
 /* --- check mode ------------------------------------------------------------------------------ */
 
 static int check_job(void) {
-    char err[ERR], *body, json[ERR * 2 + 256], escaped[ERR * 2];
+    char err[ERR], *body, json[ERR];
     size_t len;
     struct job job;
     const char *prestart = getenv("KILN_PRESTART");
+    S.sock = 0;
     if (prestart) P.workload = find_workload(prestart);
-    int rc = read_frame(0, job_frame_max(), &body, &len, err, ERR);
+    int rc = read_frame(S.sock, job_frame_max(), &body, &len, err, ERR);
     if (rc == 0) return 0;
     if (rc < 0 || parse_job(&S.recipe, body, len, &job, err, ERR) || refused_here(&job, err)) {
-        json_escape(escaped, sizeof escaped, err);
-        snprintf(json, sizeof json, "{\"op\":\"error\",\"error\":\"%s\"}", escaped);
-    } else {
-        int n = snprintf(json, sizeof json, "{\"op\":\"job\",\"slug\":\"%s\",\"timeout_ms\":%lld,\"stdin\":%s,\"files\":[",
-                         S.recipe.recs[job.workload].args[0].p, job.timeout_ms, job.has_stdin ? "true" : "false");
-        for (int i = 0; i < job.nparts; i++) n += snprintf(json + n, sizeof json - n, "%s\"%s\"", i ? "," : "", job.part_names[i]);
-        snprintf(json + n, sizeof json - n, "]}");
+        send_error("error", err);
+        return 0;
     }
-    send_json(0, json, -1);
+    int n = snprintf(json, sizeof json, "{\"op\":\"job\",\"slug\":\"%s\",\"timeout_ms\":%lld,\"stdin\":%s,\"files\":[",
+                     S.recipe.recs[job.workload].args[0].p, job.timeout_ms, job.has_stdin ? "true" : "false");
+    for (int i = 0; i < job.nparts; i++) n += snprintf(json + n, sizeof json - n, "%s\"%s\"", i ? "," : "", job.part_names[i]);
+    snprintf(json + n, sizeof json - n, "]}");
+    send_json(S.sock, json, -1);
     return 0;
 }
 

@@ -1,14 +1,12 @@
 """Starting the zygote: a fresh interpreter, not a fork of `kiln serve`.
 
-Every slot is a fork of the zygote, and a fork costs in proportion to what the forked process
-carries. A fork of `kiln serve` carried everything serve needed to start: ~10.7 MiB of
-anonymous memory (the languages resolved through subprocesses, the configuration's parsers, a
-heap fragmented by both), and `threading`, imported by `subprocess`, whose at-fork hook ran
-in every slot before its first line: ~0.25 ms of CPU and ~125 pages copied a slot. A fresh
-interpreter, started without `site`, imports what the zygote and its slots run and nothing
-else (kiln.runtime imports subprocess only where a command runs): ~9.1 MiB, no hook. Measured
-on no-op runs at 8 clients: ~90 fewer page faults and ~0.4 ms less CPU a run, ~5 % more runs a
-second (bench/README.md).
+A fork of `kiln serve` would carry everything serve needed to start: ~10.7 MiB of anonymous
+memory (the languages resolved through subprocesses, the configuration's parsers, a heap
+fragmented by both) and `threading`, imported by `subprocess`. A fresh interpreter, started
+without `site`, imports what the zygote runs and nothing else: ~9 MiB, one thread. (When slots
+were forks of the zygote, this also took ~0.4 ms of CPU off every run; they are spawned now,
+kiln/native/spawn.c, and one thread is what that spawn needs: it borrows the zygote's memory
+until its exec.)
 
 serve hands the zygote what it has built (the runtime, the log, the cgroup driver, the zygote's
 end of the front's channel) as one pickle in a memfd; the descriptors they hold are inherited
