@@ -400,7 +400,10 @@ def test_a_whole_1mib_request_is_resent_after_the_host_died_with_it(network, sta
 RUNS = 1000
 CLIENTS = 40
 KILL_AFTER, TERM_AFTER, DRAIN_AFTER = 150, 350, 650  # runs done before each event
-HOLD_1, HOLD_2 = 600, 900  # runs from here wait until the host restarted before is back
+# Runs from here wait until the host restarted before is back: host 2's gate is set when it is
+# sent SIGTERM (that many runs later: runs must keep coming while it shuts down, however fast the
+# runs before were), host 3's at a fixed run.
+HOLD_AFTER_TERM, HOLD_2 = 100, 900
 SOLUTION = "import json, time\nd = json.load(open('asserts.json'))\ntime.sleep(d['sleep'])\nprint(d['a'] + d['b'])\n"
 BUSY = re.compile(r" busy \S+(?: (\d+\.\d)s)?")
 
@@ -436,13 +439,15 @@ def test_fleet_survives_a_host_killed_and_others_restarted_under_load(fleet, sta
     done = [0]
     lock = threading.Lock()
     counter = iter(range(RUNS))
-    gates = [(HOLD_1, threading.Event()), (HOLD_2, threading.Event())]
+    gates = [[RUNS, threading.Event()], [HOLD_2, threading.Event()]]  # [first run held, open]
+    issued = [0]
 
     def client() -> None:
         with httpx.Client(base_url=proxy.url, timeout=120) as http:
             while True:
                 with lock:
                     i = next(counter, None)
+                    issued[0] += i is not None
                 if i is None:
                     return
                 for first, gate in gates:
@@ -484,6 +489,8 @@ def test_fleet_survives_a_host_killed_and_others_restarted_under_load(fleet, sta
         stopping = two.servers[-1]
         assert wait_until(lambda: done[0] >= TERM_AFTER and long_run_on(stopping), 120, 0.01), "host 2 never had a long run in flight"
         terminated_at = done[0]
+        with lock:
+            gates[0][0] = issued[0] + HOLD_AFTER_TERM
         assert stopping.stop() == 0
         assert wait_until(lambda: status(two) == "DOWN", 10), proxy.server(two.name)
         restarted = two.start()
