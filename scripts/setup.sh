@@ -5,7 +5,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES="libcap-dev libseccomp2 python3-venv python3-dev gcc libc6-dev make systemd iproute2 haproxy $*"
+APT_PACKAGES="libcap-dev libseccomp2 python3-venv python3-dev gcc libc6-dev musl-tools make systemd iproute2 haproxy $*"
 # node and npm may come from NodeSource (one package) or Debian (two): ask for what is missing
 command -v node >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES nodejs"
 command -v npm >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES npm"
