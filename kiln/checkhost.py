@@ -1,7 +1,8 @@
 """`kiln check-host`: which languages this host can serve, with which toolchain, and why not.
 
 Exits non-zero when a language RUN_LANGS asks for cannot be served (or, without RUN_LANGS,
-when none can): a deploy script can run it before starting the service.
+when none can), or when kiln's native parts (the slots' init) are not built: a deploy script
+can run it before starting the service.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 
-from kiln import langs
+from kiln import langs, native
 from kiln.config import Config
 from kiln.runtime import StartupError, survey, toolchain_versions
 
@@ -36,6 +37,11 @@ def rows(config: Config) -> list[dict]:
 
 
 def main(config: Config, as_json: bool) -> int:
+    try:
+        native.check_built()
+    except native.NotBuilt as error:
+        print(f"kiln check-host: no slot can start: {error}", file=sys.stderr)
+        return 1
     table = rows(config)
     if as_json:
         print(json.dumps(table))

@@ -8,6 +8,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -186,6 +187,14 @@ def test_check_host_reports_every_language():
     assert not any(row["prestart"] for row in json.loads(check_host(RUN_PRESTART="false").stdout))
     for row in table.values():
         assert row["served"] or row["reason"]  # never silent about a language it cannot serve
+
+
+def test_check_host_fails_when_the_slots_init_is_not_built(tmp_path):
+    """A copy of kiln whose kiln/native was never built (a clone without `make setup`)."""
+    subprocess.run(["cp", "-r", str(REPO / "kiln"), str(tmp_path / "kiln")], check=True)
+    subprocess.run(["rm", "-rf", str(tmp_path / "kiln" / "native" / "build")], check=True)
+    done = subprocess.run([sys.executable, "-c", "import sys; from kiln.cli import main; sys.exit(main(['check-host']))"], cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path), "RUN_WORKSPACE": str(REPO / "langs")}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "make setup" in done.stderr, done
 
 
 def test_check_host_fails_when_run_langs_asks_for_what_cannot_run():
