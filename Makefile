@@ -32,4 +32,4 @@ bench: setup
 	$(VENV)/bin/python bench/cpu.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache kiln/native/build
