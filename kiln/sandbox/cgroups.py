@@ -56,9 +56,6 @@ class CgroupStats:
     pids_limit_hits: int  # forks refused by pids.max
 
 
-NO_STATS = CgroupStats(memory_peak_bytes=None, cpu_usage_ms=None, oom_kills=0, pids_limit_hits=0)
-
-
 @dataclass(frozen=True)
 class LimitWrite:
     """One file write of a limit, in a slot's cgroup directory number `dir_index`."""
@@ -273,7 +270,10 @@ def _rmdir_retrying(path: str, deadline: float, on_busy=None) -> None:
 
 class SlotCgroup:
     """One slot's cgroup: a directory fd per hierarchy and the slot's cgroup.procs, opened for
-    writing, per hierarchy. Fds are close-on-exec and survive fork and pivot_root."""
+    writing, per hierarchy. The slot's init (kiln-init) inherits them and works through them
+    after pivot_root hid /sys; what it writes and reads is data here (limit_writes,
+    stat_sources), which set_limits and stats apply from Python the same way (tests check
+    both against the kernel)."""
 
     def __init__(self, name: str, paths: tuple[str, ...], dir_fds: tuple[int, ...], procs_fds: tuple[int, ...]):
         self.name = name
@@ -295,7 +295,8 @@ class SlotCgroup:
         return tuple(self._dir_fds), tuple(self._procs_fds), tuple(self.home_procs_fds)
 
     def set_limits(self, memory_max: int, pids_max: int) -> None:
-        """Write the slot's memory and pids limits, unless they are what it has already."""
+        """Write the slot's memory and pids limits, unless they are what it has already (as
+        kiln-init does with the recipe's writes)."""
         check_limits(memory_max, pids_max)
         if self.limits != (memory_max, pids_max):
             for write in self.limit_writes(memory_max, pids_max, self.limits):
@@ -312,20 +313,6 @@ class SlotCgroup:
         for fd in self._procs_fds:
             write_fd(fd, b"0")
 
-    def leave(self) -> None:
-        """Move the calling process back where kiln runs; its children stay in the slot's."""
-        for fd in self.home_procs_fds:
-            write_fd(fd, b"0")
-
-    def close_procs(self) -> None:
-        """Give up the right to move processes (init, before it runs a job's code beside it)."""
-        for fd in (*self._procs_fds, *self.home_procs_fds):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self._procs_fds = self.home_procs_fds = ()
-
     def stat_sources(self) -> tuple[StatSource, ...]:
         return ()
 
@@ -338,13 +325,6 @@ class SlotCgroup:
             oom_kills=int(values.get("oom_kills") or 0),
             pids_limit_hits=int(values.get("pids_hits") or 0),
         )
-
-    def cpu_usage_ms(self) -> float | None:
-        """CPU time of every process the cgroup has held so far (a prestarted run's baseline)."""
-        for source in self.stat_sources():
-            if source.what == "cpu":
-                return self._read(source)
-        return None
 
     def _read(self, source: StatSource) -> float | None:
         text = read_file(source.file, self._dir_fds[source.dir_index])
