@@ -118,8 +118,11 @@ static void keep_only(int *keep, int n) {
 static void become_init(int netns) {
     arm_death_signal();
     /* an empty bounding set: no exec of the job's (file capabilities, setuid root) gains one */
-    for (int cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++)
-        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)) fail_warm("cannot empty the capability bounding set");
+    for (int cap = 0;; cap++) {
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0) continue;
+        if (errno == EINVAL) break; /* past the last capability this kernel has */
+        fail_warm("cannot empty the capability bounding set");
+    }
     prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
     /* a session of its own: kill(0, SIGCONT) from a task, allowed within a session whatever the
      * uid, would otherwise reach kiln's processes and the other slots */

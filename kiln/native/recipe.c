@@ -2,13 +2,15 @@
  *
  *     "KILNRCP1" | record... ; record = u32 kind | u32 nargs | arg... ; arg = u32 len | bytes | NUL
  *
- * The zygote is root and wrote it for this slot: it is checked for shape, not trusted less. */
+ * The zygote is root and wrote it for this slot: it is checked for shape, not trusted less. The
+ * mapping outlives the memfd's descriptor, which init closes with the others it does not keep. */
 #include "kiln.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,43 +21,49 @@ static int take_u32(const char **at, const char *end, uint32_t *value) {
     return 0;
 }
 
+/* One pass over the records: counts them (recs == NULL) or fills recs and args. */
+static int walk(const char *data, const char *end, struct rec *recs, struct arg *args, size_t *n_recs, size_t *n_args) {
+    const char *at = data;
+    *n_recs = *n_args = 0;
+    while (at < end) {
+        uint32_t kind, nargs;
+        if (take_u32(&at, end, &kind) || take_u32(&at, end, &nargs) || nargs > 4096) return -1;
+        if (recs) recs[*n_recs] = (struct rec){kind, nargs, args + *n_args};
+        for (uint32_t i = 0; i < nargs; i++) {
+            uint32_t len;
+            if (take_u32(&at, end, &len) || (size_t)(end - at) < (size_t)len + 1 || at[len] != '\0') return -1;
+            if (recs) args[*n_args] = (struct arg){at, len};
+            ++*n_args;
+            at += len + 1;
+        }
+        ++*n_recs;
+    }
+    return 0;
+}
+
+/* The memfd is mapped, not copied (its pages are the page cache's), and indexed in one
+ * allocation: every slot loads it while warming, 284 records for 15 languages. */
 int recipe_load(int fd, struct recipe *out, char *err, size_t errlen) {
     struct stat st;
     if (fstat(fd, &st) < 0 || st.st_size < 8) {
         snprintf(err, errlen, "recipe: %s", st.st_size < 8 ? "too short" : strerror(errno));
         return -1;
     }
-    char *data = malloc(st.st_size);
-    if (!data || pread(fd, data, st.st_size, 0) != st.st_size) {
-        snprintf(err, errlen, "recipe: cannot read it");
+    const char *data = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (data == MAP_FAILED || memcmp(data, "KILNRCP1", 8) != 0) {
+        snprintf(err, errlen, "recipe: %s", data == MAP_FAILED ? strerror(errno) : "bad magic");
         return -1;
     }
-    if (memcmp(data, "KILNRCP1", 8) != 0) {
-        snprintf(err, errlen, "recipe: bad magic");
+    const char *end = data + st.st_size;
+    size_t n_recs, n_args;
+    if (walk(data + 8, end, NULL, NULL, &n_recs, &n_args)) {
+        snprintf(err, errlen, "recipe: malformed record %zu", n_recs);
         return -1;
     }
-    const char *at = data + 8, *end = data + st.st_size;
-    size_t cap = 64;
-    out->recs = malloc(cap * sizeof *out->recs);
-    out->n = 0;
-    while (at < end) {
-        struct rec rec;
-        if (take_u32(&at, end, &rec.kind) || take_u32(&at, end, &rec.nargs) || rec.nargs > 4096) goto bad;
-        rec.args = malloc((rec.nargs + 1) * sizeof *rec.args);
-        for (uint32_t i = 0; i < rec.nargs; i++) {
-            uint32_t len;
-            if (take_u32(&at, end, &len) || (size_t)(end - at) < (size_t)len + 1 || at[len] != '\0') goto bad;
-            rec.args[i].p = at;
-            rec.args[i].len = len;
-            at += len + 1;
-        }
-        if (out->n == cap) out->recs = realloc(out->recs, (cap *= 2) * sizeof *out->recs);
-        out->recs[out->n++] = rec;
-    }
+    out->recs = malloc(n_recs * sizeof *out->recs + n_args * sizeof(struct arg));
+    out->n = n_recs;
+    walk(data + 8, end, out->recs, (struct arg *)(out->recs + n_recs), &n_recs, &n_args);
     return 0;
-bad:
-    snprintf(err, errlen, "recipe: malformed record %zu", out->n);
-    return -1;
 }
 
 const char *recipe_const(const struct recipe *r, const char *name) {
