@@ -21,7 +21,7 @@ from kiln.runtime import Runtime, Workload
 from kiln.sandbox import mounts, plan
 from kiln.sandbox.cgroups import LimitWrite, SlotCgroup
 from kiln.sandbox.mounts import READONLY_ATTRS, MountArgs, under
-from kiln.sandbox.plan import OVERLAY_UPPER, OVERLAY_WORK, SANDBOX_DIR, RootPlan, cpu_rlimit_terms, fixed_rlimits, upper_layer_dirs
+from kiln.sandbox.plan import OVERLAY_UPPER, OVERLAY_WORK, SANDBOX_DIR, RootPlan, Tmpfs, cpu_rlimit_terms, fixed_rlimits, upper_layer_dirs
 
 MAGIC = b"KILNRCP1"
 K_CONST, K_SECCOMP, K_STAT, K_BUILD, K_FINISH, K_WARM_LIMIT = 1, 2, 3, 4, 5, 6
@@ -51,7 +51,7 @@ def compile_recipe(index: int, uid: int, root: RootPlan, runtime: Runtime, cgrou
     common = runtime.common_limits
     records += [_limit(K_WARM_LIMIT, w) for w in cgroup.limit_writes(*common, previous=None)]
     for workload in runtime.workloads.values():
-        records += _workload(workload, runtime, uid, cgroup, common)
+        records += _workload(workload, runtime, root, cgroup, common)
     return MAGIC + b"".join(records)
 
 
@@ -108,7 +108,7 @@ def _bind_readonly(step: str, source: str, target: str, recursive: bool) -> list
     return [(step, "mount", *mounts.bind_args(source, target, recursive)), (step, "setattr", target, READONLY_ATTRS, int(recursive))]
 
 
-def _workload(workload: Workload, runtime: Runtime, uid: int, cgroup: SlotCgroup, common: tuple[int, int]) -> list[bytes]:
+def _workload(workload: Workload, runtime: Runtime, root: RootPlan, cgroup: SlotCgroup, common: tuple[int, int]) -> list[bytes]:
     """A language's records: its workspace's mounts and writable dirs, where each part of a
     request goes, the limits it differs in from a plain slot's preset, the command, its
     environment and rlimits (plan.task_rlimits, RLIMIT_CPU from the run's timeout), and its
@@ -123,10 +123,12 @@ def _workload(workload: Workload, runtime: Runtime, uid: int, cgroup: SlotCgroup
     env = plan.task_env(path=config.sandbox_path, inherited=config.sandbox_env, language=workload.language.env)
     language = workload.language
     limits = (workload.memory_max, workload.pids_max)
+    # /tmp and the upper layer are mounted while warming at the largest size any language has:
+    # resized per request only for a language that has less
     mount_ops: list[tuple[str, str, MountArgs]] = [
-        ("mount the workspace", "mount", mounts.resize_args(workspace.upper.path, workspace.upper)),
+        *_resize("mount the workspace", workspace.upper, root.upper),
         ("mount the workspace", "mount", mounts.overlay_args(SANDBOX_DIR, workspace.lower, OVERLAY_UPPER, OVERLAY_WORK)),
-        ("size /tmp", "mount", mounts.resize_args(workspace.tmp.path, workspace.tmp)),
+        *_resize("size /tmp", workspace.tmp, root.tmp),
     ]
     parts = {"solution": language.solution_file, "checker": language.checker_file, "asserts": language.asserts_file}
     return [
@@ -150,6 +152,12 @@ def _prestart(workload: Workload, cgroup: SlotCgroup) -> list[bytes]:
         return []
     writes = cgroup.limit_writes(workload.memory_max, workload.pids_max, previous=None)
     return [_record(K_W_PRESTART_ARGV, *workload.prestart_argv), *(_limit(K_W_PRESTART_LIMIT, w) for w in writes)]
+
+
+def _resize(step: str, wanted: Tmpfs, mounted: Tmpfs) -> list[tuple[str, str, MountArgs]]:
+    if (wanted.size, wanted.inodes) == (mounted.size, mounted.inodes):
+        return []
+    return [(step, "mount", mounts.resize_args(wanted.path, wanted))]
 
 
 def _limit(kind: int, write: LimitWrite) -> bytes:

@@ -157,3 +157,14 @@ def test_the_recipe_is_sealed(rt, root):
     finally:
         os.close(fd)
 
+
+
+def test_tmp_and_the_upper_layer_are_resized_only_for_a_language_with_less_than_the_largest():
+    rt = runtime.build(config.load({"RUN_TMP_SIZE_PYTHON": "16m"}, REPO))
+    largest = max(w.tmp_size for w in rt.workloads.values())
+    root = plan.root_plan(uid=UID, gid=UID, host_paths=rt.host_paths, workspaces=str(rt.config.workspace), tmp_size=largest, tmp_inodes=rt.config.tmp_inodes)
+    records = decode(recipe.compile_recipe(0, UID, root, rt, NoSlot("s")))
+    for slug, workload in rt.workloads.items():
+        resized = [texts(a)[3] for k, a in workload_records(records, slug) if k == recipe.K_W_MOUNT and a[4] != b"overlay"]
+        assert resized == ([plan.UPPER_DIR, "/tmp"] if workload.tmp_size < largest else []), slug
+    assert rt.workloads["python"].tmp_size == 16 << 20 < largest
