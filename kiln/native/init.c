@@ -13,8 +13,8 @@
  *          -> supervise -> one result frame
  *
  * Descriptors come in the environment: KILN_SOCK, KILN_ZYGOTE (a pidfd), KILN_RECIPE (a
- * memfd), KILN_NETNS and KILN_TEMPLATE (kept namespaces, if any), KILN_CG_DIRS, KILN_CG_PROCS,
- * KILN_CG_HOME (SlotCgroup.fd_groups), and KILN_PRESTART (a language) for a prestarted slot.
+ * memfd), KILN_NETNS and KILN_TEMPLATE (kept namespaces, if any), KILN_CG_DIRS and
+ * KILN_CG_PROCS (SlotCgroup.fd_groups), and KILN_PRESTART (a language) for a prestarted slot.
  * Every error while warming is a "failed" frame to the zygote; every error in a job, an
  * infrastructure_failure result. `kiln-init check` reads one job frame on stdin and answers
  * what it parsed, or the error a slot would (with KILN_PRESTART, one prestarted for it): the
@@ -307,7 +307,6 @@ int main(int argc, char **argv) {
     int netns = env_fd("KILN_NETNS"), template_fd = env_fd("KILN_TEMPLATE");
     S.n_dirs = env_fds("KILN_CG_DIRS", S.cg_dirs);
     S.n_procs = env_fds("KILN_CG_PROCS", S.cg_procs);
-    S.n_home = env_fds("KILN_CG_HOME", S.cg_home);
     const char *index = recipe_const(&S.recipe, "index"), *uid = recipe_const(&S.recipe, "uid"), *prestart = getenv("KILN_PRESTART");
     static char prestart_slug[64];
     if (prestart) snprintf(prestart_slug, sizeof prestart_slug, "%s", prestart);
@@ -323,7 +322,6 @@ int main(int argc, char **argv) {
     if (template_fd >= 0) keep[n++] = template_fd;
     for (int i = 0; i < S.n_dirs; i++) keep[n++] = S.cg_dirs[i];
     for (int i = 0; i < S.n_procs; i++) keep[n++] = S.cg_procs[i];
-    for (int i = 0; i < S.n_home; i++) keep[n++] = S.cg_home[i];
     keep_only(keep, n); /* the recipe's memfd is read: closed too */
     clearenv();
     set_title("kiln: slot %ld warming", S.index);

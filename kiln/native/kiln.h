@@ -53,8 +53,8 @@ long long arg_int(const struct arg *a);
 struct slot {
     struct recipe recipe;
     int sock, zygote;
-    int cg_dirs[MAX_FDS], cg_procs[MAX_FDS], cg_home[MAX_FDS]; /* SlotCgroup.fd_groups() */
-    int n_dirs, n_procs, n_home;
+    int cg_dirs[MAX_FDS], cg_procs[MAX_FDS]; /* SlotCgroup.fd_groups() */
+    int n_dirs, n_procs;
     long index;
     uid_t uid;
 };

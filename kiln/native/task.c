@@ -11,7 +11,7 @@
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +20,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* beneath /sandbox, no symlink, no magic link, no mount crossing: a path root writes for a
@@ -214,18 +215,52 @@ int act_as_root(char *err) {
     return 0;
 }
 
-static void write_zero(const int *fds, int n) {
-    for (int i = 0; i < n; i++)
-        if (write(fds[i], "0", 1) < 0) {
-            /* not in the slot's cgroup: the run then has no limits; the spawn still happens,
-             * as with RUN_CGROUP=off (the zygote checked the cgroup when it made it) */
+/* The task's own first steps, in a child that borrows init's memory until its exec
+ * (CLONE_VM | CLONE_VFORK, as posix_spawn): into the slot's cgroup (it moves itself: init
+ * never does, so its own memory and CPU are never the run's), its descriptors laid out, the
+ * signals init ignores back at their default, then the exec. Raw syscalls only: the child
+ * runs on init's memory and must not touch libc's state. */
+struct spawn {
+    char *const *argv, *const *envp;
+    const int *fds;
+    int nfds;
+    volatile int error;
+};
+
+struct kernel_sigaction {
+    unsigned long handler, flags, restorer;
+    uint64_t mask;
+};
+
+static int task_child(void *arg) {
+    struct spawn *req = arg;
+    for (int i = 0; i < S.n_procs; i++)
+        if (syscall(SYS_write, S.cg_procs[i], "0", 1) < 0) {
+            /* not in the slot's cgroup: the run then has no limits; it still runs, as with
+             * RUN_CGROUP=off (the zygote made the cgroup and opened these itself) */
         }
+    for (int i = 0; i < req->nfds; i++) {
+        /* every source is above the targets' range or is its own target (fds are made after
+         * init's 0-2): a dup2 never overwrites a source still to be laid out */
+        if (req->fds[i] == i) syscall(SYS_fcntl, i, F_SETFD, 0);
+        else if (syscall(SYS_dup2, req->fds[i], i) < 0) goto failed;
+    }
+    struct kernel_sigaction by_default = {(unsigned long)SIG_DFL, 0, 0, 0};
+    syscall(SYS_rt_sigaction, SIGPIPE, &by_default, NULL, 8);
+    syscall(SYS_rt_sigaction, SIGXFSZ, &by_default, NULL, 8);
+    uint64_t none = 0;
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, 8);
+    syscall(SYS_execve, req->argv[0], req->argv, req->envp);
+failed:
+    req->error = errno ? errno : ENOEXEC;
+    syscall(SYS_exit, 127);
+    return 127;
 }
 
-/* the command of kind argv_kind with fds[i] on descriptor i, SIGPIPE and SIGXFSZ (ignored by
- * init) at their default, no signal blocked; born in the slot's cgroup, before it can run or
- * fork anything. Init gives up the right to move processes afterwards. */
+/* the command of kind argv_kind with fds[i] on descriptor i; init gives up the right to move
+ * processes afterwards */
 int spawn_in_cgroup(struct span w, uint32_t argv_kind, const int *fds, int nfds, pid_t *pid, char *err) {
+    static char stack[64 * 1024] __attribute__((aligned(16)));
     char *argv[256], *envp[256];
     int argc = 0, envc = 0;
     for (size_t i = w.from; i < w.to; i++) {
@@ -234,27 +269,17 @@ int spawn_in_cgroup(struct span w, uint32_t argv_kind, const int *fds, int nfds,
         for (uint32_t k = 0; r->kind == K_W_ENV && k < r->nargs && envc < 255; k++) envp[envc++] = (char *)r->args[k].p;
     }
     argv[argc] = envp[envc] = NULL;
-    posix_spawn_file_actions_t actions;
-    posix_spawnattr_t attr;
-    sigset_t defaults, none;
-    posix_spawn_file_actions_init(&actions);
-    for (int i = 0; i < nfds; i++) posix_spawn_file_actions_adddup2(&actions, fds[i], i);
-    posix_spawnattr_init(&attr);
-    sigemptyset(&none);
-    sigemptyset(&defaults);
-    sigaddset(&defaults, SIGPIPE);
-    sigaddset(&defaults, SIGXFSZ);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-    write_zero(S.cg_procs, S.n_procs);
-    int rc = argc ? posix_spawn(pid, argv[0], &actions, &attr, argv, envp) : EINVAL;
-    write_zero(S.cg_home, S.n_home);
+    struct spawn req = {argv, envp, fds, nfds, 0};
+    const char *step = argv_kind == K_W_PRESTART_ARGV ? "start the prestart command" : "exec the test command";
+    if (!argc) return errno = EINVAL, fail(err, step, "(no command)");
+    *pid = clone(task_child, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &req);
+    int clone_errno = errno;
     for (int i = 0; i < S.n_procs; i++) close(S.cg_procs[i]);
-    for (int i = 0; i < S.n_home; i++) close(S.cg_home[i]);
-    S.n_procs = S.n_home = 0;
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-    errno = rc;
-    return rc ? fail(err, argv_kind == K_W_PRESTART_ARGV ? "start the prestart command" : "exec the test command", argc ? argv[0] : "(no command)") : 0;
+    S.n_procs = 0;
+    if (*pid < 0) return errno = clone_errno, fail(err, step, argv[0]);
+    if (req.error) {
+        waitpid(*pid, NULL, 0);
+        return errno = req.error, fail(err, step, argv[0]);
+    }
+    return 0;
 }

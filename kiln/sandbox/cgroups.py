@@ -280,19 +280,16 @@ class SlotCgroup:
         self.paths = paths  # for the zygote's removal and for logs; useless after pivot_root
         self._dir_fds = dir_fds
         self._procs_fds = procs_fds
-        # cgroup.procs of the cgroups kiln itself runs in (shared by every slot, owned by the
-        # driver): init steps into the slot's cgroup only to spawn the task, then back out
-        self.home_procs_fds: tuple[int, ...] = ()
         self.limits: tuple[int, int] | None = None  # (memory_max, pids_max) last written
 
     def fds(self) -> set[int]:
         """Every fd this object uses: keep them in the slot's close_all_except."""
-        return set(self._dir_fds) | set(self._procs_fds) | set(self.home_procs_fds)
+        return set(self._dir_fds) | set(self._procs_fds)
 
-    def fd_groups(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-        """(directories, cgroup.procs, kiln's own cgroup.procs), in the order limit_writes and
-        stat_sources number the directories: what kiln-init is handed."""
-        return tuple(self._dir_fds), tuple(self._procs_fds), tuple(self.home_procs_fds)
+    def fd_groups(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """(directories, cgroup.procs), in the order limit_writes and stat_sources number the
+        directories: what kiln-init is handed (the task writes "0" to each cgroup.procs)."""
+        return tuple(self._dir_fds), tuple(self._procs_fds)
 
     def set_limits(self, memory_max: int, pids_max: int) -> None:
         """Write the slot's memory and pids limits, unless they are what it has already (as
@@ -345,7 +342,7 @@ class SlotCgroup:
                 os.close(fd)
             except OSError:
                 pass
-        self._dir_fds = self._procs_fds = self.home_procs_fds = ()
+        self._dir_fds = self._procs_fds = ()
 
 
 def check_limits(memory_max: int, pids_max: int) -> None:
@@ -489,9 +486,7 @@ class TreeDriver(Driver):
                 except OSError:
                     pass
             raise CgroupError(f"cannot create slot cgroup {name}: {error}") from None
-        slot = self._make_slot(name, paths, tuple(dir_fds), tuple(procs_fds))
-        slot.home_procs_fds = self._home_fds
-        return slot
+        return self._make_slot(name, paths, tuple(dir_fds), tuple(procs_fds))
 
     def _make_slot(self, name: str, paths: tuple[str, ...], dir_fds: tuple[int, ...], procs_fds: tuple[int, ...]) -> SlotCgroup:
         raise NotImplementedError

@@ -57,10 +57,10 @@ def spawn(spec: SlotSpec, cgroup: SlotCgroup, kept: Kept, zygote: int, recipe: i
     zygote_end, slot_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     # with a template the slot starts in the zygote's mount namespace and leaves it at once
     flags = NAMESPACES | (libc.CLONE_NEWNET if kept.netns is None else 0) | (libc.CLONE_NEWNS if kept.root is None else 0)
-    dirs, procs, home = cgroup.fd_groups()
+    dirs, procs = cgroup.fd_groups()
     env = {"KILN_SOCK": slot_end.fileno(), "KILN_ZYGOTE": zygote, "KILN_RECIPE": recipe, "KILN_NETNS": kept.netns, "KILN_TEMPLATE": kept.root}
     env = {key: str(value) for key, value in env.items() if value is not None}
-    env.update(KILN_CG_DIRS=_fd_list(dirs), KILN_CG_PROCS=_fd_list(procs), KILN_CG_HOME=_fd_list(home))
+    env.update(KILN_CG_DIRS=_fd_list(dirs), KILN_CG_PROCS=_fd_list(procs))
     if prestart is not None:
         env["KILN_PRESTART"] = prestart.slug
     title = f"kiln: slot {spec.index} warming".ljust(TITLE_ROOM)

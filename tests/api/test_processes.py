@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 from pathlib import Path
 
+import psutil
 import pytest
 
 from kilntest import KILN, free_port, wait_until
@@ -197,3 +199,25 @@ def test_each_slot_has_its_own_cgroup_and_nothing_is_left_after_stop(start_serve
         assert wait_until(lambda: len([p for p in subtree.iterdir() if p.name.startswith("slot-")]) == 2)
     assert srv.stop() == 0
     assert not any(p.exists() for p in subtrees)
+
+
+def test_the_task_moves_itself_into_its_slot_cgroup_and_init_never_does(start_server):
+    """The task writes itself into the slot's cgroup.procs between its clone and its exec: all
+    the run's processes are charged there, init (its buffers, its CPU) never is."""
+    srv = start_server(RUN_CONCURRENCY="1", RUN_PRESTART="false")
+    subtrees = _cgroup_subtrees(srv.instance)
+    if not subtrees:
+        pytest.skip("no cgroup v1 hierarchies here (the driver chose v2 or none)")
+    done = []
+    runner = threading.Thread(target=lambda: done.append(srv.run(solution_text="import time\ntime.sleep(2)\n")))
+    runner.start()
+    try:
+        members = lambda: {int(pid) for subtree in subtrees for slot in subtree.glob("slot-*") for pid in (slot / "cgroup.procs").read_text().split()}  # noqa: E731
+        assert wait_until(lambda: len(members()) > 0, 10)
+        [init] = [p for p in psutil.Process(srv.pids()["zygote"]).children() if " busy " in " ".join(p.cmdline())]
+        in_slot = members()
+        assert init.pid not in in_slot
+        assert in_slot <= {p.pid for p in init.children(recursive=True)}
+    finally:
+        runner.join()
+    assert done[0].status_code == 200 and done[0].json()["exit_code"] == 0

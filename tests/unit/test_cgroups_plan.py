@@ -521,10 +521,9 @@ def test_v1_create_slot_holds_a_dir_fd_and_an_open_cgroup_procs_per_hierarchy(ke
     dirs = v1_slot_dirs(v1, "slot-3-g17")
     assert slot.paths == tuple(map(str, dirs)) and all(d.is_dir() for d in dirs)
     fds = slot.fds()
-    assert len(fds) == 9  # per hierarchy: the slot's dir, its cgroup.procs, kiln's own cgroup.procs
+    assert len(fds) == 6  # per hierarchy: the slot's dir and its cgroup.procs (the task moves itself)
     targets = sorted(os.readlink(f"/proc/self/fd/{fd}") for fd in fds)
-    homes = [str(Path(d).parent.parent / "cgroup.procs") for d in dirs]
-    assert targets == sorted([str(d) for d in dirs] + [str(d / "cgroup.procs") for d in dirs] + homes)
+    assert targets == sorted([str(d) for d in dirs] + [str(d / "cgroup.procs") for d in dirs])
     for fd in fds:
         assert fcntl.fcntl(fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC
         target = Path(os.readlink(f"/proc/self/fd/{fd}"))
@@ -611,12 +610,11 @@ def test_v1_kill_all_kills_the_listed_pids_in_every_hierarchy(kernel, v1):
 
 def test_remove_slot_closes_the_fds_and_removes_every_directory(kernel, v1):
     slot = v1.create_slot("slot-2-g1")
-    homes = set(slot.home_procs_fds)
-    fds = slot.fds() - homes
+    fds = slot.fds()
     assert v1.remove_slot(slot) is True
     assert not any(d.exists() for d in v1_slot_dirs(v1, "slot-2-g1"))
     assert not any(map(is_open, fds)) and slot.fds() == set()
-    assert all(map(is_open, homes))  # the driver's, shared by every slot
+    assert all(map(is_open, v1.fds()))  # the driver's own, shared by every slot
 
 
 def test_remove_slot_on_ebusy_kills_and_retries(kernel, v1):
@@ -631,7 +629,7 @@ def test_remove_slot_on_ebusy_kills_and_retries(kernel, v1):
 
 def test_remove_slot_never_raises(kernel, v1):
     slot = v1.create_slot("slot-2-g3")
-    fds = slot.fds() - set(slot.home_procs_fds)
+    fds = slot.fds()
     _, pids, _ = v1_slot_dirs(v1, "slot-2-g3")
     kernel.busy[pids] = 10**6
     assert v1.remove_slot(slot, timeout=0.05) is False
@@ -805,8 +803,7 @@ def test_v2_create_slot_holds_one_dir_fd_and_one_cgroup_procs(kernel, v2):
     assert isinstance(slot, V2Slot)
     path = Path(v2.instance_dir) / "slot-3-g17"
     assert slot.paths == (str(path),)
-    home = Path(v2.supervisor) if not v2.is_root() else Path(v2.base)
-    assert sorted(os.readlink(f"/proc/self/fd/{fd}") for fd in slot.fds()) == sorted([str(path), str(path / "cgroup.procs"), str(home / "cgroup.procs")])
+    assert sorted(os.readlink(f"/proc/self/fd/{fd}") for fd in slot.fds()) == sorted([str(path), str(path / "cgroup.procs")])
     assert all(fcntl.fcntl(fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC for fd in slot.fds())
     v2.remove_slot(slot)
 
