@@ -1,8 +1,9 @@
-"""What `kiln serve` works out once at startup, before forking: the served languages with their
-test commands, the host paths the sandbox binds, where slots stage their root.
+"""What `kiln serve` works out once at startup, before starting the zygote: the served
+languages with their test commands, the host paths the sandbox binds, where slots stage their
+root.
 
-Both the zygote and the front are forks of the process that built the Runtime, so they share
-it without any message.
+The front is the process that built the Runtime; the zygote receives it pickled at its start
+(kiln/zygote/boot.py).
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ def snapshot(zygote: psutil.Process) -> list[dict]:
         try:
             match = TITLE.match(" ".join(init.cmdline()))
             if not match:
-                continue  # a forker between fork and exit
+                continue  # a slot's init between its spawn and its first title
             tree = [init, *init.children(recursive=True)]
             cpu = rss = 0.0
             for proc in tree:

@@ -19,7 +19,7 @@ class Metrics:
         self.overload_refusals = Counter("kiln_overload_refusals", "Connections answered 503 overloaded: the front was out of file descriptors", registry=registry)
         self.prestarted_runs = Counter("kiln_prestarted_runs", "Runs served by a slot prestarted for their language, by language (of kiln_runs)", ["lang"], registry=registry)
         self.prestart_trades = Counter("kiln_prestart_trades", "Warm prestarted slots closed unused: a request needed another kind and no other was warm", registry=registry)
-        self.slot_warmup_seconds = Histogram("kiln_slot_warmup_seconds", "Time to warm a slot: fork, namespaces, root filesystem", buckets=WARM_BUCKETS, registry=registry)
+        self.slot_warmup_seconds = Histogram("kiln_slot_warmup_seconds", "Time to warm a slot: spawn, namespaces, root filesystem", buckets=WARM_BUCKETS, registry=registry)
         self.in_flight = Gauge("kiln_runs_in_flight", "Runs in flight", registry=registry)
         self.in_flight.set_function(lambda: pool.in_flight)
         slots = Gauge("kiln_slots", "Slots by state (warming counts slots being replaced)", ["state"], registry=registry)

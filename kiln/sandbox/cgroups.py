@@ -3,11 +3,12 @@ share (cgroup_detect.py picks the driver, cgroup_v1.py and cgroup_v2.py are the 
 
     driver = cgroup_detect.open_driver(config.cgroup, config.instance, log)  # at startup
     driver.setup(move_pids=(front_pid,))   # kiln's subtree; removes a crashed kiln's leftovers
-    slot = driver.create_slot("slot-3-g17")  # zygote, before forking the slot
-    # the slot keeps slot.fds() through close_all_except and pivot_root, then:
-    slot.set_limits(memory_max, pids_max)  # slot init, per job
-    slot.join()                            # the task, just before it drops privileges
-    slot.stats()                           # slot init, after the run
+    slot = driver.create_slot("slot-3-g17")  # zygote, before spawning the slot's init
+    # kiln-init keeps slot.fd_groups() through pivot_root and applies, through them, what the
+    # recipe holds of these (kiln/zygote/recipe.py); the Python methods do the same writes:
+    slot.limit_writes(memory_max, pids_max, previous)  # slot init, while warming and per job
+    slot.join()                            # the task, between its clone and its exec
+    slot.stat_sources()                    # slot init, after the run
     driver.remove_slot(slot)               # zygote, once the slot's processes are all dead
     driver.teardown()                      # zygote, at shutdown
 
