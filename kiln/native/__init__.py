@@ -15,7 +15,10 @@ HERE = Path(__file__).resolve().parent
 BUILD = HERE / "build"
 INIT = BUILD / "kiln-init"
 SPAWN_LIB = BUILD / "libkilnspawn.so"
-SOURCES = {INIT: ("init.c", "task.c", "result.c", "supervise.c", "ops.c", "frames.c", "recipe.c", "kiln.h"), SPAWN_LIB: ("spawn.c",)}
+SOURCES = {
+    INIT: ("init.c", "task.c", "result.c", "supervise.c", "ops.c", "frames.c", "recipe.c", "vfork.c", "kiln.h", "vfork.h"),
+    SPAWN_LIB: ("spawn.c", "vfork.c", "vfork.h"),
+}
 
 
 class NotBuilt(Exception):
@@ -40,7 +43,7 @@ def _spawn_function():
         _lib.kiln_spawn_init.restype = ctypes.c_int
         _lib.kiln_spawn_init.argtypes = [
             ctypes.c_ulong, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_char_p),
-            ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.POINTER(ctypes.c_int),
+            ctypes.POINTER(ctypes.c_int), ctypes.c_int,
         ]  # fmt: skip
     return _lib.kiln_spawn_init
 
@@ -53,13 +56,11 @@ def _strings(items: list[str]):
 
 def spawn_init(flags: int, argv: list[str], env: dict[str, str], keep: list[int]) -> int:
     """kiln-init as a child in new namespaces (`flags`: CLONE_NEW*), inheriting `keep`.
-    Returns its pid; raises OSError if the clone or the exec failed."""
-    error = ctypes.c_int(0)
+    Returns its pid; raises OSError if the clone or the exec failed (the child reaped)."""
     fds = (ctypes.c_int * len(keep))(*keep)
     envp = _strings([f"{key}={value}" for key, value in env.items()])
-    pid = _spawn_function()(flags, os.fsencode(INIT), _strings(argv), envp, fds, len(keep), ctypes.byref(error))
-    if pid > 0 and error.value:
-        os.waitpid(pid, 0)  # exited after its failed exec
-    if pid < 0 or error.value:
-        raise OSError(error.value, f"spawning {INIT}: {os.strerror(error.value)}")
+    pid = _spawn_function()(flags, os.fsencode(INIT), _strings(argv), envp, fds, len(keep))
+    if pid < 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"spawning {INIT}: {os.strerror(error)}")
     return pid

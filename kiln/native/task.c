@@ -2,6 +2,7 @@
  * /sandbox without following anything, the task's limits, identity and filter taken by init
  * itself, then the command spawned (vfork + exec) into the slot's cgroup: it inherits them. */
 #include "kiln.h"
+#include "vfork.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +12,6 @@
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <signal.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +20,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 /* beneath /sandbox, no symlink, no magic link, no mount crossing: a path root writes for a
@@ -215,52 +214,35 @@ int act_as_root(char *err) {
     return 0;
 }
 
-/* The task's own first steps, in a child that borrows init's memory until its exec
- * (CLONE_VM | CLONE_VFORK, as posix_spawn): into the slot's cgroup (it moves itself: init
- * never does, so its own memory and CPU are never the run's), its descriptors laid out, the
- * signals init ignores back at their default, then the exec. Raw syscalls only: the child
- * runs on init's memory and must not touch libc's state. */
-struct spawn {
-    char *const *argv, *const *envp;
+/* The task's own first steps, in its child before the exec (vfork.c): into the slot's cgroup
+ * (it moves itself: init never does, so its own memory and CPU are never the run's), its
+ * descriptors laid out, the signals init ignores back at their default. */
+struct layout {
     const int *fds;
     int nfds;
-    volatile int error;
 };
 
-struct kernel_sigaction {
-    unsigned long handler, flags, restorer;
-    uint64_t mask;
-};
-
-static int task_child(void *arg) {
-    struct spawn *req = arg;
+static int prepare_task(void *arg) {
+    const struct layout *out = arg;
     for (int i = 0; i < S.n_procs; i++)
         if (syscall(SYS_write, S.cg_procs[i], "0", 1) < 0) {
             /* not in the slot's cgroup: the run then has no limits; it still runs, as with
              * RUN_CGROUP=off (the zygote made the cgroup and opened these itself) */
         }
-    for (int i = 0; i < req->nfds; i++) {
+    for (int i = 0; i < out->nfds; i++) {
         /* every source is above the targets' range or is its own target (fds are made after
          * init's 0-2): a dup2 never overwrites a source still to be laid out */
-        if (req->fds[i] == i) syscall(SYS_fcntl, i, F_SETFD, 0);
-        else if (syscall(SYS_dup2, req->fds[i], i) < 0) goto failed;
+        if (out->fds[i] == i) syscall(SYS_fcntl, i, F_SETFD, 0);
+        else if (syscall(SYS_dup2, out->fds[i], i) < 0) return errno;
     }
-    struct kernel_sigaction by_default = {(unsigned long)SIG_DFL, 0, 0, 0};
-    syscall(SYS_rt_sigaction, SIGPIPE, &by_default, NULL, 8);
-    syscall(SYS_rt_sigaction, SIGXFSZ, &by_default, NULL, 8);
-    uint64_t none = 0;
-    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, 8);
-    syscall(SYS_execve, req->argv[0], req->argv, req->envp);
-failed:
-    req->error = errno ? errno : ENOEXEC;
-    syscall(SYS_exit, 127);
-    return 127;
+    set_disposition(SIGPIPE, SIG_DFL);
+    set_disposition(SIGXFSZ, SIG_DFL);
+    return 0;
 }
 
 /* the command of kind argv_kind with fds[i] on descriptor i; init gives up the right to move
  * processes afterwards */
 int spawn_in_cgroup(struct span w, uint32_t argv_kind, const int *fds, int nfds, pid_t *pid, char *err) {
-    static char stack[64 * 1024] __attribute__((aligned(16)));
     char *argv[256], *envp[256];
     int argc = 0, envc = 0;
     for (size_t i = w.from; i < w.to; i++) {
@@ -269,17 +251,12 @@ int spawn_in_cgroup(struct span w, uint32_t argv_kind, const int *fds, int nfds,
         for (uint32_t k = 0; r->kind == K_W_ENV && k < r->nargs && envc < 255; k++) envp[envc++] = (char *)r->args[k].p;
     }
     argv[argc] = envp[envc] = NULL;
-    struct spawn req = {argv, envp, fds, nfds, 0};
     const char *step = argv_kind == K_W_PRESTART_ARGV ? "start the prestart command" : "exec the test command";
     if (!argc) return errno = EINVAL, fail(err, step, "(no command)");
-    *pid = clone(task_child, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &req);
-    int clone_errno = errno;
+    struct layout layout = {fds, nfds};
+    *pid = vfork_exec(0, argv[0], argv, envp, prepare_task, &layout);
+    int error = errno;
     for (int i = 0; i < S.n_procs; i++) close(S.cg_procs[i]);
     S.n_procs = 0;
-    if (*pid < 0) return errno = clone_errno, fail(err, step, argv[0]);
-    if (req.error) {
-        waitpid(*pid, NULL, 0);
-        return errno = req.error, fail(err, step, argv[0]);
-    }
-    return 0;
+    return *pid < 0 ? (errno = error, fail(err, step, argv[0])) : 0;
 }

@@ -1,0 +1,25 @@
+/* A child that borrows the caller's memory until its exec (clone with CLONE_VM | CLONE_VFORK,
+ * as posix_spawn does): no page is copied or made copy-on-write on either side. Used twice: the
+ * zygote's spawn of a slot's init (spawn.c) and init's spawn of the task (task.c). */
+#ifndef KILN_VFORK_H
+#define KILN_VFORK_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <sys/types.h>
+
+/* Runs in the child before its exec, on the caller's memory: raw syscalls only, no libc state
+ * touched. Returns 0, or an errno that fails the spawn. */
+typedef int (*vfork_prepare)(void *arg);
+
+/* `path` in a child cloned with CLONE_VM | CLONE_VFORK | flags (CLONE_NEW* allowed), its signal
+ * mask emptied before the exec. Returns its pid once it has exec'd, or -1 with errno set
+ * (clone's, prepare's or the exec's; a child that got as far as prepare is reaped). The caller
+ * must be single-threaded, and block its signals around the call if it has handlers. */
+pid_t vfork_exec(unsigned long flags, const char *path, char *const argv[], char *const envp[], vfork_prepare prepare, void *arg);
+
+/* rt_sigaction(2) itself: libc's refuses the real-time signals it keeps for its own use */
+void set_disposition(int sig, void (*handler)(int));
+
+#endif
