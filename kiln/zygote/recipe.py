@@ -31,13 +31,13 @@ K_W_PRESTART_ARGV, K_W_PRESTART_LIMIT = 16, 17
 Op = tuple  # (step, op name, *args): one kiln-init op (ops.c)
 
 
-def compile_recipe(index: int, uid: int, root: RootPlan, runtime: Runtime, cgroup: SlotCgroup) -> bytes:
-    """Everything a plain slot of this index needs. `cgroup`: any slot cgroup of the driver
-    (which limit files exist is the same for all)."""
+def compile_recipe(index: int, root: RootPlan, runtime: Runtime, cgroup: SlotCgroup) -> bytes:
+    """Everything a slot of this index needs (its task's uid is the root plan's). `cgroup`: any
+    slot cgroup of the driver (which limit files exist is the same for all)."""
     config = runtime.config
     records = [
         _record(K_CONST, "index", index),
-        _record(K_CONST, "uid", uid),
+        _record(K_CONST, "uid", root.uid),
         _record(K_CONST, "input_max", config.input_max),
         _record(K_CONST, "output_max", config.output_max),
         _record(K_CONST, "timeout_max_ms", config.timeout_max_ms),

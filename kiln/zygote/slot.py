@@ -32,8 +32,7 @@ TITLE_ROOM = 96  # kiln-init writes its title over its argv[0]: room for the lon
 @dataclass(frozen=True)
 class SlotSpec:
     index: int
-    uid: int
-    root: RootPlan
+    root: RootPlan  # with the uid and gid of the slot's task
 
 
 @dataclass(frozen=True)

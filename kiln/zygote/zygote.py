@@ -110,7 +110,7 @@ class Zygote:
             tmp_size=max(w.tmp_size for w in self.runtime.workloads.values()),
             tmp_inodes=config.tmp_inodes,
         )
-        return slot.SlotSpec(index=index, uid=uid, root=root)
+        return slot.SlotSpec(index=index, root=root)
 
     # -- reap -----------------------------------------------------------------------------
     def _reap(self) -> None:
@@ -192,7 +192,7 @@ class Zygote:
         """The memfd of the index's kiln-init recipe, compiled for its first slot."""
         if index not in self.recipes:
             spec = self.specs[index]
-            self.recipes[index] = recipe.sealed_memfd(recipe.compile_recipe(index, spec.uid, spec.root, self.runtime, cgroup))
+            self.recipes[index] = recipe.sealed_memfd(recipe.compile_recipe(index, spec.root, self.runtime, cgroup))
         return self.recipes[index]
 
     # -- wait -----------------------------------------------------------------------------

@@ -44,7 +44,7 @@ def rt():
 @pytest.fixture(scope="module")
 def recipe_fd(rt):
     root = plan.root_plan(uid=10001, gid=10001, host_paths=rt.host_paths, workspaces=str(rt.config.workspace), tmp_size=1 << 20, tmp_inodes=64)
-    fd = recipe.sealed_memfd(recipe.compile_recipe(0, 10001, root, rt, NoSlot("fuzz")))
+    fd = recipe.sealed_memfd(recipe.compile_recipe(0, root, rt, NoSlot("fuzz")))
     yield fd
     os.close(fd)
 

@@ -75,7 +75,7 @@ def workload_records(records, slug: str) -> list[tuple[int, list[bytes]]]:
 
 
 def test_constants_and_the_seccomp_filter(rt, root):
-    records = decode(recipe.compile_recipe(3, UID, root, rt, NoSlot("s")))
+    records = decode(recipe.compile_recipe(3, root, rt, NoSlot("s")))
     consts = dict(of_kind(records, recipe.K_CONST))
     assert consts == {"index": "3", "uid": str(UID), "input_max": str(rt.config.input_max), "output_max": str(rt.config.output_max), "timeout_max_ms": str(rt.config.timeout_max_ms), "cwd": "/sandbox"}
     [(kind, [program])] = [(k, a) for k, a in records if k == recipe.K_SECCOMP]
@@ -100,7 +100,7 @@ def test_the_template_is_built_in_contain_build_roots_order(rt, root):
 
 
 def test_every_slot_finishes_its_root_with_its_own_tmp_proc_and_upper_layer(rt, root):
-    records = decode(recipe.compile_recipe(0, UID, root, rt, NoSlot("s")))
+    records = decode(recipe.compile_recipe(0, root, rt, NoSlot("s")))
     finish = of_kind(records, recipe.K_FINISH)
     assert finish[0] == mount_record("mount /tmp", mounts.tmpfs_args("/tmp", root.tmp))
     assert finish[1] == mount_record("mount /proc", mounts.PROC_ARGS) and "subset=pid" in finish[1][-1]
@@ -110,7 +110,7 @@ def test_every_slot_finishes_its_root_with_its_own_tmp_proc_and_upper_layer(rt, 
 
 
 def test_each_language_gets_its_workspace_files_command_and_limits(rt, root, v1_slot):
-    records = decode(recipe.compile_recipe(0, UID, root, rt, v1_slot))
+    records = decode(recipe.compile_recipe(0, root, rt, v1_slot))
     for slug, workload in rt.workloads.items():
         mine = workload_records(records, slug)
         assert texts(mine[0][1]) == (slug, str(int(workload.language.has_checker)))
@@ -129,7 +129,7 @@ def test_each_language_gets_its_workspace_files_command_and_limits(rt, root, v1_
 
 
 def test_the_cpu_rlimit_kiln_init_computes_is_the_plans(rt, root):
-    records = decode(recipe.compile_recipe(0, UID, root, rt, NoSlot("s")))
+    records = decode(recipe.compile_recipe(0, root, rt, NoSlot("s")))
     per_second, extra = map(int, of_kind(workload_records(records, "python"), recipe.K_W_RLIMIT_CPU)[0])
     for timeout_ms in (1, 999, 1000, 1001, 30_000, 300_000):
         in_c = (timeout_ms + 999) // 1000 * per_second + extra  # init.c cpu_limit_s
@@ -150,7 +150,7 @@ def test_stat_sources_name_each_figure_once(v1_slot):
 
 
 def test_the_recipe_is_sealed(rt, root):
-    fd = recipe.sealed_memfd(recipe.compile_recipe(0, UID, root, rt, NoSlot("s")))
+    fd = recipe.sealed_memfd(recipe.compile_recipe(0, root, rt, NoSlot("s")))
     try:
         with pytest.raises(PermissionError):
             os.write(fd, b"x")
@@ -163,7 +163,7 @@ def test_tmp_and_the_upper_layer_are_resized_only_for_a_language_with_less_than_
     rt = runtime.build(config.load({"RUN_TMP_SIZE_PYTHON": "16m"}, REPO))
     largest = max(w.tmp_size for w in rt.workloads.values())
     root = plan.root_plan(uid=UID, gid=UID, host_paths=rt.host_paths, workspaces=str(rt.config.workspace), tmp_size=largest, tmp_inodes=rt.config.tmp_inodes)
-    records = decode(recipe.compile_recipe(0, UID, root, rt, NoSlot("s")))
+    records = decode(recipe.compile_recipe(0, root, rt, NoSlot("s")))
     for slug, workload in rt.workloads.items():
         resized = [texts(a)[3] for k, a in workload_records(records, slug) if k == recipe.K_W_MOUNT and a[4] != b"overlay"]
         assert resized == ([plan.UPPER_DIR, "/tmp"] if workload.tmp_size < largest else []), slug
