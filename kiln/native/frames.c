@@ -160,7 +160,7 @@ form:
 
 /* --- answers --- */
 
-int send_all(int fd, const void *data, size_t len) {
+static int send_all(int fd, const void *data, size_t len) {
     const char *p = data;
     while (len) {
         ssize_t n = send(fd, p, len, MSG_NOSIGNAL);

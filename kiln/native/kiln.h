@@ -86,7 +86,6 @@ struct job {
 };
 int read_frame(int fd, size_t max, char **body, size_t *len, char *err, size_t errlen);
 int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, char *err, size_t errlen);
-int send_all(int fd, const void *data, size_t len);
 int send_json(int fd, const char *json, int pass_fd);
 void json_escape(char *out, size_t cap, const char *text);
 int send_result(int fd, const char *header_fields, const char *out, size_t out_len, const char *err, size_t err_len);

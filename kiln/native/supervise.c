@@ -30,7 +30,7 @@ void kill_all(void) {
 
 enum { P_OUT, P_ERR, P_CANCEL, P_TASK };
 
-static void close_stream(struct run *run, struct pollfd *fds, int which) {
+static void close_stream(struct pollfd *fds, int which) {
     if (fds[which].fd >= 0) {
         close(fds[which].fd);
         fds[which].fd = -1;
@@ -44,7 +44,7 @@ static void read_stream(struct run *run, struct pollfd *fds, int which) {
     ssize_t n = read(fds[which].fd, *buf + *len, READ_CHUNK);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
     if (n <= 0) {
-        close_stream(run, fds, which);
+        close_stream(fds, which);
         return;
     }
     *len += n;
@@ -52,8 +52,8 @@ static void read_stream(struct run *run, struct pollfd *fds, int which) {
         *len = run->output_max;
         run->overflow = 1;
         kill_all();
-        close_stream(run, fds, P_OUT);
-        close_stream(run, fds, P_ERR);
+        close_stream(fds, P_OUT);
+        close_stream(fds, P_ERR);
     }
 }
 
