@@ -66,6 +66,7 @@ class Config:
     front_user: str
     langs: tuple[str, ...] | None
     prestart: tuple[str, ...] | None  # None: every workspace that has a prestart target
+    templates: tuple[str, ...] | None  # None: every prestarting workspace with a template target
     api_keys: tuple[str, ...]
     sandbox_path: str
     shutdown_grace_ms: int
@@ -81,6 +82,10 @@ class Config:
     def prestarts(self, slug: str) -> bool:
         """Whether RUN_PRESTART lets `slug`'s slots be prestarted (if its workspace can)."""
         return self.prestart is None or slug in self.prestart
+
+    def forks(self, slug: str) -> bool:
+        """Whether RUN_TEMPLATES lets `slug`'s prestarted tasks be forked from its template."""
+        return self.templates is None or slug in self.templates
 
     def tmp_size_for(self, slug: str) -> int:
         """RUN_TMP_SIZE_<SLUG>, else RUN_SANDBOX_TMP_SIZE, else the language's own size."""
@@ -126,6 +131,7 @@ class Config:
             "front_user": self.front_user,
             "langs": list(self.langs) if self.langs is not None else None,
             "prestart": "all" if self.prestart is None else list(self.prestart),
+            "templates": "all" if self.templates is None else list(self.templates),
             "api_keys": len(self.api_keys),
             "sandbox_path": self.sandbox_path,
             "shutdown_grace": duration(self.shutdown_grace_ms),
@@ -351,6 +357,7 @@ _SETTINGS = (
     _Setting("RUN_FRONT_USER", "front_user", _non_empty, "nobody"),
     _Setting("RUN_LANGS", "langs", _slugs, None),
     _Setting("RUN_PRESTART", "prestart", _prestart, "true"),
+    _Setting("RUN_TEMPLATES", "templates", _prestart, "true"),
     _Setting("RUN_API_KEYS", "api_keys", _api_keys, "", secret=True),
     _Setting("RUN_SANDBOX_PATH", "sandbox_path", _search_path, "/usr/local/bin:/usr/bin:/bin"),
     _Setting("RUN_SHUTDOWN_GRACE", "shutdown_grace_ms", _duration(0), "30s"),

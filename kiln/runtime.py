@@ -41,6 +41,8 @@ class Workload:
     pids_max: int
     # the workspace's `prestart` command, started while a slot warms (see read_commands)
     prestart_argv: tuple[str, ...] | None = None
+    # the workspace's `template` command: prestarted tasks forked from it (see read_commands)
+    template_argv: tuple[str, ...] | None = None
 
     @property
     def slug(self) -> str:
@@ -84,21 +86,31 @@ def single_workspace(config: Config) -> bool:
     return (config.workspace / "Makefile").is_file()
 
 
-def read_commands(folder: Path) -> tuple[str, str | None]:
-    """The lines of `make -n -s test`, and of `make -n -s prestart` when the workspace has that
-    target (else None). Each target must be phony with phony prerequisites only: the commands
-    are taken once, so a file target would make them depend on the host.
+def read_commands(folder: Path) -> tuple[str, str | None, str | None]:
+    """The lines of `make -n -s test`, and of `make -n -s prestart` and `make -n -s template`
+    when the workspace has those targets (else None). Each target must be phony with phony
+    prerequisites only: the commands are taken once, so a file target would make them depend
+    on the host.
 
     A workspace opts in to prestarted slots this way: kiln starts the prestart command while a
     slot warms, in the finished sandbox (workspace mounted, no request files yet), with
     descriptor 3 the read end of a pipe. When the request's files are in place kiln writes one byte and
     closes the pipe; the command reads it, closes descriptor 3, and from then on must do
-    exactly what the test command does. End-of-file without a byte: the slot was given up."""
+    exactly what the test command does. End-of-file without a byte: the slot was given up.
+
+    A prestarting workspace may go further with a `template` command: the prestart command,
+    started once per language and kept, from which kiln forks each prestarted task instead of
+    starting it afresh (kiln/native/template.c). It loads what the prestart command loads, then
+    calls serve(3) of the module `_kiln_template` it finds on descriptor 4; where serve
+    returns True, it is in a forked task and goes on as the prestart command does at its wait."""
     database = _make(folder, "-p", "-n", "-s", "-r", "-R", "test")
     test = _phony_command(folder, "test", database)
-    if not re.search(r"^prestart:", database, re.MULTILINE):
-        return test, None
-    return test, _phony_command(folder, "prestart", database)
+    has = {target: re.search(rf"^{target}:", database, re.MULTILINE) is not None for target in ("prestart", "template")}
+    if has["template"] and not has["prestart"]:
+        raise StartupError(f"{folder}/Makefile: `template` needs a `prestart` target (a forked task is a prestarted one)")
+    prestart = _phony_command(folder, "prestart", database) if has["prestart"] else None
+    template = _phony_command(folder, "template", database) if has["template"] else None
+    return test, prestart, template
 
 
 def _phony_command(folder: Path, target: str, database: str) -> str:
@@ -264,7 +276,7 @@ def survey(config: Config, slugs) -> tuple[dict[str, Workload], list[Unserved]]:
             reason = workspace_problem(folder) or find_toolchain(language, config)
         if reason is None:
             try:
-                script, prestart = shared or read_commands(folder)
+                script, prestart, template = shared or read_commands(folder)
             except StartupError as error:
                 reason = str(error)
         if reason is not None:
@@ -279,6 +291,7 @@ def survey(config: Config, slugs) -> tuple[dict[str, Workload], list[Unserved]]:
             memory_max=config.memory_max_for(slug),
             pids_max=config.pids_max_for(slug),
             prestart_argv=task_argv(prestart, config) if prestart and config.prestarts(slug) else None,
+            template_argv=task_argv(template, config) if template and config.prestarts(slug) and config.forks(slug) else None,
         )
     return workloads, unserved
 

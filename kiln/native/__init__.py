@@ -2,7 +2,9 @@
 
 - kiln-init: a plain slot's init, a static program the zygote spawns (init.c);
 - libkilnspawn.so: the zygote's spawn of it into new namespaces without forking itself
-  (spawn.c), called here through ctypes.
+  (spawn.c), called here through ctypes;
+- _kiln_template.so: a language template's module (template.c), loaded by the sandbox's own
+  interpreter (/usr/bin/python3), never by kiln's.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ HERE = Path(__file__).resolve().parent
 BUILD = HERE / "build"
 INIT = BUILD / "kiln-init"
 SPAWN_LIB = BUILD / "libkilnspawn.so"
+TEMPLATE_MODULE = BUILD / "_kiln_template.so"
 SOURCES = {
     INIT: ("init.c", "task.c", "result.c", "supervise.c", "ops.c", "frames.c", "recipe.c", "vfork.c", "kiln.h", "vfork.h"),
     SPAWN_LIB: ("spawn.c", "vfork.c", "vfork.h"),
+    TEMPLATE_MODULE: ("template.c", "task.c", "ops.c", "recipe.c", "vfork.c", "kiln.h", "vfork.h"),
 }
 
 

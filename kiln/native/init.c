@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -30,11 +31,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 struct slot S = {.sock = -1, .zygote = -1};
+#define FORKED_ENTER_TIMEOUT_MS 10000
 static char *title_buf;
 static size_t title_cap;
 
@@ -55,18 +58,6 @@ void set_title(const char *fmt, ...) {
     memcpy(title_buf, text, n); /* argv[0]: the zygote left room for the longest title */
     memset(title_buf + n, 0, title_cap - n);
     prctl(PR_SET_NAME, text);
-}
-
-struct span workload_span(size_t record) {
-    struct span w = {record, record + 1};
-    while (w.to < S.recipe.n && S.recipe.recs[w.to].kind != K_WORKLOAD) w.to++;
-    return w;
-}
-
-static long find_workload(const char *slug) {
-    for (size_t i = 0; i < S.recipe.n; i++)
-        if (S.recipe.recs[i].kind == K_WORKLOAD && !strcmp(S.recipe.recs[i].args[0].p, slug)) return i;
-    return -1;
 }
 
 static void send_error(const char *op, const char *error) {
@@ -165,14 +156,56 @@ static int start_prestarted(struct span w, char *err) {
     return 0;
 }
 
-static void warm(int netns, int template_fd, const char *prestart) {
+static int send_fds(int sock, const char *text, const int *fds, int n) {
+    char control[CMSG_SPACE(sizeof(int) * (6 + MAX_FDS))] = {0};
+    struct iovec iov = {(void *)text, strlen(text)};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = CMSG_SPACE(sizeof(int) * n)};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET, c->cmsg_type = SCM_RIGHTS, c->cmsg_len = CMSG_LEN(sizeof(int) * n);
+    memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
+    return sendmsg(sock, &msg, MSG_NOSIGNAL) < 0 ? -1 : 0;
+}
+
+/* A slot cloned by its language's template (template.c): the prestart command is the task the
+ * template forked, init's first child, still root and outside the slot's network and mount
+ * namespaces. Init finishes the slot as for its own spawn, hands the task what it needs to
+ * enter it (both namespaces, its descriptors 0-3, the slot's cgroup.procs) and waits for it to
+ * have entered; then takes its own limits and filter as in start_prestarted. */
+static int start_forked(struct span w, int task_sock, pid_t task, char *err) {
+    long long timeout_max_ms = atoll(recipe_const(&S.recipe, "timeout_max_ms"));
+    if (mount_workspace(w, err) || apply_records(w, K_W_PRESTART_LIMIT, NULL, err)) return -1;
+    int go[2], out[2], errp[2], null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC), net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (null < 0 || mnt < 0 || net < 0 || pipe2(go, O_CLOEXEC) || output_pipe(out) || output_pipe(errp))
+        return snprintf(err, ERR, "sandbox step 'hand the forked task its slot' failed: %s", strerror(errno)), -1;
+    int fds[6 + MAX_FDS] = {mnt, net, null, out[1], errp[1], go[0]}, n = 6;
+    for (int i = 0; i < S.n_procs; i++) fds[n++] = S.cg_procs[i];
+    char said[ERR] = "";
+    struct pollfd answer = {task_sock, POLLIN, 0};
+    ssize_t got = -1;
+    if (send_fds(task_sock, "enter", fds, n) == 0 && poll(&answer, 1, FORKED_ENTER_TIMEOUT_MS) == 1)
+        got = recv(task_sock, said, sizeof said - 1, 0);
+    for (int i = 0; i < 6; i++) close(fds[i]);
+    for (int i = 0; i < S.n_procs; i++) close(S.cg_procs[i]);
+    S.n_procs = 0;
+    close(task_sock);
+    if (got != 2 || memcmp(said, "ok", 2)) {
+        said[got > 0 ? got : 0] = '\0';
+        return snprintf(err, ERR, "sandbox step 'the forked task enters its slot' failed: %s", got > 0 ? said : "no answer"), -1;
+    }
+    P.pid = task, P.go = go[1], P.out = out[0], P.err = errp[0];
+    return take_limits(w, timeout_max_ms, err) || take_filter(err) ? -1 : 0;
+}
+
+static void warm(int netns, int template_fd, const char *prestart, int forked, pid_t forked_pid) {
     char err[ERR];
     become_init(netns);
     int built = build_root(template_fd, err);
     if (built == -2) fail_warm(err);
     if (prestart) {
-        if ((P.workload = find_workload(prestart)) < 0) fail_warm("prestarted for a language the recipe does not have");
-        if (start_prestarted(workload_span(P.workload), err)) fail_warm(err);
+        if ((P.workload = find_workload(&S.recipe, prestart)) < 0) fail_warm("prestarted for a language the recipe does not have");
+        struct span w = workload_span(P.workload);
+        if (forked >= 0 ? start_forked(w, forked, forked_pid, err) : start_prestarted(w, err)) fail_warm(err);
     } else if (apply_records((struct span){0, S.recipe.n}, K_WARM_LIMIT, NULL, err)) {
         fail_warm(err); /* most requests then find them written */
     }
@@ -270,6 +303,34 @@ static void serve_one_job(void) {
     else execute(&job, w, title);
 }
 
+/* --- template mode --------------------------------------------------------------------- */
+
+/* A language's template (template.c): its `template` command, started in a copy of the
+ * index's root with the language's workspace mounted, where the test command would start, but
+ * as root with every capability (it clones the slots, and its forks enter them). Descriptor 3:
+ * the zygote's socket; 4: the template module. It never sees a request. */
+static void exec_template(int template_fd, const char *slug, int module) {
+    char err[ERR], *argv[COMMAND_MAX], *envp[COMMAND_MAX];
+    arm_death_signal();
+    setsid();
+    long workload = find_workload(&S.recipe, slug);
+    if (workload < 0 || template_fd < 0) fail_warm("a template needs its index's root and a language the recipe has");
+    struct span w = workload_span(workload);
+    if (build_root(template_fd, err) == -2 || mount_workspace(w, err)) fail_warm(err);
+    const char *cwd = recipe_const(&S.recipe, "cwd");
+    int null = open("/dev/null", O_RDWR);
+    if (!command_of(w, K_W_TEMPLATE_ARGV, argv, envp) || !cwd || chdir(cwd) || null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
+        dup2(S.sock, 3) < 0 || dup2(module, 4) < 0)
+        fail_warm("cannot lay out the template command");
+    S.sock = 3;
+    syscall(SYS_close_range, 5, ~0U, 0);
+    signal(SIGPIPE, SIG_DFL);
+    signal(SIGXFSZ, SIG_DFL);
+    execve(argv[0], argv, envp);
+    snprintf(err, ERR, "cannot exec the template command %s: %s", argv[0], strerror(errno));
+    fail_warm(err);
+}
+
 /* --- check mode ------------------------------------------------------------------------------ */
 
 static int check_job(void) {
@@ -278,7 +339,7 @@ static int check_job(void) {
     struct job job;
     const char *prestart = getenv("KILN_PRESTART");
     S.sock = 0;
-    if (prestart) P.workload = find_workload(prestart);
+    if (prestart) P.workload = find_workload(&S.recipe, prestart);
     int rc = read_frame(S.sock, job_frame_max(), &body, &len, err, ERR);
     if (rc == 0) return 0;
     if (rc < 0 || parse_job(&S.recipe, body, len, &job, err, ERR) || refused_here(&job, err)) {
@@ -307,6 +368,8 @@ int main(int argc, char **argv) {
     int netns = env_fd("KILN_NETNS"), template_fd = env_fd("KILN_TEMPLATE");
     S.n_dirs = env_fds("KILN_CG_DIRS", S.cg_dirs);
     S.n_procs = env_fds("KILN_CG_PROCS", S.cg_procs);
+    int forked = env_fd("KILN_FORKED"), module = env_fd("KILN_TEMPLATE_MODULE");
+    const char *forked_pid = getenv("KILN_FORKED_PID"), *template_of = getenv("KILN_TEMPLATE_OF");
     const char *index = recipe_const(&S.recipe, "index"), *uid = recipe_const(&S.recipe, "uid"), *prestart = getenv("KILN_PRESTART");
     static char prestart_slug[64];
     if (prestart) snprintf(prestart_slug, sizeof prestart_slug, "%s", prestart);
@@ -322,10 +385,15 @@ int main(int argc, char **argv) {
     if (template_fd >= 0) keep[n++] = template_fd;
     for (int i = 0; i < S.n_dirs; i++) keep[n++] = S.cg_dirs[i];
     for (int i = 0; i < S.n_procs; i++) keep[n++] = S.cg_procs[i];
+    if (forked >= 0) keep[n++] = forked;
+    if (module >= 0) keep[n++] = module;
     keep_only(keep, n); /* the recipe's memfd is read: closed too */
+    static char template_slug[64];
+    if (template_of) snprintf(template_slug, sizeof template_slug, "%s", template_of);
     clearenv();
+    if (template_of) exec_template(template_fd, template_slug, module);
     set_title("kiln: slot %ld warming", S.index);
-    warm(netns, template_fd, prestart ? prestart_slug : NULL);
+    warm(netns, template_fd, prestart ? prestart_slug : NULL, forked, forked_pid ? atoi(forked_pid) : -1);
     serve_one_job();
     return 0;
 }

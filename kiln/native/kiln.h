@@ -2,7 +2,9 @@
 #ifndef KILN_H
 #define KILN_H
 
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/resource.h>
@@ -27,6 +29,7 @@ enum {
     K_W_RLIMIT_CPU = 15, /* seconds_per_started_second extra: RLIMIT_CPU from the run's timeout */
     K_W_PRESTART_ARGV = 16,  /* argv...: the workspace's prestart command */
     K_W_PRESTART_LIMIT = 17, /* dir_index file value: a prestarted slot's limits, from fresh */
+    K_W_TEMPLATE_ARGV = 18,  /* argv...: the workspace's template command (template.c) */
 };
 
 struct arg {
@@ -65,6 +68,7 @@ struct span {
     size_t from, to;
 };
 struct span workload_span(size_t record);
+long find_workload(const struct recipe *r, const char *slug); /* its K_WORKLOAD record, or -1 */
 
 #define ERR 512
 
@@ -117,6 +121,9 @@ int take_filter(char *err);
 int drop_to_user(char *err);
 int act_as_user(char *err);
 int act_as_root(char *err);
+#define COMMAND_MAX 256
+/* the argv of records argv_kind and the K_W_ENV environment of a language; returns argc */
+int command_of(struct span w, uint32_t argv_kind, char *argv[COMMAND_MAX], char *envp[COMMAND_MAX]);
 int spawn_in_cgroup(struct span w, uint32_t argv_kind, const int *fds, int nfds, pid_t *pid, char *err);
 void arm_death_signal(void);
 

@@ -76,3 +76,15 @@ const char *recipe_const(const struct recipe *r, const char *name) {
 long long arg_int(const struct arg *a) {
     return strtoll(a->p, NULL, 0);
 }
+
+long find_workload(const struct recipe *r, const char *slug) {
+    for (size_t i = 0; i < r->n; i++)
+        if (r->recs[i].kind == K_WORKLOAD && !strcmp(r->recs[i].args[0].p, slug)) return i;
+    return -1;
+}
+
+struct span workload_span(size_t record) {
+    struct span w = {record, record + 1};
+    while (w.to < S.recipe.n && S.recipe.recs[w.to].kind != K_WORKLOAD) w.to++;
+    return w;
+}

@@ -242,17 +242,21 @@ static int prepare_task(void *arg) {
 
 /* the command of kind argv_kind with fds[i] on descriptor i; init gives up the right to move
  * processes afterwards */
-int spawn_in_cgroup(struct span w, uint32_t argv_kind, const int *fds, int nfds, pid_t *pid, char *err) {
-    char *argv[256], *envp[256];
+int command_of(struct span w, uint32_t argv_kind, char *argv[COMMAND_MAX], char *envp[COMMAND_MAX]) {
     int argc = 0, envc = 0;
     for (size_t i = w.from; i < w.to; i++) {
         const struct rec *r = &S.recipe.recs[i];
-        for (uint32_t k = 0; r->kind == argv_kind && k < r->nargs && argc < 255; k++) argv[argc++] = (char *)r->args[k].p;
-        for (uint32_t k = 0; r->kind == K_W_ENV && k < r->nargs && envc < 255; k++) envp[envc++] = (char *)r->args[k].p;
+        for (uint32_t k = 0; r->kind == argv_kind && k < r->nargs && argc < COMMAND_MAX - 1; k++) argv[argc++] = (char *)r->args[k].p;
+        for (uint32_t k = 0; r->kind == K_W_ENV && k < r->nargs && envc < COMMAND_MAX - 1; k++) envp[envc++] = (char *)r->args[k].p;
     }
     argv[argc] = envp[envc] = NULL;
+    return argc;
+}
+
+int spawn_in_cgroup(struct span w, uint32_t argv_kind, const int *fds, int nfds, pid_t *pid, char *err) {
+    char *argv[COMMAND_MAX], *envp[COMMAND_MAX];
     const char *step = argv_kind == K_W_PRESTART_ARGV ? "start the prestart command" : "exec the test command";
-    if (!argc) return errno = EINVAL, fail(err, step, "(no command)");
+    if (!command_of(w, argv_kind, argv, envp)) return errno = EINVAL, fail(err, step, "(no command)");
     struct layout layout = {fds, nfds};
     *pid = vfork_exec(0, argv[0], argv, envp, prepare_task, &layout);
     int error = errno;

@@ -26,7 +26,7 @@ from kiln.sandbox.plan import OVERLAY_UPPER, OVERLAY_WORK, SANDBOX_DIR, RootPlan
 MAGIC = b"KILNRCP1"
 K_CONST, K_SECCOMP, K_STAT, K_BUILD, K_FINISH, K_WARM_LIMIT = 1, 2, 3, 4, 5, 6
 K_WORKLOAD, K_W_MOUNT, K_W_DIR, K_W_PART, K_W_LIMIT, K_W_ARGV, K_W_ENV, K_W_RLIMIT, K_W_RLIMIT_CPU = 7, 8, 9, 10, 11, 12, 13, 14, 15
-K_W_PRESTART_ARGV, K_W_PRESTART_LIMIT = 16, 17
+K_W_PRESTART_ARGV, K_W_PRESTART_LIMIT, K_W_TEMPLATE_ARGV = 16, 17, 18
 
 Op = tuple  # (step, op name, *args): one kiln-init op (ops.c)
 
@@ -146,12 +146,13 @@ def _workload(workload: Workload, runtime: Runtime, root: RootPlan, cgroup: Slot
 
 
 def _prestart(workload: Workload, cgroup: SlotCgroup) -> list[bytes]:
-    """A workspace that prestarts: its command, and its limits written on a fresh cgroup (a
-    prestarted slot serves this language only)."""
+    """A workspace that prestarts: its command, its limits written on a fresh cgroup (a
+    prestarted slot serves this language only), and its template command if any."""
     if workload.prestart_argv is None:
         return []
     writes = cgroup.limit_writes(workload.memory_max, workload.pids_max, previous=None)
-    return [_record(K_W_PRESTART_ARGV, *workload.prestart_argv), *(_limit(K_W_PRESTART_LIMIT, w) for w in writes)]
+    template = [_record(K_W_TEMPLATE_ARGV, *workload.template_argv)] if workload.template_argv else []
+    return [_record(K_W_PRESTART_ARGV, *workload.prestart_argv), *(_limit(K_W_PRESTART_LIMIT, w) for w in writes), *template]
 
 
 def _resize(step: str, wanted: Tmpfs, mounted: Tmpfs) -> list[tuple[str, str, MountArgs]]:

@@ -24,6 +24,7 @@ from kiln.runtime import Workload
 from kiln.sandbox import libc
 from kiln.sandbox.cgroups import SlotCgroup
 from kiln.sandbox.plan import RootPlan
+from kiln.zygote.template import Template
 
 NAMESPACES = libc.CLONE_NEWPID | libc.CLONE_NEWIPC | libc.CLONE_NEWUTS | libc.CLONE_NEWCGROUP
 TITLE_ROOM = 96  # kiln-init writes its title over its argv[0]: room for the longest
@@ -47,12 +48,15 @@ class Kept:
         return {fd for fd in (self.netns, self.root) if fd is not None}
 
 
-def spawn(spec: SlotSpec, cgroup: SlotCgroup, kept: Kept, zygote: int, recipe: int, prestart: Workload | None = None) -> tuple[int, socket.socket]:
+def spawn(
+    spec: SlotSpec, cgroup: SlotCgroup, kept: Kept, zygote: int, recipe: int, prestart: Workload | None = None, via: Template | None = None
+) -> tuple[int, socket.socket]:
     """In the zygote: start warming a slot. Returns init's pid and the zygote's end of the
     slot's socket (handed to the front once the slot reports ready). `zygote` is a pidfd of the
     zygote (a pid would mean nothing inside the slot's pid namespace); `recipe`, a memfd of the
     index's recipe. With `prestart`, the slot is warmed for that language: its workspace
-    mounted and its prestart command started."""
+    mounted and its prestart command started, or with `via`, forked from the language's
+    template (needs both kept namespaces; raises TemplateError if the template cannot)."""
     zygote_end, slot_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     # with a template the slot starts in the zygote's mount namespace and leaves it at once
     flags = NAMESPACES | (libc.CLONE_NEWNET if kept.netns is None else 0) | (libc.CLONE_NEWNS if kept.root is None else 0)
@@ -64,7 +68,8 @@ def spawn(spec: SlotSpec, cgroup: SlotCgroup, kept: Kept, zygote: int, recipe: i
         env["KILN_PRESTART"] = prestart.slug
     title = f"kiln: slot {spec.index} warming".ljust(TITLE_ROOM)
     try:
-        pid = native.spawn_init(flags, [title], env, [slot_end.fileno(), zygote, recipe, *kept.fds(), *cgroup.fds()])
+        keep = [slot_end.fileno(), zygote, recipe, *kept.fds(), *cgroup.fds()]
+        pid = via.fork_slot(flags, [title], env, keep) if via is not None else native.spawn_init(flags, [title], env, keep)
     except BaseException:
         zygote_end.close()
         raise

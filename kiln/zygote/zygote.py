@@ -23,7 +23,7 @@ from kiln.log import Log
 from kiln.runtime import Runtime
 from kiln.sandbox import libc, plan
 from kiln.sandbox.cgroups import CgroupError, Driver, SlotCgroup
-from kiln.zygote import protocol, recipe, slot
+from kiln.zygote import protocol, recipe, slot, template
 from kiln.zygote.protocol import ProtocolError
 from kiln.zygote.title import set_title
 
@@ -41,6 +41,7 @@ class Slot:
     started: float
     cgroup: SlotCgroup
     prestart: str | None = None  # the language it is warmed for, if any
+    forked: bool = False  # its task forked from the language's template
     ready: bool = False
 
 
@@ -65,6 +66,8 @@ class Zygote:
     # slot index -> the language its next slot is prestarted for (None: a plain slot). The front
     # names the language of each request it gives a slot: its replacement follows the demand.
     kinds: dict[int, str | None] = field(default_factory=dict)
+    templates: dict[str, template.Template] = field(default_factory=dict)  # slug -> its template
+    template_backoff: dict[str, Backoff] = field(default_factory=dict)
     stopping: bool = False
     generation: int = 0
 
@@ -123,6 +126,9 @@ class Zygote:
                 return
             if pid == 0:
                 return
+            ended = next((t for t in self.templates.values() if t.pid == pid), None)
+            if ended is not None:
+                self._end_template(ended, "it exited")
             s = inits.get(pid)
             if s is not None:
                 if s.sock is not None:
@@ -141,6 +147,8 @@ class Zygote:
         if s.prestart is not None:  # retried as a plain slot: one broken prestart stops no run
             self.kinds[s.index] = None
             error = f"prestarting {s.prestart}: {error}"
+        if s.forked and s.prestart in self.templates:  # started again after a pause
+            self._end_template(self.templates[s.prestart], error)
         # a slot that copied its index's template may have met a broken one: the next builds the
         # root afresh (an index's first slot fails before there is a template: nothing to drop)
         template = self.roots.pop(s.index, None)
@@ -160,6 +168,7 @@ class Zygote:
     # -- spawn ----------------------------------------------------------------------------
     def _spawn_to_target(self) -> None:
         now = time.monotonic()
+        self._start_templates(now)
         for index, spec in self.specs.items():
             if index in self.slots or self.backoff.get(index, Backoff()).not_before > now:
                 continue
@@ -173,9 +182,8 @@ class Zygote:
                 self._backoff(index, f"cannot create the slot's cgroup: {error}")
                 continue
             kind = self.kinds.get(index)
-            kept = slot.Kept(netns=self.netns.get(index), root=self.roots.get(index))
             try:
-                pid, sock = slot.spawn(spec, cgroup, kept, self.pidfd, self._recipe(index, cgroup), self.runtime.workloads[kind] if kind else None)
+                pid, sock, forked = self._spawn(spec, cgroup, kind)
             except OSError as error:
                 self.cgroups.remove_slot(cgroup)
                 self._backoff(index, f"cannot start the slot: {error}")
@@ -184,9 +192,52 @@ class Zygote:
             # later slot would inherit, and 256 slots would take it past 1024 descriptors); it
             # removes the cgroup by path
             cgroup.close()
-            self.slots[index] = Slot(index=index, pid=pid, sock=sock, started=now, cgroup=cgroup, prestart=kind)
+            self.slots[index] = Slot(index=index, pid=pid, sock=sock, started=now, cgroup=cgroup, prestart=kind, forked=forked)
             if index not in self.netns:
                 self._keep_netns(index, pid)
+
+    def _spawn(self, spec: slot.SlotSpec, cgroup: SlotCgroup, kind: str | None) -> tuple[int, socket.socket, bool]:
+        """A slot spawned, prestarted for `kind` if not None: forked from its template when
+        there is one ready and the index has both kept namespaces (True), else as usual."""
+        kept = slot.Kept(netns=self.netns.get(spec.index), root=self.roots.get(spec.index))
+        recipe_fd = self._recipe(spec.index, cgroup)
+        workload = self.runtime.workloads[kind] if kind else None
+        via = self.templates.get(kind) if kind else None
+        if via is not None and via.ready and kept.netns is not None and kept.root is not None:
+            try:
+                return *slot.spawn(spec, cgroup, kept, self.pidfd, recipe_fd, workload, via=via), True
+            except template.TemplateError as error:
+                self._end_template(via, str(error))
+        return *slot.spawn(spec, cgroup, kept, self.pidfd, recipe_fd, workload), False
+
+    def _start_templates(self, now: float) -> None:
+        """Every language whose workspace has a template gets one, once an index has a root to
+        copy (its first slot built it)."""
+        if not self.roots:
+            return
+        index = min(self.roots)
+        for slug, workload in self.runtime.workloads.items():
+            if workload.template_argv is None or slug in self.templates or self.template_backoff.get(slug, Backoff()).not_before > now:
+                continue
+            try:
+                self.templates[slug] = template.start(slug, self.roots[index], self.pidfd, self.recipes[index])
+            except OSError as error:
+                self._template_backoff(slug, f"cannot start it: {error}")
+
+    def _end_template(self, t: template.Template, why: str) -> None:
+        """A template that failed is closed (killed) and started again after a pause; its
+        language's slots are spawned as usual meanwhile."""
+        if self.templates.get(t.slug) is t:
+            del self.templates[t.slug]
+            t.close()
+            self._template_backoff(t.slug, why)
+
+    def _template_backoff(self, slug: str, why: str) -> None:
+        backoff = self.template_backoff.setdefault(slug, Backoff())
+        backoff.failures += 1
+        delay = min(MAX_BACKOFF_S, 0.05 * 2**backoff.failures)
+        backoff.not_before = time.monotonic() + delay
+        self.log.error("template failed", slug=slug, error=why, retry_in_s=round(delay, 2))
 
     def _recipe(self, index: int, cgroup: SlotCgroup) -> int:
         """The memfd of the index's kiln-init recipe, compiled for its first slot."""
@@ -198,16 +249,19 @@ class Zygote:
     # -- wait -----------------------------------------------------------------------------
     def _wait(self) -> None:
         warming = {s.sock: s for s in self.slots.values() if s.sock is not None}
+        templates = {t.sock: t for t in self.templates.values()}
         timeout = self._next_backoff_in()
         if self.cgroups.name != "off":
             timeout = MIGRATION_KEEPALIVE_S if timeout is None else min(timeout, MIGRATION_KEEPALIVE_S)
             self.cgroups.keep_migrations_fast()
-        readable, _, _ = select.select([self.wake_r, self.front, *warming], [], [], timeout)
+        readable, _, _ = select.select([self.wake_r, self.front, *warming, *templates], [], [], timeout)
         for source in readable:
             if source == self.wake_r:
                 _drain(self.wake_r)
             elif source is self.front:
                 self._from_front()
+            elif source in templates:
+                self._from_template(templates[source])
             else:
                 self._from_slot(warming[source])
 
@@ -260,9 +314,18 @@ class Zygote:
         else:
             self._warm_failed(s, str(header.get("error", header)))
 
+    def _from_template(self, t: template.Template) -> None:
+        why = t.heard()
+        if why is not None:
+            self._end_template(t, why)
+        else:
+            self.log.info("template ready", slug=t.slug, pid=t.pid)
+
     def _hand_over(self, s: Slot) -> None:
         s.ready = True
         self.backoff.pop(s.index, None)
+        if s.forked:  # its template works
+            self.template_backoff.pop(s.prestart, None)
         self._tell_front({"op": "slot", "index": s.index, "pid": s.pid, "prestart": s.prestart, "warm_ms": round((time.monotonic() - s.started) * 1000, 2)}, fds=(s.sock.fileno(),))
         s.sock.close()
         s.sock = None
@@ -279,6 +342,8 @@ class Zygote:
 
     # -- stop -----------------------------------------------------------------------------
     def _stop_slots(self) -> None:
+        for t in self.templates.values():
+            t.close()
         for s in self.slots.values():
             _kill(s.pid)
         deadline = time.monotonic() + STOP_TIMEOUT_S

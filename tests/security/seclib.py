@@ -159,5 +159,11 @@ def slot_inits(srv) -> list[dict]:
     return [p for p in host_processes() if p["ppid"] == zygote and p["title"].startswith("kiln: slot")]
 
 
+def templates(srv) -> list[dict]:
+    """The server's language templates (children of its zygote running a `template` command)."""
+    zygote = srv.pids()["zygote"]
+    return [p for p in host_processes() if p["ppid"] == zygote and p["title"].endswith(" --template")]
+
+
 def warm_slots(srv) -> list[dict]:
     return [p for p in slot_inits(srv) if " warm" in p["title"]]

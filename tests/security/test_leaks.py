@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kilntest import wait_until
-from seclib import host_processes, processes_of_uids, slot_inits, warm_slots
+from seclib import host_processes, processes_of_uids, slot_inits, templates, warm_slots
 
 UID_BASE = 25000
 CONCURRENCY = 4
@@ -148,9 +148,11 @@ def test_no_leaks_after_200_mixed_runs(kiln_server, tmp_path):
     # no task process of any slot uid is left anywhere on the host
     uids = range(UID_BASE, UID_BASE + CONCURRENCY)
     assert wait_until(lambda: processes_of_uids(uids) == [], timeout=10), processes_of_uids(uids)
-    # the zygote's children are exactly the warm slots (no orphan re-parented to the subreaper)
+    # the zygote's children are exactly the warm slots and python's template (no orphan
+    # re-parented to the subreaper)
     zygote = srv.pids()["zygote"]
-    assert sorted(p["pid"] for p in host_processes() if p["ppid"] == zygote) == sorted(p["pid"] for p in slot_inits(srv))
+    assert len(templates(srv)) == 1, templates(srv)
+    assert sorted(p["pid"] for p in host_processes() if p["ppid"] == zygote) == sorted(p["pid"] for p in slot_inits(srv) + templates(srv))
     # nothing mounted in the host's mount namespace
     assert _mountinfo_lines() == mounts_before
     # no temp entries made by kiln

@@ -35,7 +35,7 @@ def test_config_has_exactly_the_documented_fields():
         "port", "host", "allow_shutdown", "concurrency", "input_max", "output_max", "debug",
         "uid_base", "env_allow", "sandbox_env", "memory_max", "sandbox_tmp_size", "tmp_size_by_slug",
         "workspace", "timeout_max_ms", "cgroup", "cgroup_memory_max", "cgroup_memory_max_by_slug",
-        "pids_max", "tmp_inodes", "readonly_paths", "front_user", "langs", "prestart", "api_keys",
+        "pids_max", "tmp_inodes", "readonly_paths", "front_user", "langs", "prestart", "templates", "api_keys",
         "sandbox_path", "shutdown_grace_ms", "instance", "log_format", "warnings", "systemd",
     ]  # fmt: skip
 
@@ -67,6 +67,7 @@ def test_defaults_with_an_empty_environment(repo):
         front_user="nobody",
         langs=None,
         prestart=None,
+        templates=None,
         api_keys=(),
         sandbox_path="/usr/local/bin:/usr/bin:/bin",
         shutdown_grace_ms=30_000,

@@ -81,9 +81,9 @@ def test_kiln_init_refuses_to_start_without_the_zygote():
 
 
 def test_a_build_older_than_its_sources_is_refused(tmp_path, monkeypatch):
-    for name in (*native.SOURCES[native.INIT], *native.SOURCES[native.SPAWN_LIB]):
+    for name in {name for sources in native.SOURCES.values() for name in sources}:
         (tmp_path / name).write_text("")
-    built = {native.INIT: tmp_path / "build" / "kiln-init", native.SPAWN_LIB: tmp_path / "build" / "libkilnspawn.so"}
+    built = {path: tmp_path / "build" / path.name for path in native.SOURCES}
     monkeypatch.setattr(native, "HERE", tmp_path)
     monkeypatch.setattr(native, "SOURCES", {built[k]: v for k, v in native.SOURCES.items()})
     with pytest.raises(native.NotBuilt, match="make setup"):

@@ -77,12 +77,22 @@ def test_missing_test_target(tmp_path):
 
 
 def test_a_workspace_without_prestart_has_none(tmp_path):
-    assert read_commands(makefile(tmp_path, ".PHONY: test\ntest:\n\t@true\n")) == ("exec true", None)
+    assert read_commands(makefile(tmp_path, ".PHONY: test\ntest:\n\t@true\n")) == ("exec true", None, None)
 
 
 def test_the_prestart_command_is_read_like_the_test_command(tmp_path):
     folder = makefile(tmp_path, ".PHONY: test prestart\ntest:\n\t@run\nprestart:\n\t@run --prestarted\n")
-    assert read_commands(folder) == ("exec run", "exec run --prestarted")
+    assert read_commands(folder) == ("exec run", "exec run --prestarted", None)
+
+
+def test_the_template_command_is_read_like_the_others(tmp_path):
+    folder = makefile(tmp_path, ".PHONY: test prestart template\ntest:\n\t@run\nprestart:\n\t@run --prestarted\ntemplate:\n\t@run --template\n")
+    assert read_commands(folder) == ("exec run", "exec run --prestarted", "exec run --template")
+
+
+def test_a_template_without_prestart_is_refused(tmp_path):
+    with pytest.raises(StartupError, match="`template` needs a `prestart` target"):
+        read_commands(makefile(tmp_path, ".PHONY: test template\ntest:\n\t@run\ntemplate:\n\t@run --template\n"))
 
 
 @pytest.mark.parametrize(
@@ -102,6 +112,20 @@ def test_a_bad_prestart_target_is_refused_with_the_reason(tmp_path, rules, error
 def test_python_and_js_prestart_unless_turned_off(setting, expected):
     rt = runtime.build(config.load({"RUN_PRESTART": setting, "RUN_LANGS": "python"}, REPO))
     assert rt.workloads["python"].prestart_argv == expected
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        ({}, ("/usr/bin/python3", "-B", "check/harness.py", "--template")),
+        ({"RUN_TEMPLATES": "false"}, None),
+        ({"RUN_TEMPLATES": "js"}, None),
+        ({"RUN_PRESTART": "false"}, None),  # a forked task is a prestarted one
+    ],
+)
+def test_python_forks_from_its_template_unless_turned_off(settings, expected):
+    rt = runtime.build(config.load({"RUN_LANGS": "python", **settings}, REPO))
+    assert rt.workloads["python"].template_argv == expected
 
 
 def test_build_serves_found_languages_and_says_why_not_others():

@@ -305,7 +305,7 @@ def _calls(data):
     os._exit(0)  # nothing the solution left behind (threads, atexit) may print or change the status
 '''
 
-if sys.argv[1:] == ["--prestarted"]:  # started ahead of the request (Makefile `prestart`)
+if sys.argv[1:] in (["--prestarted"], ["--template"]):  # ahead of the request (Makefile `prestart`)
     # Load now, while nothing waits, what harness mode loads before it runs any solution: the
     # solution then finds the modules it would find (plain mode finds these three in addition).
     _load()
@@ -314,6 +314,18 @@ if sys.argv[1:] == ["--prestarted"]:  # started ahead of the request (Makefile `
     import time
     from os import close, read
 
+    if sys.argv[1] == "--template":  # kiln forks each prestarted task from here (Makefile `template`)
+        _machinery = sys.modules["_frozen_importlib_external"]
+        _loader = _machinery.ExtensionFileLoader("_kiln_template", "/proc/self/fd/4")
+        _module = _loader.create_module(_machinery.spec_from_file_location("_kiln_template", "/proc/self/fd/4", loader=_loader))
+        sys.modules.pop("_kiln_template", None)
+        close(4)
+        # True in each forked task, in its slot with descriptor 3 its go pipe; False: kiln is gone
+        _forked = _module.serve(3)
+        del _machinery, _loader, _module
+        if not _forked:
+            raise SystemExit
+        del _forked
     if not read(3, 1):
         raise SystemExit  # the slot was closed before a request came
     close(3)

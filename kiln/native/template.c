@@ -1,0 +1,252 @@
+/* A language's template: its interpreter started and loaded once, and every prestarted task of
+ * the language forked from it instead of started afresh (python: ~1 ms of CPU a task instead
+ * of ~12). A Python extension module, `_kiln_template`, that the workspace's `template` command
+ * loads from descriptor 4 (langs/python/check/harness.py --template); kiln-init's template
+ * mode (init.c) started that command in a copy of the sandbox's root, as root, with the
+ * zygote's socket on descriptor 3.
+ *
+ *   serve(3)  the zygote's requests, one message a slot: the flags, path, argv and environment
+ *             of kiln-init and the descriptors it keeps (KILN_X=#i in the environment: the
+ *             i-th descriptor of the message). For each, a child is cloned into the slot's new
+ *             namespaces as the zygote's own child (CLONE_PARENT); it forks the task, its first
+ *             child, and execs kiln-init as the slot's PID 1 (KILN_FORKED: the task's socket).
+ *             The template answers the child's pid, and serves the next request.
+ *   task      waits for kiln-init to finish the slot, then enters it (enter_slot: namespaces,
+ *             session, limits, cgroup, user, descriptors 0-3, filter) and serve() returns True:
+ *             from there on it is the prestart command before its go.
+ *   EOF       serve() returns False in the template: the zygote is gone.
+ *
+ * The template holds nothing of any request: the task inherits an interpreter that loaded the
+ * workspace's harness and nothing else. Built with the system Python's headers (Makefile). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "kiln.h"
+#include "vfork.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+struct slot S = {.sock = -1, .zygote = -1};
+
+#define MAX_MESSAGE 65536
+#define MAX_STRINGS 256
+#define MAX_PASSED 32
+#define ENTER_FDS 6 /* mount and network namespaces, stdin, stdout, stderr, go; then cgroup.procs */
+
+struct request {
+    unsigned long flags;
+    char *argv[MAX_STRINGS], *envp[MAX_STRINGS + 3];
+    int fds[MAX_PASSED], nfds, program, recipe_fd;
+    const char *slug;
+    char message[MAX_MESSAGE], env[MAX_MESSAGE];
+};
+
+static int receive_fds(int sock, char *buf, size_t cap, int *fds, int *nfds) {
+    char control[CMSG_SPACE(sizeof(int) * MAX_PASSED)];
+    struct iovec iov = {buf, cap};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
+    ssize_t n;
+    do n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    *nfds = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); n >= 0 && c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        int count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        memcpy(fds + *nfds, CMSG_DATA(c), count * sizeof(int));
+        *nfds += count;
+    }
+    if (n > 0 && (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) return errno = EMSGSIZE, -1;
+    return n;
+}
+
+static void close_all(const int *fds, int n) {
+    for (int i = 0; i < n; i++) close(fds[i]);
+}
+
+/* "KEY=#0,#3" -> "KEY=<fds[0]>,<fds[3]>" written at *out; other entries as they are */
+static char *substitute(const struct request *req, char *entry, char **out, const char *end) {
+    char *value = strchr(entry, '=');
+    if (!value || value[1] != '#') return entry;
+    char *start = *out, *at = start, *p = value + 1;
+    at += snprintf(at, end - at, "%.*s", (int)(value - entry + 1), entry);
+    for (;;) {
+        if (*p != '#' || at >= end) return NULL;
+        long i = strtol(p + 1, &p, 10);
+        if (i < 0 || i >= req->nfds - 1) return NULL;
+        at += snprintf(at, end - at, "%d", req->fds[i]);
+        if (!*p) break;
+        if (*p != ',' || at >= end - 1) return NULL;
+        *at++ = ',', p++;
+    }
+    if (at >= end) return NULL;
+    *out = at + 1;
+    return start;
+}
+
+/* the message: u64 flags | argv... NUL | NUL | environment... NUL; its last descriptor, the
+ * program (kiln-init, whose path means nothing in the template's root) */
+static int parse_request(struct request *req, size_t len) {
+    if (len < sizeof req->flags + 2 || req->message[len - 1] != '\0' || req->nfds < 1) return errno = EINVAL, -1;
+    memcpy(&req->flags, req->message, sizeof req->flags);
+    char *p = req->message + sizeof req->flags, *end = req->message + len, *env = req->env;
+    int argc = 0, envc = 0;
+    req->program = req->fds[req->nfds - 1];
+    for (; p < end && *p && argc < MAX_STRINGS - 1; p += strlen(p) + 1) req->argv[argc++] = p;
+    if (p >= end || *p || !argc) return errno = EINVAL, -1;
+    req->recipe_fd = -1, req->slug = NULL;
+    for (p++; p < end && envc < MAX_STRINGS - 1; p += strlen(p) + 1) {
+        if (!(req->envp[envc] = substitute(req, p, &env, req->env + sizeof req->env))) return errno = EINVAL, -1;
+        if (!strncmp(req->envp[envc], "KILN_RECIPE=", 12)) req->recipe_fd = atoi(req->envp[envc] + 12);
+        if (!strncmp(req->envp[envc], "KILN_PRESTART=", 14)) req->slug = req->envp[envc] + 14;
+        envc++;
+    }
+    req->argv[argc] = req->envp[envc] = NULL;
+    return req->recipe_fd < 0 || !req->slug ? (errno = EINVAL, -1) : 0;
+}
+
+/* --- in the task: enter the slot kiln-init finished ------------------------------------- */
+
+static int fail(char *err, const char *step) {
+    snprintf(err, ERR, "the forked task could not %s: %s", step, strerror(errno));
+    return -1;
+}
+
+/* The same confinement as a task spawned by init (task.c), taken by the task itself: it was
+ * forked from root outside the slot, so it also moves into the slot's network and mount
+ * namespaces, its session, and empties its bounding set. Filter last: it allows none of this. */
+static int enter_slot(int sock, int recipe_fd, const char *slug, char *err) {
+    char message[16];
+    int fds[ENTER_FDS + MAX_FDS], n;
+    ssize_t got = receive_fds(sock, message, sizeof message, fds, &n);
+    if (got <= 0) _exit(0); /* the slot was given up while warming */
+    if (n < ENTER_FDS || n > ENTER_FDS + MAX_FDS) return errno = EPROTO, fail(err, "read its slot's descriptors");
+    if (recipe_load(recipe_fd, &S.recipe, err, ERR)) return -1;
+    close(recipe_fd);
+    const char *uid = recipe_const(&S.recipe, "uid"), *max = recipe_const(&S.recipe, "timeout_max_ms");
+    long workload = find_workload(&S.recipe, slug);
+    if (!uid || !max || workload < 0) return errno = ENOENT, fail(err, "find its language in the recipe");
+    S.uid = atol(uid);
+    struct span w = workload_span(workload);
+    if (setns(fds[1], CLONE_NEWNET) || setns(fds[0], CLONE_NEWNS)) return fail(err, "enter the slot's namespaces");
+    if (setsid() < 0) return fail(err, "start its session");
+    for (int cap = 0; prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0; cap++) {
+    }
+    if (errno != EINVAL || prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)) return fail(err, "empty its bounding set");
+    for (int i = ENTER_FDS; i < n; i++)
+        if (write(fds[i], "0", 1) != 1) return fail(err, "join the slot's cgroup");
+    if (take_limits(w, atoll(max), err) || drop_to_user(err)) return -1;
+    for (int i = 0; i < 4; i++)
+        if (dup2(fds[2 + i], i) < 0) return fail(err, "lay out its descriptors");
+    for (int i = 0; i < n; i++)
+        if (fds[i] > 3) close(fds[i]);
+    /* dumpable as after an exec: drop_to_user made it not (for init, which keeps root's
+     * secrets from the run's processes); the task holds nothing that is not its own */
+    if (prctl(PR_SET_DUMPABLE, 1)) return fail(err, "become dumpable");
+    return take_filter(err);
+}
+
+/* --- in the child cloned for a slot ---------------------------------------------------- */
+
+/* every descriptor above 2 closed but these (ascending) */
+static void keep_only(const int *keep, int n) {
+    unsigned first = 3;
+    for (int i = 0; i < n; i++) {
+        if ((unsigned)keep[i] > first) syscall(SYS_close_range, first, keep[i] - 1, 0);
+        first = keep[i] + 1;
+    }
+    syscall(SYS_close_range, first, ~0U, 0);
+}
+
+/* PID 1 of the slot's namespaces: forks the task (returns in it, 0) and becomes kiln-init */
+static int become_slot(struct request *req, int *task_sock) {
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair)) _exit(71);
+    pid_t task = fork();
+    if (task < 0) _exit(71);
+    if (task == 0) {
+        int keep[2] = {pair[1] < req->recipe_fd ? pair[1] : req->recipe_fd, pair[1] < req->recipe_fd ? req->recipe_fd : pair[1]};
+        keep_only(keep, 2);
+        *task_sock = pair[1];
+        return 0;
+    }
+    char forked[32], forked_pid[32];
+    int envc = 0;
+    while (req->envp[envc]) envc++;
+    snprintf(forked, sizeof forked, "KILN_FORKED=%d", pair[0]);
+    snprintf(forked_pid, sizeof forked_pid, "KILN_FORKED_PID=%d", task);
+    req->envp[envc++] = forked, req->envp[envc++] = forked_pid, req->envp[envc] = NULL;
+    fcntl(pair[0], F_SETFD, 0);
+    for (int i = 0; i < req->nfds; i++) fcntl(req->fds[i], F_SETFD, 0);
+    for (int sig = 1; sig < 65; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP) set_disposition(sig, sig == SIGPIPE || sig == SIGXFSZ ? SIG_IGN : SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    syscall(SYS_execveat, req->program, "", req->argv, req->envp, AT_EMPTY_PATH);
+    _exit(127); /* the zygote sees the slot die while warming */
+}
+
+/* Returns the slot's pid in the template, 0 in the entered task, -1 with errno. */
+static pid_t fork_slot(struct request *req) {
+    PyOS_BeforeFork();
+    pid_t pid = syscall(SYS_clone, req->flags | CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, 0);
+    if (pid != 0) {
+        int error = errno;
+        PyOS_AfterFork_Parent();
+        return errno = error, pid;
+    }
+    int sock;
+    become_slot(req, &sock);
+    PyOS_AfterFork_Child();
+    char err[ERR];
+    const char *slug = req->slug;
+    if (enter_slot(sock, req->recipe_fd, slug, err)) {
+        send(sock, err, strlen(err), MSG_NOSIGNAL);
+        _exit(70);
+    }
+    send(sock, "ok", 2, MSG_NOSIGNAL);
+    close(sock);
+    return 0;
+}
+
+static PyObject *serve(PyObject *self, PyObject *args) {
+    int control;
+    if (!PyArg_ParseTuple(args, "i", &control)) return NULL;
+    static struct request req;
+    if (send(control, "r", 1, MSG_NOSIGNAL) != 1) Py_RETURN_FALSE;
+    for (;;) {
+        ssize_t len = receive_fds(control, req.message, sizeof req.message, req.fds, &req.nfds);
+        if (len == 0) Py_RETURN_FALSE;
+        int32_t answer = -EPROTO;
+        if (len < 0 && errno != EMSGSIZE) Py_RETURN_FALSE;
+        if (len > 0 && parse_request(&req, len) == 0) {
+            pid_t pid = fork_slot(&req);
+            if (pid == 0) Py_RETURN_TRUE;
+            answer = pid > 0 ? pid : -errno;
+        }
+        close_all(req.fds, req.nfds);
+        if (send(control, &answer, sizeof answer, MSG_NOSIGNAL) != sizeof answer) Py_RETURN_FALSE;
+    }
+}
+
+static PyMethodDef methods[] = {
+    {"serve", serve, METH_VARARGS, "Serve the zygote's slots on a descriptor; True in each forked task, False at its end."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kiln_template", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__kiln_template(void) {
+    return PyModule_Create(&module);
+}
