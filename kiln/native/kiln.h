@@ -45,9 +45,12 @@ struct rec {
 struct recipe {
     struct rec *recs;
     size_t n;
+    const char *data; /* the mapping */
+    size_t size;
 };
 
 int recipe_load(int fd, struct recipe *out, char *err, size_t errlen);
+void recipe_unload(struct recipe *r);
 const char *recipe_const(const struct recipe *r, const char *name);
 long long arg_int(const struct arg *a);
 

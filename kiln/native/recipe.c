@@ -61,9 +61,15 @@ int recipe_load(int fd, struct recipe *out, char *err, size_t errlen) {
         return -1;
     }
     out->recs = malloc(n_recs * sizeof *out->recs + n_args * sizeof(struct arg));
-    out->n = n_recs;
+    out->n = n_recs, out->data = data, out->size = st.st_size;
     walk(data + 8, end, out->recs, (struct arg *)(out->recs + n_recs), &n_recs, &n_args);
     return 0;
+}
+
+void recipe_unload(struct recipe *r) {
+    munmap((void *)r->data, r->size);
+    free(r->recs);
+    *r = (struct recipe){0};
 }
 
 const char *recipe_const(const struct recipe *r, const char *name) {

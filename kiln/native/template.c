@@ -153,7 +153,9 @@ static int enter_slot(int sock, int recipe_fd, const char *slug, char *err) {
     /* dumpable as after an exec: drop_to_user made it not (for init, which keeps root's
      * secrets from the run's processes); the task holds nothing that is not its own */
     if (prctl(PR_SET_DUMPABLE, 1)) return fail(err, "become dumpable");
-    return take_filter(err);
+    if (take_filter(err)) return -1;
+    recipe_unload(&S.recipe); /* the sandbox's plan, host paths included, is not the task's */
+    return 0;
 }
 
 /* --- in the child cloned for a slot ---------------------------------------------------- */

@@ -97,7 +97,7 @@ def start(slug: str, template_root: int, zygote: int, recipe: int) -> Template:
     """The `template` command of `slug`'s workspace, in a copy of the template mount namespace
     `template_root` of the index whose `recipe` it is given. It says READY once it serves."""
     zygote_end, template_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    module = os.open(native.TEMPLATE_MODULE, os.O_RDONLY | os.O_CLOEXEC)
+    module = _module_copy()
     fds = {"KILN_SOCK": template_end.fileno(), "KILN_ZYGOTE": zygote, "KILN_RECIPE": recipe, "KILN_TEMPLATE": template_root, "KILN_TEMPLATE_MODULE": module}
     env = {key: str(fd) for key, fd in fds.items()} | {"KILN_TEMPLATE_OF": slug}
     try:
@@ -109,6 +109,15 @@ def start(slug: str, template_root: int, zygote: int, recipe: int) -> Template:
         template_end.close()
         os.close(module)
     return Template(slug=slug, pid=pid, sock=zygote_end, init=os.open(native.INIT, os.O_PATH | os.O_CLOEXEC))
+
+
+def _module_copy() -> int:
+    """The template module in a memfd: the forked tasks' /proc/self/maps then name no host path."""
+    module = os.memfd_create("_kiln_template.so", os.MFD_CLOEXEC)
+    view = memoryview(native.TEMPLATE_MODULE.read_bytes())
+    while view:
+        view = view[os.write(module, view) :]
+    return module
 
 
 def fork_message(flags: int, argv: list[str], env: dict[str, str], keep: list[int]) -> bytes:

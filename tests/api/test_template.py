@@ -37,6 +37,7 @@ print(json.dumps({
     "umask": os.umask(0o22),
     "proc_owner": os.stat("/proc/self/mem").st_uid == os.getuid(),  # dumpable, as after an exec
     "cmdline": open("/proc/self/cmdline", "rb").read().split(b"\0")[-2].decode(),
+    "kiln_maps": sorted({line.split(maxsplit=5)[5].strip() for line in open("/proc/self/maps") if "kiln" in line}),
 }))
 """
 
@@ -92,6 +93,8 @@ def test_a_forked_task_is_confined_as_a_spawned_one(server):
     # its cgroup is its own slot's, named like the plain one's
     assert forked["cgroup"].count("slot-") == spawned["cgroup"].count("slot-") > 0
     assert forked["status"]["CapBnd"] == ["0000000000000000"] and forked["status"]["NoNewPrivs"] == ["1"]
+    # the template module was loaded from a memfd: no host path of kiln's shows
+    assert spawned["kiln_maps"] == [] and forked["kiln_maps"] == ["/memfd:_kiln_template.so (deleted)"]
     assert forked["pids"] == ["2"] and forked["ppid"] == 1  # kiln-init's child (init itself hidden)
 
 

@@ -128,6 +128,15 @@ def test_each_language_gets_its_workspace_files_command_and_limits(rt, root, v1_
         assert of_kind(mine, recipe.K_W_RLIMIT) == [(str(r), str(v)) for r, v in plan.fixed_rlimits(workload.pids_max)]
 
 
+def test_a_prestarting_language_gets_its_prestart_and_template_commands(rt, root, v1_slot):
+    records = decode(recipe.compile_recipe(0, root, rt, v1_slot))
+    for slug, workload in rt.workloads.items():
+        mine = workload_records(records, slug)
+        assert of_kind(mine, recipe.K_W_PRESTART_ARGV) == ([workload.prestart_argv] if workload.prestart_argv else [])
+        assert of_kind(mine, recipe.K_W_TEMPLATE_ARGV) == ([workload.template_argv] if workload.template_argv else [])
+    assert of_kind(workload_records(records, "python"), recipe.K_W_TEMPLATE_ARGV) == [("/usr/bin/python3", "-B", "check/harness.py", "--template")]
+
+
 def test_the_cpu_rlimit_kiln_init_computes_is_the_plans(rt, root):
     records = decode(recipe.compile_recipe(0, root, rt, NoSlot("s")))
     per_second, extra = map(int, of_kind(workload_records(records, "python"), recipe.K_W_RLIMIT_CPU)[0])
