@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -122,6 +123,30 @@ static int fail(char *err, const char *step) {
     return -1;
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels refuse it, and the run faults instead */
+#endif
+
+/* The task's writable pages, shared copy-on-write with the template, copied now while the slot
+ * warms rather than one fault at a time during the run (~700 for python a+b, ~1.7 ms of its
+ * latency on a VM). It copies pages the run may not touch: ~10 % of the saturated rate. */
+static void populate_writable(void) {
+    char maps[65536];
+    size_t n = 0;
+    ssize_t got = 1;
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    while (fd >= 0 && got > 0 && n < sizeof maps - 1)
+        if ((got = read(fd, maps + n, sizeof maps - 1 - n)) > 0) n += got;
+    if (fd >= 0) close(fd);
+    maps[n] = '\0';
+    for (char *line = maps; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        unsigned long from, to;
+        char perms[5];
+        if (sscanf(line, "%lx-%lx %4s", &from, &to, perms) == 3 && perms[0] == 'r' && perms[1] == 'w' && perms[3] == 'p')
+            madvise((void *)from, to - from, MADV_POPULATE_WRITE);
+    }
+}
+
 /* The same confinement as a task spawned by init (task.c), taken by the task itself: it was
  * forked from root outside the slot, so it also moves into the slot's network and mount
  * namespaces, its session, and empties its bounding set. Filter last: it allows none of this. */
@@ -152,6 +177,7 @@ static int enter_slot(int sock, int recipe_fd, const char *slug, char *err) {
         if (fds[i] > 3) close(fds[i]);
     /* dumpable as after an exec: drop_to_user made it not (for init, which keeps root's
      * secrets from the run's processes); the task holds nothing that is not its own */
+    populate_writable();
     if (prctl(PR_SET_DUMPABLE, 1)) return fail(err, "become dumpable");
     if (take_filter(err)) return -1;
     recipe_unload(&S.recipe); /* the sandbox's plan, host paths included, is not the task's */

@@ -173,17 +173,19 @@ def test_soak(request, tmp_path):
         assert sum(n for (_, outcome), n in tally.counts.items() if outcome == "as expected") > CLIENTS
 
         # every slot warm again (plain, or prestarted for a language), nothing busy: the zygote's
-        # children are exactly the warm slots, and under them only the prestart commands
+        # children are exactly the warm slots and python's template, and under the slots only
+        # the prestart commands
         warm = re.compile(r"kiln: slot \d+ warm( \S+)?")
+        template = "/usr/bin/python3 -B check/harness.py --template"
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             states = titles(pids["zygote"])
-            if len(states) == CONCURRENCY and all(warm.fullmatch(s) for s in states):
+            if states.count(template) == 1 and len(states) == CONCURRENCY + 1 and all(warm.fullmatch(s) or s == template for s in states):
                 break
             time.sleep(0.1)
-        assert len(states) == CONCURRENCY and all(warm.fullmatch(s) for s in states), states
-        prestarted = sum(s.count(" ") == 4 for s in states)  # "kiln: slot N warm <slug>"
-        assert len(slot_processes(pids["zygote"])) == CONCURRENCY + prestarted  # no task left under a slot
+        assert states.count(template) == 1 and len(states) == CONCURRENCY + 1 and all(warm.fullmatch(s) or s == template for s in states), states
+        prestarted = sum(s.count(" ") == 4 for s in states if s != template)  # "kiln: slot N warm <slug>"
+        assert len(slot_processes(pids["zygote"])) == CONCURRENCY + prestarted + 1  # no task left under a slot
         growth = {name: rss(pid) - rss_before[name] for name, pid in pids.items()}
         print(f"memory (USS) growth after warm-up: front {growth['front'] / 2**20:.2f} MiB, zygote {growth['zygote'] / 2**20:.2f} MiB")
         assert all(g < RSS_GROWTH_MAX for g in growth.values()), growth
