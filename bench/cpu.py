@@ -34,6 +34,19 @@ def process_times(pid: int) -> dict[str, float]:
     return {"own": utime + stime, "children": cutime + cstime, "faults": int(fields[7]), "children_faults": int(fields[8])}
 
 
+def templates(zygote: int) -> dict[int, dict[str, float]]:
+    """The language templates (the zygote's children running a `template` command): they live
+    through the measurement, their CPU is their own (forking the slots)."""
+    found = {}
+    for child in Path(f"/proc/{zygote}/task/{zygote}/children").read_text().split():
+        try:
+            if Path(f"/proc/{child}/cmdline").read_bytes().endswith(b"--template\0"):
+                found[int(child)] = process_times(int(child))
+        except OSError:
+            pass
+    return found
+
+
 def machine_busy() -> float:
     """Seconds of CPU the whole machine spent neither idle nor waiting on I/O nor stolen."""
     user, nice, system, idle, iowait, irq, softirq, steal = (int(x) / TICKS for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9])
@@ -46,7 +59,7 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE")
-    parser.add_argument("--workload", choices=("no-op", "python-ab"), default="no-op", help="python-ab: latency.py's python a+b in plain slots")
+    parser.add_argument("--workload", choices=("no-op", "python-ab"), default="no-op", help="python-ab: latency.py's python a+b in plain slots (--server-env RUN_PRESTART=true: prestarted)")
     add_load_argument(parser)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -62,9 +75,9 @@ def main() -> int:
         try:
             pids = server.pids()
             rate(server.port, payload, args.clients, 2, args.load)  # warm-up
-            before = {name: process_times(pid) for name, pid in pids.items()}, machine_busy()
+            before = {name: process_times(pid) for name, pid in pids.items()}, machine_busy(), templates(pids["zygote"])
             measured = rate(server.port, payload, args.clients, args.seconds, args.load)
-            after = {name: process_times(pid) for name, pid in pids.items()}, machine_busy()
+            after = {name: process_times(pid) for name, pid in pids.items()}, machine_busy(), templates(pids["zygote"])
         finally:
             server.stop()
     runs, errors, seconds = measured["runs"], measured["errors"], measured["seconds"]
@@ -75,6 +88,7 @@ def main() -> int:
         "front": delta("front", "own"),
         "zygote": delta("zygote", "own"),
         "slots and tasks": delta("zygote", "children"),
+        "templates": sum(after[2][pid]["own"] - times["own"] for pid, times in before[2].items() if pid in after[2]),
     }
     per_run_ms["rest of the machine"] = after[1] - before[1] - sum(per_run_ms.values())
     per_run_ms = {name: round(1000 * value / runs, 3) for name, value in per_run_ms.items()}

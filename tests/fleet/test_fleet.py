@@ -417,10 +417,15 @@ def sleep_of(i: int) -> float:
 def busy_ages(server: Server) -> list[float]:
     """Elapsed seconds of each busy slot of a kiln (its process title: `kiln: slot 3 busy python 1.2s`)."""
     try:
-        zygote = psutil.Process(server.pids()["zygote"])
-        titles = [" ".join(child.cmdline()) for child in zygote.children()]
+        children = psutil.Process(server.pids()["zygote"]).children()
     except (psutil.Error, OSError, IndexError):
         return []
+    titles = []
+    for child in children:
+        try:
+            titles.append(" ".join(child.cmdline()))
+        except psutil.Error:
+            pass  # a slot that ended meanwhile: the others still count
     return [float(m.group(1) or 0) for m in map(BUSY.search, titles) if m]
 
 
