@@ -50,6 +50,14 @@ class Backoff:
     failures: int = 0
     not_before: float = 0.0
 
+    def failed(self) -> float:
+        """One more failure: the next try waits twice as long as the last (at most
+        MAX_BACKOFF_S). Returns that wait in seconds."""
+        self.failures += 1
+        delay = min(MAX_BACKOFF_S, 0.05 * 2**self.failures)
+        self.not_before = time.monotonic() + delay
+        return delay
+
 
 @dataclass
 class Zygote:
@@ -136,10 +144,7 @@ class Zygote:
                 self._end(s)
 
     def _backoff(self, index: int, error: str) -> None:
-        backoff = self.backoff.setdefault(index, Backoff())
-        backoff.failures += 1
-        delay = min(MAX_BACKOFF_S, 0.05 * 2**backoff.failures)
-        backoff.not_before = time.monotonic() + delay
+        delay = self.backoff.setdefault(index, Backoff()).failed()
         self.log.error("slot warm-up failed", slot=index, error=error, retry_in_s=round(delay, 2))
         self._tell_front({"op": "warm_failed", "index": index, "error": error})
 
@@ -233,10 +238,7 @@ class Zygote:
             self._template_backoff(t.slug, why)
 
     def _template_backoff(self, slug: str, why: str) -> None:
-        backoff = self.template_backoff.setdefault(slug, Backoff())
-        backoff.failures += 1
-        delay = min(MAX_BACKOFF_S, 0.05 * 2**backoff.failures)
-        backoff.not_before = time.monotonic() + delay
+        delay = self.template_backoff.setdefault(slug, Backoff()).failed()
         self.log.error("template failed", slug=slug, error=why, retry_in_s=round(delay, 2))
 
     def _recipe(self, index: int, cgroup: SlotCgroup) -> int:
