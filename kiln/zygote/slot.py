@@ -11,7 +11,9 @@ until the exec: no fork of a Python process) and hands it the index's recipe: th
 compiled by kiln.zygote.recipe. init finishes the slot's root filesystem while warming (its
 own /tmp, /proc and upper layer), then waits on its socket for one job; init.c has the steps.
 The index's first slot builds the template (everything read-only in the root) and hands it to
-the zygote with its ready frame.
+the zygote with its ready frame. A slot prestarted for a language that has a language template
+(kiln.zygote.template) is cloned by that template instead, still as the zygote's child, and its
+task is forked from the template's warm interpreter.
 """
 
 from __future__ import annotations
