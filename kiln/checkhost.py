@@ -29,6 +29,7 @@ def rows(config: Config) -> list[dict]:
             "version": versions.get(slug),
             "command": workloads[slug].script if slug in workloads else None,
             "prestart": slug in workloads and workloads[slug].prestart_argv is not None,
+            "template": slug in workloads and workloads[slug].template_argv is not None,
             "reason": reasons.get(slug),
             "wanted": config.langs is None or slug in config.langs,
         }
@@ -49,7 +50,8 @@ def main(config: Config, as_json: bool) -> int:
         print(f"{'LANG':<8} {'STATUS':<10} DETAIL")
         for row in table:
             status = "ok" if row["served"] else ("MISSING" if config.langs and row["wanted"] else "skipped")
-            detail = f"{row['version']}{' (prestarted slots)' if row['prestart'] else ''}" if row["served"] else row["reason"]
+            how = " (prestarted slots, forked from a template)" if row["template"] else " (prestarted slots)" if row["prestart"] else ""
+            detail = f"{row['version']}{how}" if row["served"] else row["reason"]
             print(f"{row['slug']:<8} {status:<10} {detail}")
     missing = [row["slug"] for row in table if row["wanted"] and not row["served"]]
     if config.langs and missing:
