@@ -186,8 +186,8 @@ static int enter_slot(int sock, int recipe_fd, const char *slug, char *err) {
     struct span w = workload_span(workload);
     if (setns(fds[1], CLONE_NEWNET) || setns(fds[0], CLONE_NEWNS)) return fail(err, "enter the slot's namespaces");
     if (setsid() < 0) return fail(err, "start its session");
-    for (int cap = 0; prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0; cap++) {
-    }
+    int cap = 0;
+    while (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0) cap++;
     if (errno != EINVAL || prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)) return fail(err, "empty its bounding set");
     for (int i = ENTER_FDS; i < n; i++)
         if (write(fds[i], "0", 1) != 1) return fail(err, "join the slot's cgroup");
@@ -217,8 +217,9 @@ static void keep_only(const int *keep, int n) {
     syscall(SYS_close_range, first, ~0U, 0);
 }
 
-/* PID 1 of the slot's namespaces: forks the task (returns in it, 0) and becomes kiln-init */
-static int become_slot(struct request *req, int *task_sock) {
+/* PID 1 of the slot's namespaces: forks the task and becomes kiln-init; returns only in the
+ * task, with its end of the socket to init */
+static void become_slot(struct request *req, int *task_sock) {
     int pair[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair)) _exit(71);
     pid_t task = fork();
@@ -227,7 +228,7 @@ static int become_slot(struct request *req, int *task_sock) {
         int keep[2] = {pair[1] < req->recipe_fd ? pair[1] : req->recipe_fd, pair[1] < req->recipe_fd ? req->recipe_fd : pair[1]};
         keep_only(keep, 2);
         *task_sock = pair[1];
-        return 0;
+        return;
     }
     char forked[32], forked_pid[32];
     int envc = 0;
@@ -259,8 +260,7 @@ static pid_t fork_slot(struct request *req) {
     become_slot(req, &sock);
     PyOS_AfterFork_Child();
     char err[ERR];
-    const char *slug = req->slug;
-    if (enter_slot(sock, req->recipe_fd, slug, err)) {
+    if (enter_slot(sock, req->recipe_fd, req->slug, err)) {
         send(sock, err, strlen(err), MSG_NOSIGNAL);
         _exit(70);
     }
