@@ -34,13 +34,14 @@ def server():
 
 @pytest.fixture
 def workspace(tmp_path):
-    """workspace("recipe lines") -> a single-workspace folder whose `test` runs them."""
+    """workspace("recipe lines") -> a single-workspace folder whose `test` runs them;
+    targets="...": more of its Makefile (a `prestart` target, say)."""
 
-    def make(recipe: str, **files: str) -> Path:
+    def make(recipe: str, targets: str = "", **files: str) -> Path:
         folder = tmp_path / "ws"
         (folder / "check").mkdir(parents=True, exist_ok=True)
         lines = "".join(f"\t{line}\n" for line in recipe.splitlines())
-        (folder / "Makefile").write_text(f".PHONY: test\ntest:\n{lines}")
+        (folder / "Makefile").write_text(f".PHONY: test\ntest:\n{lines}{targets}")
         for name, text in files.items():
             (folder / name).write_text(text)
         return folder

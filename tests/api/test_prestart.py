@@ -195,9 +195,7 @@ def test_without_prestart_no_slot_is_prestarted(start_server):
 
 
 def test_a_prestart_command_that_cannot_start_falls_back_to_plain_slots(start_server, workspace):
-    folder = workspace("@echo plain")
-    with (folder / "Makefile").open("a") as makefile:
-        makefile.write(".PHONY: prestart\nprestart:\n\t@/nonexistent/prestart\n")
+    folder = workspace("@echo plain", targets=".PHONY: prestart\nprestart:\n\t@/nonexistent/prestart\n")
     broken = start_server(RUN_CONCURRENCY="1", RUN_WORKSPACE=str(folder), RUN_LANGS="python")
     for _ in range(4):
         body, _record = run_logged(broken, lang_slug="python", solution_text="")
@@ -209,9 +207,8 @@ def test_a_slot_that_fails_to_warm_has_its_index_build_the_root_afresh(start_ser
     """Slots copy their index's template root; one that fails to warm (here: its prestart
     command) may have met a broken template, so the next builds a new one. Every request here
     is served by a plain slot warmed after such a failure: each sees a root of its own."""
-    folder = workspace("@stat -c %z /etc/passwd")  # when the root was built
-    with (folder / "Makefile").open("a") as makefile:
-        makefile.write(".PHONY: prestart\nprestart:\n\t@/nonexistent/prestart\n")
+    # the test command says when the root was built
+    folder = workspace("@stat -c %z /etc/passwd", targets=".PHONY: prestart\nprestart:\n\t@/nonexistent/prestart\n")
     srv = start_server(RUN_CONCURRENCY="1", RUN_WORKSPACE=str(folder), RUN_LANGS="python")
     roots = [run_logged(srv, lang_slug="python", solution_text="")[0]["stdout"] for _ in range(3)]
     assert len(set(roots)) == 3 and all(r.startswith("20") for r in roots), roots
@@ -237,9 +234,7 @@ def test_a_prestart_command_that_does_not_wait_is_never_trusted_with_a_request(s
     """A prestart that exits without waiting (a stale build, a crash at start-up) would answer
     for the test command: its first request runs again in a plain slot, and the language is
     not prestarted again."""
-    folder = workspace("@echo plain")
-    with (folder / "Makefile").open("a") as makefile:
-        makefile.write(".PHONY: prestart\nprestart:\n\t@echo early\n")
+    folder = workspace("@echo plain", targets=".PHONY: prestart\nprestart:\n\t@echo early\n")
     srv = start_server(RUN_CONCURRENCY="1", RUN_WORKSPACE=str(folder), RUN_LANGS="python")
     run_logged(srv, lang_slug="python", solution_text="")  # its replacement is warmed prestarted
     wait = time.monotonic() + 30

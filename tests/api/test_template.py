@@ -139,9 +139,7 @@ def test_a_killed_template_costs_no_run_and_comes_back(start_server):
 
 
 def test_a_template_that_cannot_start_leaves_prestarted_slots_working(start_server, workspace):
-    folder = workspace("@echo plain")
-    with (folder / "Makefile").open("a") as makefile:
-        makefile.write(".PHONY: prestart template\nprestart:\n\t@head -c 1 <&3 >/dev/null && echo prestarted\ntemplate:\n\t@/nonexistent/template\n")
+    folder = workspace("@echo plain", targets=".PHONY: prestart template\nprestart:\n\t@head -c 1 <&3 >/dev/null && echo prestarted\ntemplate:\n\t@/nonexistent/template\n")
     srv = start_server(RUN_CONCURRENCY="1", RUN_WORKSPACE=str(folder), RUN_LANGS="python")
     for _ in range(4):
         body, _record = run_logged(srv, lang_slug="python", solution_text="")
