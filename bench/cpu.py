@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from client import add_load_argument, rate  # noqa: E402 - bench/ is this script's folder
 from kilntest import Server  # noqa: E402
-from latency import AB_ASSERTS, AB_SOLUTION  # noqa: E402
+from latency import AB_ASSERTS, AB_JS, AB_SOLUTION  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -59,7 +59,7 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE")
-    parser.add_argument("--workload", choices=("no-op", "python-ab"), default="no-op", help="python-ab: latency.py's python a+b in plain slots (--server-env RUN_PRESTART=true: prestarted)")
+    parser.add_argument("--workload", choices=("no-op", "python-ab", "js-ab"), default="no-op", help="python-ab, js-ab: latency.py's a+b in plain slots (--server-env RUN_PRESTART=true: prestarted)")
     add_load_argument(parser)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -68,9 +68,10 @@ def main() -> int:
         (workspace / "Makefile").write_text(".PHONY: test\ntest:\n\t@true\n")
         env = {"RUN_CONCURRENCY": str(args.concurrency), "RUN_LOG_FORMAT": "json", "RUN_WORKSPACE": str(workspace)}
         payload = json.dumps({"lang_slug": "python", "solution_text": ""}).encode()
-        if args.workload == "python-ab":
+        if args.workload != "no-op":
             env = {"RUN_CONCURRENCY": str(args.concurrency), "RUN_LOG_FORMAT": "json", "RUN_PRESTART": "false"}
-            payload = json.dumps({"lang_slug": "python", "solution_text": AB_SOLUTION, "asserts": AB_ASSERTS}).encode()
+            slug, solution = ("python", AB_SOLUTION) if args.workload == "python-ab" else ("js", AB_JS)
+            payload = json.dumps({"lang_slug": slug, "solution_text": solution, "asserts": AB_ASSERTS}).encode()
         server = Server({**env, **dict(item.split("=", 1) for item in args.server_env)}).wait_ready()
         try:
             pids = server.pids()
