@@ -52,10 +52,30 @@ def workspace(tmp_path):
 @pytest.fixture(scope="session", autouse=True)
 def _runtime_folders_of_killed_zygotes():
     """A zygote killed by a test (SIGKILL: no clean-up) leaves /run/<instance>: remove this
-    session's once every server is gone."""
+    session's once every server is gone. Its slot cgroups must not be left: a test that kills a
+    zygote starts the instance again (which removes them), and the session fails otherwise."""
     yield
     import os
     import shutil
 
     for folder in Path("/run").glob(f"kiln-test-{os.getpid()}-*"):
         shutil.rmtree(folder, ignore_errors=True)
+    left = [path for root in _own_v1_cgroups() for path in root.glob(f"kiln-test-{os.getpid()}-*")]
+    for path in left:
+        for sub in sorted((p for p in path.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+            sub.rmdir()
+        path.rmdir()
+    assert not left, f"slot cgroups left behind by this session (removed now): {left}"
+
+
+def _own_v1_cgroups() -> list[Path]:
+    """This process's cgroup in each v1 hierarchy kiln uses (kiln makes its own below them)."""
+    found = []
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        for controller in ("memory", "pids", "cpuacct"):
+            if controller in controllers.split(","):
+                root = Path("/sys/fs/cgroup", controller, path.lstrip("/"))
+                if root.is_dir():
+                    found.append(root)
+    return found
