@@ -118,16 +118,10 @@ int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, c
     }
     if (expect(&c, "}") || c.at != c.end) goto form;
 
-    job->workload = -1;
-    int has_checker = 0;
-    for (size_t i = 0; i < r->n; i++)
-        if (r->recs[i].kind == K_WORKLOAD && !strcmp(r->recs[i].args[0].p, slug)) {
-            job->workload = i;
-            has_checker = arg_int(&r->recs[i].args[1]) != 0;
-        }
+    job->workload = find_workload(r, slug);
     if (job->workload < 0) return snprintf(err, errlen, "unknown slug '%s'", slug), -1;
-    const char *max_text = recipe_const(r, "timeout_max_ms");
-    if (job->timeout_ms <= 0 || job->timeout_ms > (max_text ? atoll(max_text) : 0))
+    int has_checker = arg_int(&r->recs[job->workload].args[1]) != 0;
+    if (job->timeout_ms <= 0 || job->timeout_ms > r->timeout_max_ms)
         return snprintf(err, errlen, "bad timeout_ms %lld", job->timeout_ms), -1;
     int seen = 0, with_checker = 0;
     for (int i = 0; i < nfiles; i++) {
@@ -139,10 +133,9 @@ int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, c
         with_checker |= k == 1;
     }
     if (nblobs != nfiles + job->has_stdin) return snprintf(err, errlen, "blob count does not match the job"), -1;
-    long long input_max = atoll(recipe_const(r, "input_max") ? recipe_const(r, "input_max") : "0");
     size_t offset = 4 + head_size;
     for (int i = 0; i < nblobs; i++) {
-        if (sizes[i] > input_max) return snprintf(err, errlen, "a part is larger than RUN_INPUT_MAX"), -1;
+        if (sizes[i] > r->input_max) return snprintf(err, errlen, "a part is larger than RUN_INPUT_MAX"), -1;
         if ((size_t)sizes[i] > len - offset) return snprintf(err, errlen, "blob sizes do not add up to the frame size"), -1;
         if (i < nfiles) job->blob[i] = body + offset, job->blob_len[i] = sizes[i];
         else job->stdin_data = body + offset, job->stdin_len = sizes[i];

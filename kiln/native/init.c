@@ -142,8 +142,7 @@ static int build_root(int template_fd, char *err) {
  * the request's files, supervision, the result, needs neither a mount nor more than root's file
  * access), and spawns the prestart command as the slot's user, root kept as saved uid */
 static int start_prestarted(struct span w, char *err) {
-    long long timeout_max_ms = atoll(recipe_const(&S.recipe, "timeout_max_ms"));
-    if (mount_workspace(w, err) || apply_records(w, K_W_PRESTART_LIMIT, NULL, err) || take_limits(w, timeout_max_ms, err) ||
+    if (mount_workspace(w, err) || apply_records(w, K_W_PRESTART_LIMIT, NULL, err) || take_limits(w, S.recipe.timeout_max_ms, err) ||
         take_filter(err) || act_as_user(err))
         return -1;
     int go[2], out[2], errp[2], null = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -172,7 +171,6 @@ static int send_fds(int sock, const char *text, const int *fds, int n) {
  * enter it (both namespaces, its descriptors 0-3, the slot's cgroup.procs) and waits for it to
  * have entered; then takes its own limits and filter as in start_prestarted. */
 static int start_forked(struct span w, int task_sock, pid_t task, char *err) {
-    long long timeout_max_ms = atoll(recipe_const(&S.recipe, "timeout_max_ms"));
     if (mount_workspace(w, err) || apply_records(w, K_W_PRESTART_LIMIT, NULL, err)) return -1;
     int go[2], out[2], errp[2], null = open("/dev/null", O_RDONLY | O_CLOEXEC);
     int mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC), net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
@@ -194,7 +192,7 @@ static int start_forked(struct span w, int task_sock, pid_t task, char *err) {
         return snprintf(err, ERR, "sandbox step 'the forked task enters its slot' failed: %s", got > 0 ? said : "no answer"), -1;
     }
     P.pid = task, P.go = go[1], P.out = out[0], P.err = errp[0];
-    return take_limits(w, timeout_max_ms, err) || take_filter(err) ? -1 : 0;
+    return take_limits(w, S.recipe.timeout_max_ms, err) || take_filter(err) ? -1 : 0;
 }
 
 static void warm(int netns, int template_fd, const char *prestart, int forked, pid_t forked_pid) {
@@ -215,21 +213,20 @@ static void warm(int netns, int template_fd, const char *prestart, int forked, p
     } else {
         send_json(S.sock, "{\"op\":\"ready\"}", -1);
     }
-    set_title("kiln: slot %ld warm%s%s", S.index, prestart ? " " : "", prestart ? prestart : "");
+    set_title("kiln: slot %ld warm%s%s", S.recipe.index, prestart ? " " : "", prestart ? prestart : "");
 }
 
 /* --- job ---------------------------------------------------------------------------------- */
 
 /* solution, checker, asserts and stdin, each at most RUN_INPUT_MAX, plus the header */
 static size_t job_frame_max(void) {
-    const char *input_max = recipe_const(&S.recipe, "input_max");
-    return 4 * (input_max ? atoll(input_max) : 0) + 64 * 1024 + 64;
+    return 4 * S.recipe.input_max + 64 * 1024 + 64;
 }
 
 static void supervise_and_answer(struct run *run, const struct job *job, struct span w, double started, double cpu_before_ms, const char *title) {
     run->task_fd = syscall(SYS_pidfd_open, run->pid, 0); /* a zombie has one too: no race */
     run->cancel_fd = S.sock;
-    run->output_max = atoll(recipe_const(&S.recipe, "output_max"));
+    run->output_max = S.recipe.output_max;
     supervise(run, started + job->timeout_ms / 1000.0, title);
     if (!run->cancelled) send_result_of(run, started, cpu_limit_s(w, job->timeout_ms) * 1000, cpu_before_ms);
 }
@@ -297,7 +294,7 @@ static void serve_one_job(void) {
     if (rc == 0) return; /* the front closed the slot unused (shutdown, or warmed for another language) */
     if (rc < 0 || parse_job(&S.recipe, body, len, &job, err, ERR) || refused_here(&job, err)) return send_error("error", err);
     struct span w = workload_span(job.workload);
-    snprintf(title, sizeof title, "kiln: slot %ld busy %s", S.index, S.recipe.recs[job.workload].args[0].p);
+    snprintf(title, sizeof title, "kiln: slot %ld busy %s", S.recipe.index, S.recipe.recs[job.workload].args[0].p);
     set_title("%s", title);
     if (P.workload >= 0) execute_prestarted(&job, w, title);
     else execute(&job, w, title);
@@ -317,9 +314,8 @@ static void exec_template(int template_fd, const char *slug, int module) {
     if (workload < 0 || template_fd < 0) fail_warm("a template needs its index's root and a language the recipe has");
     struct span w = workload_span(workload);
     if (build_root(template_fd, err) == -2 || mount_workspace(w, err)) fail_warm(err);
-    const char *cwd = recipe_const(&S.recipe, "cwd");
     int null = open("/dev/null", O_RDWR);
-    if (!command_of(w, K_W_TEMPLATE_ARGV, argv, envp) || !cwd || chdir(cwd) || null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
+    if (!command_of(w, K_W_TEMPLATE_ARGV, argv, envp) || !S.recipe.cwd || chdir(S.recipe.cwd) || null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
         dup2(S.sock, 3) < 0 || dup2(module, 4) < 0)
         fail_warm("cannot lay out the template command");
     S.sock = 3;
@@ -370,12 +366,10 @@ int main(int argc, char **argv) {
     S.n_procs = env_fds("KILN_CG_PROCS", S.cg_procs);
     int forked = env_fd("KILN_FORKED"), module = env_fd("KILN_TEMPLATE_MODULE");
     const char *forked_pid = getenv("KILN_FORKED_PID"), *template_of = getenv("KILN_TEMPLATE_OF");
-    const char *index = recipe_const(&S.recipe, "index"), *uid = recipe_const(&S.recipe, "uid"), *prestart = getenv("KILN_PRESTART");
+    const char *prestart = getenv("KILN_PRESTART");
     static char prestart_slug[64];
     if (prestart) snprintf(prestart_slug, sizeof prestart_slug, "%s", prestart);
-    S.index = index ? atol(index) : -1;
-    S.uid = uid ? atol(uid) : 0;
-    if (S.sock < 0 || S.zygote < 0 || S.uid == 0) {
+    if (S.sock < 0 || S.zygote < 0 || S.recipe.uid == 0) {
         fprintf(stderr, "kiln-init: started without its descriptors or recipe (the zygote spawns it)\n");
         return 70;
     }
@@ -392,7 +386,7 @@ int main(int argc, char **argv) {
     if (template_of) snprintf(template_slug, sizeof template_slug, "%s", template_of);
     clearenv();
     if (template_of) exec_template(template_fd, template_slug, module);
-    set_title("kiln: slot %ld warming", S.index);
+    set_title("kiln: slot %ld warming", S.recipe.index);
     warm(netns, template_fd, prestart ? prestart_slug : NULL, forked, forked_pid ? atoi(forked_pid) : -1);
     serve_one_job();
     return 0;

@@ -47,11 +47,14 @@ struct recipe {
     size_t n;
     const char *data; /* the mapping */
     size_t size;
+    /* its K_CONST records, read once by recipe_load (absent: index -1, the others 0 or NULL) */
+    long index, uid;
+    long long input_max, output_max, timeout_max_ms;
+    const char *cwd;
 };
 
 int recipe_load(int fd, struct recipe *out, char *err, size_t errlen);
 void recipe_unload(struct recipe *r);
-const char *recipe_const(const struct recipe *r, const char *name);
 long long arg_int(const struct arg *a);
 
 /* --- the slot, as init.c set it up from its environment and recipe --- */
@@ -61,8 +64,6 @@ struct slot {
     int sock, zygote;
     int cg_dirs[MAX_FDS], cg_procs[MAX_FDS]; /* SlotCgroup.fd_groups() */
     int n_dirs, n_procs;
-    long index;
-    uid_t uid;
 };
 extern struct slot S;
 

@@ -41,6 +41,24 @@ static int walk(const char *data, const char *end, struct rec *recs, struct arg 
     return 0;
 }
 
+/* the constants every step reads (limits, the uid, the working directory) as fields: a job's
+ * path never looks them up by name */
+static void read_consts(struct recipe *r) {
+    r->index = -1, r->uid = r->input_max = r->output_max = r->timeout_max_ms = 0, r->cwd = NULL;
+    for (size_t i = 0; i < r->n; i++) {
+        const struct rec *c = &r->recs[i];
+        if (c->kind != K_CONST || c->nargs != 2) continue;
+        const char *name = c->args[0].p;
+        long long value = strtoll(c->args[1].p, NULL, 10);
+        if (!strcmp(name, "index")) r->index = value;
+        else if (!strcmp(name, "uid")) r->uid = value;
+        else if (!strcmp(name, "input_max")) r->input_max = value;
+        else if (!strcmp(name, "output_max")) r->output_max = value;
+        else if (!strcmp(name, "timeout_max_ms")) r->timeout_max_ms = value;
+        else if (!strcmp(name, "cwd")) r->cwd = c->args[1].p;
+    }
+}
+
 /* The memfd is mapped, not copied (its pages are the page cache's), and indexed in one
  * allocation: every slot loads it while warming, 284 records for 15 languages. */
 int recipe_load(int fd, struct recipe *out, char *err, size_t errlen) {
@@ -63,6 +81,7 @@ int recipe_load(int fd, struct recipe *out, char *err, size_t errlen) {
     out->recs = malloc(n_recs * sizeof *out->recs + n_args * sizeof(struct arg));
     out->n = n_recs, out->data = data, out->size = st.st_size;
     walk(data + 8, end, out->recs, (struct arg *)(out->recs + n_recs), &n_recs, &n_args);
+    read_consts(out);
     return 0;
 }
 
@@ -72,12 +91,6 @@ void recipe_unload(struct recipe *r) {
     *r = (struct recipe){0};
 }
 
-const char *recipe_const(const struct recipe *r, const char *name) {
-    for (size_t i = 0; i < r->n; i++)
-        if (r->recs[i].kind == K_CONST && r->recs[i].nargs == 2 && strcmp(r->recs[i].args[0].p, name) == 0)
-            return r->recs[i].args[1].p;
-    return NULL;
-}
 
 long long arg_int(const struct arg *a) {
     return strtoll(a->p, NULL, 0);

@@ -38,10 +38,10 @@ static int fail(char *err, const char *step, const char *what) {
 }
 
 static int give(int root, const char *rel) {
-    if (!*rel || !strcmp(rel, ".")) return fchown(root, S.uid, S.uid);
+    if (!*rel || !strcmp(rel, ".")) return fchown(root, S.recipe.uid, S.recipe.uid);
     int fd = openat2_beneath(root, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (fd < 0) return -1;
-    int rc = fchown(fd, S.uid, S.uid);
+    int rc = fchown(fd, S.recipe.uid, S.recipe.uid);
     close(fd);
     return rc;
 }
@@ -78,7 +78,7 @@ static int write_file(int root, const char *rel, const char *data, size_t len) {
         if (n < 0) rc = -1;
         else data += n, len -= n;
     }
-    if (!rc) rc = fchown(fd, S.uid, S.uid);
+    if (!rc) rc = fchown(fd, S.recipe.uid, S.recipe.uid);
     close(fd);
     return rc;
 }
@@ -163,7 +163,7 @@ int take_limits(struct span w, long long timeout_ms, char *err) {
     for (size_t i = w.from; i < w.to; i++)
         if (S.recipe.recs[i].kind == K_W_RLIMIT && set_rlimit(arg_int(&S.recipe.recs[i].args[0]), arg_int(&S.recipe.recs[i].args[1])))
             return fail(err, "set rlimits", S.recipe.recs[i].args[0].p);
-    const char *cwd = recipe_const(&S.recipe, "cwd");
+    const char *cwd = S.recipe.cwd;
     if (!cwd) errno = ENOENT;
     return !cwd || chdir(cwd) < 0 ? fail(err, "enter the workspace", cwd) : 0;
 }
@@ -187,7 +187,7 @@ void arm_death_signal(void) {
 
 /* Raw syscalls: they change this thread only, and init has only one. saved: the saved ids. */
 static int set_ids(uid_t saved) {
-    if (syscall(SYS_setgroups, 0, NULL) || syscall(SYS_setresgid, S.uid, S.uid, saved) || syscall(SYS_setresuid, S.uid, S.uid, saved)) return -1;
+    if (syscall(SYS_setgroups, 0, NULL) || syscall(SYS_setresgid, S.recipe.uid, S.recipe.uid, saved) || syscall(SYS_setresuid, S.recipe.uid, S.recipe.uid, saved)) return -1;
     arm_death_signal(); /* a uid change clears it */
     return 0;
 }
@@ -197,7 +197,7 @@ static int set_ids(uid_t saved) {
 int drop_to_user(char *err) {
     struct __user_cap_header_struct head = {_LINUX_CAPABILITY_VERSION_3, 0};
     struct __user_cap_data_struct none[2] = {{0}};
-    if (set_ids(S.uid) || syscall(SYS_capset, &head, none) || prctl(PR_SET_DUMPABLE, 0)) return fail(err, "drop to the slot's user", NULL);
+    if (set_ids(S.recipe.uid) || syscall(SYS_capset, &head, none) || prctl(PR_SET_DUMPABLE, 0)) return fail(err, "drop to the slot's user", NULL);
     return 0;
 }
 

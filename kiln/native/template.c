@@ -179,10 +179,8 @@ static int enter_slot(int sock, int recipe_fd, const char *slug, char *err) {
     if (n < ENTER_FDS || n > ENTER_FDS + MAX_FDS) return errno = EPROTO, fail(err, "read its slot's descriptors");
     if (recipe_load(recipe_fd, &S.recipe, err, ERR)) return -1;
     close(recipe_fd);
-    const char *uid = recipe_const(&S.recipe, "uid"), *max = recipe_const(&S.recipe, "timeout_max_ms");
     long workload = find_workload(&S.recipe, slug);
-    if (!uid || !max || workload < 0) return errno = ENOENT, fail(err, "find its language in the recipe");
-    S.uid = atol(uid);
+    if (S.recipe.uid == 0 || workload < 0) return errno = ENOENT, fail(err, "find its language in the recipe");
     struct span w = workload_span(workload);
     if (setns(fds[1], CLONE_NEWNET) || setns(fds[0], CLONE_NEWNS)) return fail(err, "enter the slot's namespaces");
     if (setsid() < 0) return fail(err, "start its session");
@@ -191,7 +189,7 @@ static int enter_slot(int sock, int recipe_fd, const char *slug, char *err) {
     if (errno != EINVAL || prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)) return fail(err, "empty its bounding set");
     for (int i = ENTER_FDS; i < n; i++)
         if (write(fds[i], "0", 1) != 1) return fail(err, "join the slot's cgroup");
-    if (take_limits(w, atoll(max), err) || drop_to_user(err)) return -1;
+    if (take_limits(w, S.recipe.timeout_max_ms, err) || drop_to_user(err)) return -1;
     for (int i = 0; i < 4; i++)
         if (dup2(fds[2 + i], i) < 0) return fail(err, "lay out its descriptors");
     for (int i = 0; i < n; i++)
