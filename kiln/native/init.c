@@ -89,32 +89,9 @@ static int env_fds(const char *name, int *fds) {
     return n;
 }
 
-static int cmp_int(const void *a, const void *b) {
-    return *(const int *)a - *(const int *)b;
-}
-
-/* every descriptor but these closed, these close-on-exec (they came without it: never the task's) */
-static void keep_only(int *keep, int n) {
-    qsort(keep, n, sizeof *keep, cmp_int);
-    unsigned first = 3;
-    for (int i = 0; i < n; i++) {
-        if (keep[i] < 3) continue;
-        if ((unsigned)keep[i] > first) syscall(SYS_close_range, first, keep[i] - 1, 0);
-        first = keep[i] + 1;
-        fcntl(keep[i], F_SETFD, FD_CLOEXEC);
-    }
-    syscall(SYS_close_range, first, ~0U, 0);
-}
-
 static void become_init(int netns) {
     arm_death_signal();
-    /* an empty bounding set: no exec of the job's (file capabilities, setuid root) gains one */
-    for (int cap = 0;; cap++) {
-        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0) continue;
-        if (errno == EINVAL) break; /* past the last capability this kernel has */
-        fail_warm("cannot empty the capability bounding set");
-    }
-    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    if (empty_bounding_set()) fail_warm("cannot empty the capability bounding set");
     /* a session of its own: kill(0, SIGCONT) from a task, allowed within a session whatever the
      * uid, would otherwise reach kiln's processes and the other slots */
     setsid();
@@ -141,17 +118,24 @@ static int build_root(int template_fd, char *err) {
 /* a prestarted slot: init takes the task's limits and filter for good (what is left of its work,
  * the request's files, supervision, the result, needs neither a mount nor more than root's file
  * access), and spawns the prestart command as the slot's user, root kept as saved uid */
-static int start_prestarted(struct span w, char *err) {
-    if (mount_workspace(w, err) || apply_records(w, K_W_PRESTART_LIMIT, NULL, err) || take_limits(w, S.recipe.timeout_max_ms, err) ||
-        take_filter(err) || act_as_user(err))
-        return -1;
+/* the prestart command's descriptors 0-3 (/dev/null, its stdout and stderr pipes, the read end
+ * of its go pipe) into task[], init's other ends into P */
+static int prestart_ends(int task[4], char *err) {
     int go[2], out[2], errp[2], null = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (null < 0 || pipe2(go, O_CLOEXEC) || output_pipe(out) || output_pipe(errp))
         return snprintf(err, ERR, "sandbox step 'start the prestart command' failed: pipes: %s", strerror(errno)), -1;
-    int fds[4] = {null, out[1], errp[1], go[0]};
-    if (spawn_in_cgroup(w, K_W_PRESTART_ARGV, fds, 4, &P.pid, err) || act_as_root(err)) return -1;
-    for (int i = 0; i < 4; i++) close(fds[i]);
+    task[0] = null, task[1] = out[1], task[2] = errp[1], task[3] = go[0];
     P.go = go[1], P.out = out[0], P.err = errp[0];
+    return 0;
+}
+
+static int start_prestarted(struct span w, char *err) {
+    int task[4];
+    if (mount_workspace(w, err) || apply_records(w, K_W_PRESTART_LIMIT, NULL, err) || take_limits(w, S.recipe.timeout_max_ms, err) ||
+        take_filter(err) || act_as_user(err) || prestart_ends(task, err) || spawn_in_cgroup(w, K_W_PRESTART_ARGV, task, 4, &P.pid, err) ||
+        act_as_root(err))
+        return -1;
+    for (int i = 0; i < 4; i++) close(task[i]);
     return 0;
 }
 
@@ -171,12 +155,10 @@ static int send_fds(int sock, const char *text, const int *fds, int n) {
  * enter it (both namespaces, its descriptors 0-3, the slot's cgroup.procs) and waits for it to
  * have entered; then takes its own limits and filter as in start_prestarted. */
 static int start_forked(struct span w, int task_sock, pid_t task, char *err) {
-    if (mount_workspace(w, err) || apply_records(w, K_W_PRESTART_LIMIT, NULL, err)) return -1;
-    int go[2], out[2], errp[2], null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    int mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC), net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-    if (null < 0 || mnt < 0 || net < 0 || pipe2(go, O_CLOEXEC) || output_pipe(out) || output_pipe(errp))
+    int fds[6 + MAX_FDS], n = 6;
+    if (mount_workspace(w, err) || apply_records(w, K_W_PRESTART_LIMIT, NULL, err) || prestart_ends(fds + 2, err)) return -1;
+    if ((fds[0] = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC)) < 0 || (fds[1] = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) < 0)
         return snprintf(err, ERR, "sandbox step 'hand the forked task its slot' failed: %s", strerror(errno)), -1;
-    int fds[6 + MAX_FDS] = {mnt, net, null, out[1], errp[1], go[0]}, n = 6;
     for (int i = 0; i < S.n_procs; i++) fds[n++] = S.cg_procs[i];
     char said[ERR] = "";
     struct pollfd answer = {task_sock, POLLIN, 0};
@@ -191,7 +173,7 @@ static int start_forked(struct span w, int task_sock, pid_t task, char *err) {
         said[got > 0 ? got : 0] = '\0';
         return snprintf(err, ERR, "sandbox step 'the forked task enters its slot' failed: %s", got > 0 ? said : "no answer"), -1;
     }
-    P.pid = task, P.go = go[1], P.out = out[0], P.err = errp[0];
+    P.pid = task;
     return take_limits(w, S.recipe.timeout_max_ms, err) || take_filter(err) ? -1 : 0;
 }
 
@@ -381,7 +363,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < S.n_procs; i++) keep[n++] = S.cg_procs[i];
     if (forked >= 0) keep[n++] = forked;
     if (module >= 0) keep[n++] = module;
-    keep_only(keep, n); /* the recipe's memfd is read: closed too */
+    keep_only(keep, n); /* close-on-exec: they came without it, never the task's; the recipe's memfd is mapped: closed too */
     static char template_slug[64];
     if (template_of) snprintf(template_slug, sizeof template_slug, "%s", template_of);
     clearenv();

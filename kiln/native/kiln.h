@@ -130,6 +130,9 @@ int act_as_root(char *err);
 int command_of(struct span w, uint32_t argv_kind, char *argv[COMMAND_MAX], char *envp[COMMAND_MAX]);
 int spawn_in_cgroup(struct span w, uint32_t argv_kind, const int *fds, int nfds, pid_t *pid, char *err);
 void arm_death_signal(void);
+/* every descriptor above 2 closed but `keep` (sorted in place), those made close-on-exec */
+void keep_only(int *keep, int n);
+int empty_bounding_set(void); /* and the ambient set */
 
 /* --- result.c --- */
 double cgroup_cpu_ms(void); /* < 0: no cgroup CPU figure */

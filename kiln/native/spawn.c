@@ -15,13 +15,11 @@ struct inherit {
     int nkeep;
 };
 
-/* every disposition to default but what init must ignore (a closed socket is an error to it,
- * not a death): the zygote's handlers are not init's, and an exec keeps what is ignored; the
- * kept descriptors made inheritable in the child only */
+/* the zygote's handlers are not init's, and an exec keeps what is ignored; the kept
+ * descriptors made inheritable in the child only */
 static int prepare(void *arg) {
     const struct inherit *in = arg;
-    for (int sig = 1; sig < 65; sig++)
-        if (sig != SIGKILL && sig != SIGSTOP) set_disposition(sig, sig == SIGPIPE || sig == SIGXFSZ ? SIG_IGN : SIG_DFL);
+    reset_signals_for_init();
     for (int i = 0; i < in->nkeep; i++) syscall(SYS_fcntl, in->keep[i], F_SETFD, 0);
     return 0;
 }

@@ -83,21 +83,18 @@ static int write_file(int root, const char *rel, const char *data, size_t len) {
     return rc;
 }
 
-static int open_sandbox(char *err) {
-    int root = open("/sandbox", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    return root < 0 ? fail(err, "open /sandbox", NULL) : root;
-}
+/* /sandbox as mount_workspace left it: opened once, for its dirs and then the request's files */
+static int sandbox = -1;
 
 /* the workspace overlay and /tmp at the language's sizes, its writable dirs given */
 int mount_workspace(struct span w, char *err) {
     if (apply_records(w, K_W_MOUNT, NULL, err)) return -1;
-    int root = open_sandbox(err), rc = root < 0 ? -1 : 0;
-    for (size_t i = w.from; i < w.to && !rc; i++) {
+    if ((sandbox = open("/sandbox", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)) < 0) return fail(err, "open /sandbox", NULL);
+    for (size_t i = w.from; i < w.to; i++) {
         const struct rec *r = &S.recipe.recs[i];
-        if (r->kind == K_W_DIR && make_writable_dir(root, r->args[0].p)) rc = fail(err, "make the writable dirs", r->args[0].p);
+        if (r->kind == K_W_DIR && make_writable_dir(sandbox, r->args[0].p)) return fail(err, "make the writable dirs", r->args[0].p);
     }
-    if (root >= 0) close(root);
-    return rc;
+    return 0;
 }
 
 static const char *part_path(struct span w, const char *part) {
@@ -106,15 +103,14 @@ static const char *part_path(struct span w, const char *part) {
     return NULL;
 }
 
+/* after mount_workspace */
 int write_parts(struct span w, const struct job *job, char *err) {
-    int root = open_sandbox(err), rc = root < 0 ? -1 : 0;
-    for (int i = 0; i < job->nparts && !rc; i++) {
+    for (int i = 0; i < job->nparts; i++) {
         const char *path = part_path(w, job->part_names[i]);
         if (!path) errno = ENOENT;
-        if (!path || write_file(root, path, job->blob[i], job->blob_len[i])) rc = fail(err, "write the request's files", path ? path : job->part_names[i]);
+        if (!path || write_file(sandbox, path, job->blob[i], job->blob_len[i])) return fail(err, "write the request's files", path ? path : job->part_names[i]);
     }
-    if (root >= 0) close(root);
-    return rc;
+    return 0;
 }
 
 /* a sealed memfd: the task reads it like a file, and cannot change it for a re-read */
@@ -177,6 +173,30 @@ int take_filter(char *err) {
         if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog)) return fail(err, "load seccomp", NULL);
     }
     return 0;
+}
+
+static int cmp_int(const void *a, const void *b) {
+    return *(const int *)a - *(const int *)b;
+}
+
+void keep_only(int *keep, int n) {
+    qsort(keep, n, sizeof *keep, cmp_int);
+    unsigned first = 3;
+    for (int i = 0; i < n; i++) {
+        if (keep[i] < 3) continue;
+        if ((unsigned)keep[i] > first) syscall(SYS_close_range, first, keep[i] - 1, 0);
+        first = keep[i] + 1;
+        fcntl(keep[i], F_SETFD, FD_CLOEXEC);
+    }
+    syscall(SYS_close_range, first, ~0U, 0);
+}
+
+/* no exec of the job's (file capabilities, setuid root) gains a capability */
+int empty_bounding_set(void) {
+    int cap = 0;
+    while (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0) cap++;
+    if (errno != EINVAL) return -1; /* EINVAL: past the last capability this kernel has */
+    return prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 }
 
 void arm_death_signal(void) {

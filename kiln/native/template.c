@@ -184,9 +184,7 @@ static int enter_slot(int sock, int recipe_fd, const char *slug, char *err) {
     struct span w = workload_span(workload);
     if (setns(fds[1], CLONE_NEWNET) || setns(fds[0], CLONE_NEWNS)) return fail(err, "enter the slot's namespaces");
     if (setsid() < 0) return fail(err, "start its session");
-    int cap = 0;
-    while (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0) cap++;
-    if (errno != EINVAL || prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)) return fail(err, "empty its bounding set");
+    if (empty_bounding_set()) return fail(err, "empty its bounding set");
     for (int i = ENTER_FDS; i < n; i++)
         if (write(fds[i], "0", 1) != 1) return fail(err, "join the slot's cgroup");
     if (take_limits(w, S.recipe.timeout_max_ms, err) || drop_to_user(err)) return -1;
@@ -205,16 +203,6 @@ static int enter_slot(int sock, int recipe_fd, const char *slug, char *err) {
 
 /* --- in the child cloned for a slot ---------------------------------------------------- */
 
-/* every descriptor above 2 closed but these (ascending) */
-static void keep_only(const int *keep, int n) {
-    unsigned first = 3;
-    for (int i = 0; i < n; i++) {
-        if ((unsigned)keep[i] > first) syscall(SYS_close_range, first, keep[i] - 1, 0);
-        first = keep[i] + 1;
-    }
-    syscall(SYS_close_range, first, ~0U, 0);
-}
-
 /* PID 1 of the slot's namespaces: forks the task and becomes kiln-init; returns only in the
  * task, with its end of the socket to init */
 static void become_slot(struct request *req, int *task_sock) {
@@ -223,7 +211,7 @@ static void become_slot(struct request *req, int *task_sock) {
     pid_t task = fork();
     if (task < 0) _exit(71);
     if (task == 0) {
-        int keep[2] = {pair[1] < req->recipe_fd ? pair[1] : req->recipe_fd, pair[1] < req->recipe_fd ? req->recipe_fd : pair[1]};
+        int keep[2] = {pair[1], req->recipe_fd};
         keep_only(keep, 2);
         *task_sock = pair[1];
         return;
@@ -236,8 +224,7 @@ static void become_slot(struct request *req, int *task_sock) {
     req->envp[envc++] = forked, req->envp[envc++] = forked_pid, req->envp[envc] = NULL;
     fcntl(pair[0], F_SETFD, 0);
     for (int i = 0; i < req->nfds; i++) fcntl(req->fds[i], F_SETFD, 0);
-    for (int sig = 1; sig < 65; sig++)
-        if (sig != SIGKILL && sig != SIGSTOP) set_disposition(sig, sig == SIGPIPE || sig == SIGXFSZ ? SIG_IGN : SIG_DFL);
+    reset_signals_for_init();
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);

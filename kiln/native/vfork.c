@@ -26,6 +26,11 @@ void set_disposition(int sig, void (*handler)(int)) {
     syscall(SYS_rt_sigaction, sig, &action, NULL, 8);
 }
 
+void reset_signals_for_init(void) {
+    for (int sig = 1; sig < 65; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP) set_disposition(sig, sig == SIGPIPE || sig == SIGXFSZ ? SIG_IGN : SIG_DFL);
+}
+
 static int child(void *arg) {
     struct request *req = arg;
     int error = req->prepare ? req->prepare(req->arg) : 0;

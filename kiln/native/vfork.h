@@ -22,4 +22,8 @@ pid_t vfork_exec(unsigned long flags, const char *path, char *const argv[], char
 /* rt_sigaction(2) itself: libc's refuses the real-time signals it keeps for its own use */
 void set_disposition(int sig, void (*handler)(int));
 
+/* what kiln-init starts with, whoever execs it: every disposition at its default but SIGPIPE
+ * and SIGXFSZ ignored (a closed socket or a full file is an error to init, not a death) */
+void reset_signals_for_init(void);
+
 #endif
