@@ -74,8 +74,7 @@ void send_failure(const char *message) {
                         "\"memory_peak_bytes\":0,\"signal\":null,\"output_overflow\":false", "", 0, text, n);
 }
 
-/* timed_out > out_of_memory > policy_violation > pids_limit > signaled > exited
- * (kiln/zygote/supervise.py outcome(), for the Python slots, is the same) */
+/* timed_out > out_of_memory > policy_violation > pids_limit > signaled > exited (DESIGN.md) */
 void send_result_of(const struct run *run, double started, long cpu_limit_ms, double cpu_before_ms) {
     struct stats s = cgroup_stats();
     int killed_by = run->has_status && WIFSIGNALED(run->status) ? WTERMSIG(run->status) : 0;

@@ -1,6 +1,5 @@
-/* Supervising the task from init (kiln/zygote/supervise.py is the same loop for prestarted
- * slots): its output drained (each stream capped), its deadline kept, its processes reaped, a
- * cancel noticed. */
+/* Supervising the task from init, spawned or prestarted alike: its output drained (each stream
+ * capped), its deadline kept, its processes reaped, a cancel noticed. */
 #include "kiln.h"
 
 #include <errno.h>

@@ -284,7 +284,7 @@ class SlotCgroup:
         self.limits: tuple[int, int] | None = None  # (memory_max, pids_max) last written
 
     def fds(self) -> set[int]:
-        """Every fd this object uses: keep them in the slot's close_all_except."""
+        """Every fd this object uses: the slot's init keeps them (slot.spawn)."""
         return set(self._dir_fds) | set(self._procs_fds)
 
     def fd_groups(self) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -55,12 +55,9 @@ class Template:
         message = fork_message(flags, argv, env, keep)
         try:
             socket.send_fds(self.sock, [message], [*keep, self.init])
-            self.sock.settimeout(ANSWER_TIMEOUT_S)
             answer = self.sock.recv(4)
         except OSError as error:
             raise TemplateError(f"the {self.slug} template does not answer: {error}") from None
-        finally:
-            self.sock.settimeout(None)
         if len(answer) != 4:
             raise TemplateError(f"the {self.slug} template is gone")
         (pid,) = struct.unpack("=i", answer)
@@ -108,6 +105,7 @@ def start(slug: str, template_root: int, zygote: int, recipe: int) -> Template:
     finally:
         template_end.close()
         os.close(module)
+    zygote_end.settimeout(ANSWER_TIMEOUT_S)  # once: the zygote reads it only when it is readable or answers
     return Template(slug=slug, pid=pid, sock=zygote_end, init=os.open(native.INIT, os.O_PATH | os.O_CLOEXEC))
 
 

@@ -105,6 +105,7 @@ class Zygote:
         with open(self.runtime.zygote_pidfile, "w") as pidfile:
             pidfile.write(f"{os.getpid()}\n")
         self.specs = {i: self._spec(i) for i in range(self.runtime.config.concurrency)}
+        self.template_slugs = tuple(slug for slug, w in self.runtime.workloads.items() if w.template_argv is not None)
         self.pidfd = os.pidfd_open(os.getpid())  # slots watch it: a pid means nothing in their namespace
 
     def _on_stop_signal(self, _sig, _frame) -> None:
@@ -156,9 +157,9 @@ class Zygote:
             self._end_template(self.templates[s.prestart], error)
         # a slot that copied its index's template may have met a broken one: the next builds the
         # root afresh (an index's first slot fails before there is a template: nothing to drop)
-        template = self.roots.pop(s.index, None)
-        if template is not None:
-            os.close(template)
+        root = self.roots.pop(s.index, None)
+        if root is not None:
+            os.close(root)
         self._backoff(s.index, error)
         s.sock.close()
         s.sock = None
@@ -221,8 +222,8 @@ class Zygote:
         if not self.roots:
             return
         index = min(self.roots)
-        for slug, workload in self.runtime.workloads.items():
-            if workload.template_argv is None or slug in self.templates or self.template_backoff.get(slug, Backoff()).not_before > now:
+        for slug in self.template_slugs:
+            if slug in self.templates or self.template_backoff.get(slug, Backoff()).not_before > now:
                 continue
             try:
                 self.templates[slug] = template.start(slug, self.roots[index], self.pidfd, self.recipes[index])
@@ -278,6 +279,7 @@ class Zygote:
 
     def _next_backoff_in(self) -> float | None:
         waiting = [b.not_before for i, b in self.backoff.items() if i not in self.slots]
+        waiting += [b.not_before for slug, b in self.template_backoff.items() if slug not in self.templates]
         return max(0.0, min(waiting) - time.monotonic()) if waiting else None
 
     def _from_front(self) -> None:
