@@ -468,9 +468,10 @@ def test_fleet_survives_a_host_killed_and_others_restarted_under_load(fleet, sta
                 with lock:
                     done[0] += 1
 
-    def long_run_on(server: Server) -> bool:
-        """A run in flight there for 1s or more: a 3s one, still going when we act."""
-        return any(age >= 1.0 for age in busy_ages(server))
+    def long_run_on(server: Server, most: float = 3.0) -> bool:
+        """A run in flight there for 1s or more (and less than `most`): a 3s one, still going
+        when we act. Titles show whole seconds, refreshed every second."""
+        return any(1.0 <= age < most for age in busy_ages(server))
 
     started = time.monotonic()
     threads = [threading.Thread(target=client, daemon=True) for _ in range(CLIENTS)]
@@ -488,14 +489,19 @@ def test_fleet_survives_a_host_killed_and_others_restarted_under_load(fleet, sta
         killed_at = done[0]
         assert wait_until(lambda: status(one) == "DOWN", 10), proxy.server(one.name)
 
-        # host 2: SIGTERM while a long run is in flight on it (it finishes; new runs get 503 and
-        # /health 503 until kiln exits), then started again on the same address once HAProxy has
-        # taken it out of the pool
+        # host 2: SIGTERM while a long run is in flight on it, with a second or more of it left
+        # (it finishes; new runs get 503 and /health 503 until kiln exits), then started again on
+        # the same address once HAProxy has taken it out of the pool. Whether HAProxy sends it a
+        # run in that window depends on how fast the others go: a run sent to it directly is
+        # refused for sure.
         stopping = two.servers[-1]
-        assert wait_until(lambda: done[0] >= TERM_AFTER and long_run_on(stopping), 120, 0.01), "host 2 never had a long run in flight"
+        assert wait_until(lambda: done[0] >= TERM_AFTER and long_run_on(stopping, 2.0), 120, 0.01), "host 2 never had a long run in flight"
         terminated_at = done[0]
         with lock:
             gates[0][0] = issued[0] + HOLD_AFTER_TERM
+        stopping.proc.send_signal(signal.SIGTERM)
+        assert wait_until(lambda: stopping.logged("shutting down"), 5, 0.005), "host 2 did not start shutting down"
+        refused = httpx.post(f"{stopping.url}/run", json={"lang_slug": "python", "solution_text": "print(1)"}, timeout=10)
         assert stopping.stop() == 0
         assert wait_until(lambda: status(two) == "DOWN", 10), proxy.server(two.name)
         restarted = two.start()
@@ -555,6 +561,7 @@ def test_fleet_survives_a_host_killed_and_others_restarted_under_load(fleet, sta
     # DOWN, came back UP and took runs again
     requests = lambda server: [r for r in server.logged("request") if r.get("path") == "/run"]  # noqa: E731
     assert any(r.get("in_flight", 0) >= 1 for r in stopping.logged("shutting down")), stopping.logged("shutting down")
+    assert (refused.status_code, refused.json()) == (503, {"error": "shutting down"})
     assert [r for r in requests(stopping) if r.get("status") == 503], "no run was refused while host 2 shut down"
     assert any(r.get("status") == 200 for r in requests(restarted))
     # the drained host was stopped with nothing in flight: it refused nothing, and is back
