@@ -30,6 +30,9 @@ class Language:
     writable_dirs: tuple[str, ...] = ()
     pids_max: int | None = None  # None: RUN_PIDS_MAX
     memory_max: int | None = None  # None: RUN_CGROUP_MEMORY_MAX
+    # the runtime whose template module (kiln.native.TEMPLATE_MODULES) a workspace's `template`
+    # command loads: None, the language cannot have a template
+    template_module: str | None = None
 
     @property
     def has_checker(self) -> bool:
@@ -68,14 +71,14 @@ LANGUAGES: dict[str, Language] = {
         _lang("golang", "solution.go", "checker.go", 512 * MiB, ["go"], ["go", "version"], env=(("GOCACHE", "/sandbox/.cache/go-build"), ("CGO_ENABLED", "0"), ("GOMAXPROCS", "2"), ("GOPROXY", "off"), ("GOSUMDB", "off"), ("GOTOOLCHAIN", "local"), ("GOTELEMETRY", "off"), ("GOFLAGS", "")), pids_max=512),
         _lang("haskell", "Solution.hs", "Checker.hs", 256 * MiB, ["ghc", "gcc", "ld.lld"], ["ghc", "--numeric-version"], readonly_paths=("/var/lib/ghc",), env=(("LANG", "C.UTF-8"), ("LC_ALL", "C.UTF-8"))),
         _lang("java", "Solution.java", "Checker.java", 256 * MiB, ["javac", "java"], ["javac", "-version"], readonly_paths=("/etc/java-17-openjdk",)),
-        _lang("js", "solution.js", None, 64 * MiB, ["node"], ["node", "--version"]),
+        _lang("js", "solution.js", None, 64 * MiB, ["node"], ["node", "--version"], template_module="node"),
         _lang("kotlin", "solution.kt", "checker.kt", 256 * MiB, ["kotlinc", "java"], ["cat", "/usr/local/lib/node_modules/kotlin-compiler/build.txt"], readonly_paths=("/etc/java-17-openjdk",), memory_max=1536 * MiB),
         _lang("php", "solution.php", None, 64 * MiB, ["php"], ["php", "-r", "echo PHP_VERSION;"], readonly_paths=("/etc/php",)),
-        _lang("python", "solution.py", None, 256 * MiB, ["python3"], ["python3", "--version"]),
+        _lang("python", "solution.py", None, 256 * MiB, ["python3"], ["python3", "--version"], template_module="python"),
         _lang("ruby", "solution.rb", None, 64 * MiB, ["ruby"], ["ruby", "--version"]),
         _lang("rust", "solution.rs", "checker.rs", 256 * MiB, ["cargo", "rustc", "cc"], ["rustc", "--version"], env=(("CARGO_HOME", "/sandbox/.cargo"), ("CARGO_BUILD_JOBS", "2"), ("CARGO_INCREMENTAL", "0"), ("CARGO_NET_OFFLINE", "true"), ("CARGO_TERM_COLOR", "never"))),
         _lang("swift", "solution.swift", "checker.swift", 256 * MiB, ["swiftc"], ["swiftc", "--version"], env=(("SWIFT_BACKTRACE", "enable=no"),)),
-        _lang("ts", "solution.js", None, 64 * MiB, ["node"], ["node", "--version"]),
+        _lang("ts", "solution.js", None, 64 * MiB, ["node"], ["node", "--version"], template_module="node"),
         _lang("zig", "solution.zig", "checker.zig", 128 * MiB, ["zig"], ["zig", "version"]),
     )
 }

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kiln import langs
+from kiln import langs, native
 from kiln.config import Config
 from kiln.langs import Language
 from kiln.sandbox import seccomp
@@ -41,8 +41,10 @@ class Workload:
     pids_max: int
     # the workspace's `prestart` command, started while a slot warms (see read_commands)
     prestart_argv: tuple[str, ...] | None = None
-    # the workspace's `template` command: prestarted tasks forked from it (see read_commands)
+    # the workspace's `template` command: prestarted tasks forked from it (see read_commands),
+    # and the module it loads (kiln.native.TEMPLATE_MODULES)
     template_argv: tuple[str, ...] | None = None
+    template_module: str | None = None
 
     @property
     def slug(self) -> str:
@@ -101,8 +103,10 @@ def read_commands(folder: Path) -> tuple[str, str | None, str | None]:
     A prestarting workspace may go further with a `template` command: the prestart command,
     started once per language and kept, from which kiln forks each prestarted task instead of
     starting it afresh (kiln/native/template.c). It loads what the prestart command loads, then
-    calls serve(3) of the module `_kiln_template` it finds on descriptor 4; where serve
-    returns True, it is in a forked task and goes on as the prestart command does at its wait."""
+    calls serve(3) of the module it finds on descriptor 4, kiln's template module for the
+    language's runtime (kiln.langs `template_module`: `_kiln_template`, a CPython extension, or
+    `kiln_template`, a Node-API addon); where serve returns true, it is in a forked task and
+    goes on as the prestart command does at its wait."""
     database = _make(folder, "-p", "-n", "-s", "-r", "-R", "test")
     test = _phony_command(folder, "test", database)
     has = {target: re.search(rf"^{target}:", database, re.MULTILINE) is not None for target in ("prestart", "template")}
@@ -279,9 +283,13 @@ def survey(config: Config, slugs) -> tuple[dict[str, Workload], list[Unserved]]:
                 script, prestart, template = shared or read_commands(folder)
             except StartupError as error:
                 reason = str(error)
+            else:
+                if template and language.template_module is None:
+                    reason = f"{folder}/Makefile has a `template` target, but kiln has no template module for {slug}'s runtime (kiln/langs.py: template_module)"
         if reason is not None:
             unserved.append(Unserved(slug, reason))
             continue
+        forks = bool(template) and config.prestarts(slug) and config.forks(slug)
         workloads[slug] = Workload(
             language=language,
             lower=WORKSPACES_DIR if single else f"{WORKSPACES_DIR}/{slug}",
@@ -291,7 +299,8 @@ def survey(config: Config, slugs) -> tuple[dict[str, Workload], list[Unserved]]:
             memory_max=config.memory_max_for(slug),
             pids_max=config.pids_max_for(slug),
             prestart_argv=task_argv(prestart, config) if prestart and config.prestarts(slug) else None,
-            template_argv=task_argv(template, config) if template and config.prestarts(slug) and config.forks(slug) else None,
+            template_argv=task_argv(template, config) if forks else None,
+            template_module=str(native.TEMPLATE_MODULES[language.template_module]) if forks and language.template_module else None,
         )
     return workloads, unserved
 

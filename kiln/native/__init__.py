@@ -3,8 +3,10 @@
 - kiln-init: a plain slot's init, a static program the zygote spawns (init.c);
 - libkilnspawn.so: the zygote's spawn of it into new namespaces without forking itself
   (spawn.c), called here through ctypes;
-- _kiln_template.so: a language template's module (template.c), loaded by the sandbox's own
-  interpreter (/usr/bin/python3), never by kiln's.
+- the template modules: a language template's binding of template.c, loaded by the sandbox's
+  own interpreter, never by kiln's: _kiln_template.so for /usr/bin/python3 (a CPython
+  extension), kiln_template.node for /usr/bin/node (a Node-API addon). A language names its
+  runtime's in kiln.langs (`template_module`).
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ HERE = Path(__file__).resolve().parent
 BUILD = HERE / "build"
 INIT = BUILD / "kiln-init"
 SPAWN_LIB = BUILD / "libkilnspawn.so"
-TEMPLATE_MODULE = BUILD / "_kiln_template.so"
+TEMPLATE_MODULES = {"python": BUILD / "_kiln_template.so", "node": BUILD / "kiln_template.node"}
+_TEMPLATE_CORE = ("template.c", "task.c", "ops.c", "recipe.c", "vfork.c", "kiln.h", "template.h", "vfork.h")
 SOURCES = {
     INIT: ("init.c", "task.c", "result.c", "supervise.c", "ops.c", "frames.c", "recipe.c", "vfork.c", "kiln.h", "vfork.h"),
     SPAWN_LIB: ("spawn.c", "vfork.c", "vfork.h"),
-    TEMPLATE_MODULE: ("template.c", "task.c", "ops.c", "recipe.c", "vfork.c", "kiln.h", "vfork.h"),
+    TEMPLATE_MODULES["python"]: ("template_python.c", *_TEMPLATE_CORE),
+    TEMPLATE_MODULES["node"]: ("template_node.c", *_TEMPLATE_CORE),
 }
 
 

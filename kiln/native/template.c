@@ -1,9 +1,9 @@
 /* A language's template: its interpreter started and loaded once, and every prestarted task of
  * the language forked from it instead of started afresh (python: ~1 ms of CPU a task instead
- * of ~12). A Python extension module, `_kiln_template`, that the workspace's `template` command
- * loads from descriptor 4 (langs/python/check/harness.py --template); kiln-init's template
- * mode (init.c) started that command in a copy of the sandbox's root, as root, with the
- * zygote's socket on descriptor 3.
+ * of ~12). The workspace's `template` command loads a binding of this core from descriptor 4
+ * (template_python.c, template_node.c) and calls its serve(3); kiln-init's template mode
+ * (init.c) started that command in a copy of the sandbox's root, as root, with the zygote's
+ * socket on descriptor 3.
  *
  *   serve(3)  the zygote's requests, one message a slot: the flags, path, argv and environment
  *             of kiln-init and the descriptors it keeps (KILN_X=#i in the environment: the
@@ -12,16 +12,14 @@
  *             child, and execs kiln-init as the slot's PID 1 (KILN_FORKED: the task's socket).
  *             The template answers the child's pid, and serves the next request.
  *   task      waits for kiln-init to finish the slot, then enters it (enter_slot: namespaces,
- *             session, limits, cgroup, user, descriptors 0-3, filter) and serve() returns True:
- *             from there on it is the prestart command before its go.
- *   EOF       serve() returns False in the template: the zygote is gone.
+ *             session, limits, cgroup, user, descriptors 0-3, filter) and serve() returns
+ *             true: from there on it is the prestart command before its go.
+ *   EOF       serve() returns false in the template: the zygote is gone.
  *
  * The template holds nothing of any request: the task inherits an interpreter that loaded the
- * workspace's harness and nothing else. Built with the system Python's headers (Makefile). */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-
+ * workspace's harness and nothing else. */
 #include "kiln.h"
+#include "template.h"
 #include "vfork.h"
 
 #include <errno.h>
@@ -34,7 +32,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -171,7 +172,7 @@ static void populate_written(void) {
 /* The same confinement as a task spawned by init (task.c), taken by the task itself: it was
  * forked from root outside the slot, so it also moves into the slot's network and mount
  * namespaces, its session, and empties its bounding set. Filter last: it allows none of this. */
-static int enter_slot(int sock, int recipe_fd, const char *slug, char *err) {
+static int enter_slot(int sock, int recipe_fd, const char *slug, int populate, char *err) {
     char message[16];
     int fds[ENTER_FDS + MAX_FDS], n;
     ssize_t got = receive_fds(sock, message, sizeof message, fds, &n);
@@ -195,7 +196,7 @@ static int enter_slot(int sock, int recipe_fd, const char *slug, char *err) {
     /* dumpable as after an exec: drop_to_user made it not (for init, which keeps root's
      * secrets from the run's processes); the task holds nothing that is not its own */
     if (prctl(PR_SET_DUMPABLE, 1)) return fail(err, "become dumpable");
-    populate_written(); /* dumpable first: /proc/self/pagemap is root's otherwise */
+    if (populate) populate_written(); /* dumpable first: /proc/self/pagemap is root's otherwise */
     if (take_filter(err)) return -1;
     recipe_unload(&S.recipe); /* the sandbox's plan, host paths included, is not the task's */
     return 0;
@@ -203,16 +204,87 @@ static int enter_slot(int sock, int recipe_fd, const char *slug, char *err) {
 
 /* --- in the child cloned for a slot ---------------------------------------------------- */
 
+#define MAX_TEMPLATE_FDS 256
+
+/* The template's descriptors (/proc/self/fd) and what each is. The task closes them or, for a
+ * runtime that still uses some (hooks->reserve_descriptors), replaces each with one of its own
+ * of the same kind: node, as it exits, runs the loop of its tracing agent once, which adds its
+ * pipe and eventfd to its epoll instance, and writes to its platform's timer thread's eventfd.
+ * Those become an empty epoll instance, a fresh eventfd, an end of a fresh pipe, the rest
+ * /dev/null: the numbers stay taken, what the runtime does with them still works, and nothing
+ * the template holds is shared with the task. Only the template's: whatever the fork itself
+ * opened stays, even at a number the template had (libuv's pthread_atfork handler makes its
+ * signal lock's pipe afresh): a different file there is left alone. */
+enum fd_kind { OTHER_FD, EPOLL_FD, EVENT_FD, PIPE_FD };
+
+struct template_fd {
+    int fd, flags;
+    enum fd_kind kind;
+    dev_t dev;
+    ino_t ino;
+};
+
+static enum fd_kind kind_of(int fd) {
+    char path[32], target[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    target[n > 0 ? n : 0] = '\0';
+    if (!strncmp(target, "pipe:", 5)) return PIPE_FD;
+    return !strcmp(target, "anon_inode:[eventpoll]") ? EPOLL_FD : !strcmp(target, "anon_inode:[eventfd]") ? EVENT_FD : OTHER_FD;
+}
+
+static int open_descriptors(struct template_fd *fds, int cap) {
+    char buf[4096];
+    struct stat st;
+    int n = 0, dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    long got;
+    while (dir >= 0 && (got = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0)
+        for (long at = 0; at < got;) {
+            struct dirent64 { uint64_t ino; int64_t off; unsigned short reclen; unsigned char type; char name[]; } *d = (void *)(buf + at);
+            int fd = atoi(d->name);
+            if (d->name[0] != '.' && fd > 2 && fd != dir && n < cap && fstat(fd, &st) == 0)
+                fds[n++] = (struct template_fd){fd, fcntl(fd, F_GETFL), kind_of(fd), st.st_dev, st.st_ino};
+            at += d->reclen;
+        }
+    if (dir < 0) return -1;
+    close(dir);
+    return n;
+}
+
+static void replace_descriptor(const struct template_fd *f, int reserve) {
+    struct stat st;
+    if (fstat(f->fd, &st) || st.st_dev != f->dev || st.st_ino != f->ino) return; /* not the template's any more */
+    if (!reserve) {
+        close(f->fd);
+        return;
+    }
+    int own = -1, pipe_ends[2];
+    if (f->kind == EPOLL_FD) own = epoll_create1(EPOLL_CLOEXEC);
+    if (f->kind == EVENT_FD) own = eventfd(0, EFD_CLOEXEC | (f->flags & O_NONBLOCK));
+    if (f->kind == PIPE_FD && !pipe2(pipe_ends, O_CLOEXEC | (f->flags & O_NONBLOCK))) {
+        int writes = (f->flags & O_ACCMODE) == O_WRONLY;
+        own = pipe_ends[writes];
+        close(pipe_ends[!writes]);
+    }
+    if (f->kind == OTHER_FD) own = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (own < 0 || dup3(own, f->fd, O_CLOEXEC) < 0) close(f->fd);
+    if (own >= 0) close(own);
+}
+
 /* PID 1 of the slot's namespaces: forks the task and becomes kiln-init; returns only in the
  * task, with its end of the socket to init */
-static void become_slot(struct request *req, int *task_sock) {
+static void become_slot(struct request *req, int reserve, int *task_sock) {
     int pair[2];
+    struct template_fd template_fds[MAX_TEMPLATE_FDS];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair)) _exit(71);
+    int count = open_descriptors(template_fds, MAX_TEMPLATE_FDS);
     pid_t task = fork();
     if (task < 0) _exit(71);
     if (task == 0) {
         int keep[2] = {pair[1], req->recipe_fd};
-        keep_only(keep, 2);
+        if (count < 0) keep_only(keep, 2); /* no /proc: every descriptor but those */
+        for (int i = 0; i < count; i++)
+            if (template_fds[i].fd != keep[0] && template_fds[i].fd != keep[1]) replace_descriptor(&template_fds[i], reserve);
         *task_sock = pair[1];
         return;
     }
@@ -233,54 +305,42 @@ static void become_slot(struct request *req, int *task_sock) {
 }
 
 /* Returns the slot's pid in the template, 0 in the entered task, -1 with errno. */
-static pid_t fork_slot(struct request *req) {
-    PyOS_BeforeFork();
+static pid_t fork_slot(struct request *req, const struct template_hooks *hooks) {
+    hooks->before_fork();
     pid_t pid = syscall(SYS_clone, req->flags | CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, 0);
     if (pid != 0) {
         int error = errno;
-        PyOS_AfterFork_Parent();
+        hooks->after_fork_parent();
         return errno = error, pid;
     }
     int sock;
-    become_slot(req, &sock);
-    PyOS_AfterFork_Child();
+    become_slot(req, hooks->reserve_descriptors, &sock);
+    hooks->after_fork_child();
     char err[ERR];
-    if (enter_slot(sock, req->recipe_fd, req->slug, err)) {
+    if (enter_slot(sock, req->recipe_fd, req->slug, hooks->populate, err)) {
         send(sock, err, strlen(err), MSG_NOSIGNAL);
         _exit(70);
     }
+    hooks->entered();
     send(sock, "ok", 2, MSG_NOSIGNAL);
     close(sock);
     return 0;
 }
 
-static PyObject *serve(PyObject *self, PyObject *args) {
-    int control;
-    if (!PyArg_ParseTuple(args, "i", &control)) return NULL;
+int template_serve(int control, const struct template_hooks *hooks) {
     static struct request req;
-    if (send(control, "r", 1, MSG_NOSIGNAL) != 1) Py_RETURN_FALSE;
+    if (send(control, "r", 1, MSG_NOSIGNAL) != 1) return 0;
     for (;;) {
         ssize_t len = receive_fds(control, req.message, sizeof req.message, req.fds, &req.nfds);
-        if (len == 0) Py_RETURN_FALSE;
+        if (len == 0) return 0;
         int32_t answer = -EPROTO;
-        if (len < 0 && errno != EMSGSIZE) Py_RETURN_FALSE;
+        if (len < 0 && errno != EMSGSIZE) return 0;
         if (len > 0 && parse_request(&req, len) == 0) {
-            pid_t pid = fork_slot(&req);
-            if (pid == 0) Py_RETURN_TRUE;
+            pid_t pid = fork_slot(&req, hooks);
+            if (pid == 0) return 1;
             answer = pid > 0 ? pid : -errno;
         }
         close_all(req.fds, req.nfds);
-        if (send(control, &answer, sizeof answer, MSG_NOSIGNAL) != sizeof answer) Py_RETURN_FALSE;
+        if (send(control, &answer, sizeof answer, MSG_NOSIGNAL) != sizeof answer) return 0;
     }
-}
-
-static PyMethodDef methods[] = {
-    {"serve", serve, METH_VARARGS, "Serve the zygote's slots on a descriptor; True in each forked task, False at its end."},
-    {NULL, NULL, 0, NULL},
-};
-
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kiln_template", NULL, -1, methods, NULL, NULL, NULL, NULL};
-
-PyMODINIT_FUNC PyInit__kiln_template(void) {
-    return PyModule_Create(&module);
 }

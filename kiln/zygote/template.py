@@ -90,11 +90,12 @@ class Template:
             pass
 
 
-def start(slug: str, template_root: int, zygote: int, recipe: int) -> Template:
+def start(slug: str, module_path: str, template_root: int, zygote: int, recipe: int) -> Template:
     """The `template` command of `slug`'s workspace, in a copy of the template mount namespace
-    `template_root` of the index whose `recipe` it is given. It says READY once it serves."""
+    `template_root` of the index whose `recipe` it is given, with the template module at
+    `module_path` on its descriptor 4. It says READY once it serves."""
     zygote_end, template_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    module = _module_copy()
+    module = _module_copy(module_path)
     fds = {"KILN_SOCK": template_end.fileno(), "KILN_ZYGOTE": zygote, "KILN_RECIPE": recipe, "KILN_TEMPLATE": template_root, "KILN_TEMPLATE_MODULE": module}
     env = {key: str(fd) for key, fd in fds.items()} | {"KILN_TEMPLATE_OF": slug}
     try:
@@ -109,10 +110,11 @@ def start(slug: str, template_root: int, zygote: int, recipe: int) -> Template:
     return Template(slug=slug, pid=pid, sock=zygote_end, init=os.open(native.INIT, os.O_PATH | os.O_CLOEXEC))
 
 
-def _module_copy() -> int:
+def _module_copy(path: str) -> int:
     """The template module in a memfd: the forked tasks' /proc/self/maps then name no host path."""
-    module = os.memfd_create("_kiln_template.so", os.MFD_CLOEXEC)
-    view = memoryview(native.TEMPLATE_MODULE.read_bytes())
+    module = os.memfd_create(os.path.basename(path), os.MFD_CLOEXEC)
+    with open(path, "rb") as f:
+        view = memoryview(f.read())
     while view:
         view = view[os.write(module, view) :]
     return module

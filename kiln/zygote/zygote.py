@@ -226,7 +226,8 @@ class Zygote:
             if slug in self.templates or self.template_backoff.get(slug, Backoff()).not_before > now:
                 continue
             try:
-                self.templates[slug] = template.start(slug, self.roots[index], self.pidfd, self.recipes[index])
+                module = self.runtime.workloads[slug].template_module
+                self.templates[slug] = template.start(slug, module, self.roots[index], self.pidfd, self.recipes[index])
             except OSError as error:
                 self._template_backoff(slug, f"cannot start it: {error}")
 
