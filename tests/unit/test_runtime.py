@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kiln import config, runtime
+from kiln import config, native, runtime
 from kiln.runtime import StartupError, exec_last_command, read_commands
 
 REPO = Path(__file__).resolve().parents[2]
@@ -126,6 +126,21 @@ def test_python_and_js_prestart_unless_turned_off(setting, expected):
 def test_python_forks_from_its_template_unless_turned_off(settings, expected):
     rt = runtime.build(config.load({"RUN_LANGS": "python", **settings}, REPO))
     assert rt.workloads["python"].template_argv == expected
+    assert rt.workloads["python"].template_module == (str(native.TEMPLATE_MODULES["python"]) if expected else None)
+
+
+def test_js_forks_from_its_template_with_the_node_module():
+    rt = runtime.build(config.load({"RUN_LANGS": "js"}, REPO))
+    assert rt.workloads["js"].template_argv == ("/usr/bin/node", "--single-threaded", "check/harness.js", "--template")
+    assert rt.workloads["js"].template_module == str(native.TEMPLATE_MODULES["node"])
+
+
+def test_a_template_for_a_runtime_kiln_has_no_module_for_is_refused(tmp_path):
+    makefile(tmp_path, ".PHONY: test prestart template\ntest:\n\t@true\nprestart:\n\t@true\ntemplate:\n\t@true\n")
+    rt = runtime.build(config.load({"RUN_WORKSPACE": str(tmp_path)}, REPO))
+    reasons = {u.slug: u.reason for u in rt.unserved}
+    assert "golang" not in rt.workloads and "no template module for golang's runtime" in reasons["golang"]
+    assert rt.workloads["python"].template_module == str(native.TEMPLATE_MODULES["python"])
 
 
 def test_build_serves_found_languages_and_says_why_not_others():

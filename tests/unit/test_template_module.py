@@ -1,6 +1,7 @@
-"""The template module (kiln/native/template.c) against requests it must refuse, without a fork:
-each is answered -EPROTO, the descriptors that came with it are closed, and the template goes
-on serving; end-of-file from the zygote ends serve() with False."""
+"""The template modules (kiln/native/template.c, through each runtime's binding: CPython's and
+node's) against requests they must refuse, without a fork: each is answered -EPROTO, the
+descriptors that came with it are closed, and the template goes on serving; end-of-file from
+the zygote ends serve() with false."""
 
 from __future__ import annotations
 
@@ -15,18 +16,28 @@ import pytest
 
 from kiln import native
 
-SERVE = (
-    "import importlib.machinery as m, sys\n"
-    "loader = m.ExtensionFileLoader('_kiln_template', sys.argv[1])\n"
-    "module = loader.create_module(m.ModuleSpec('_kiln_template', loader, origin=sys.argv[1]))\n"
-    "print(module.serve(int(sys.argv[2])))\n"
-)
+# each runtime loads its module and prints what serve(<descriptor>) returned
+SERVE = {
+    "python": [
+        "/usr/bin/python3", "-c",
+        "import importlib.machinery as m, sys\n"
+        "loader = m.ExtensionFileLoader('_kiln_template', sys.argv[1])\n"
+        "module = loader.create_module(m.ModuleSpec('_kiln_template', loader, origin=sys.argv[1]))\n"
+        "print(module.serve(int(sys.argv[2])))\n",
+    ],
+    "node": [
+        "/usr/bin/node", "--single-threaded", "-e",
+        "const m = { exports: {} }; process.dlopen(m, process.argv[1]);"
+        "console.log(m.exports.serve(Number(process.argv[2])) === false ? 'False' : 'a seed')",
+    ],
+}  # fmt: skip
 
 
-@pytest.fixture
-def template():
+@pytest.fixture(params=sorted(SERVE))
+def template(request):
     zygote, end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    proc = subprocess.Popen(["/usr/bin/python3", "-c", SERVE, str(native.TEMPLATE_MODULE), str(end.fileno())], pass_fds=[end.fileno()], stdout=subprocess.PIPE, text=True)
+    argv = [*SERVE[request.param], str(native.TEMPLATE_MODULES[request.param]), str(end.fileno())]
+    proc = subprocess.Popen(argv, pass_fds=[end.fileno()], stdout=subprocess.PIPE, text=True)
     end.close()
     zygote.settimeout(10)
     assert zygote.recv(16) == b"r"  # ready
