@@ -166,3 +166,17 @@ def test_a_forked_js_task_may_use_threads_timers_and_child_processes(server):
 def test_a_forked_js_task_answers_in_harness_mode(server):
     body = forked_run(server, solution_text="module.exports = (a, b) => a + b;\n", asserts='{"arguments": [[1, 2], [3, 4]]}')
     assert [item["value"] for item in json.loads(body["stdout"])] == [3, 7], body
+
+
+def test_a_forked_ts_task_compiles_and_runs_its_typescript(start_server):
+    """ts's template is js's harness behind esbuild's hook: the fork still spawns esbuild."""
+    srv = start_server(RUN_CONCURRENCY="1", RUN_LANGS="ts")
+    solution = "const n: number = 2;\nconsole.log(n + 1, require('fs').readFileSync('/proc/self/cmdline', 'latin1').split('\\0').slice(-2)[0]);\n"
+    deadline = time.monotonic() + 20
+    while True:
+        wait_prestarted(srv, "ts")
+        body, _ = run_logged(srv, lang_slug="ts", solution_text=solution)
+        assert body["exit_code"] == 0 and body["stdout"] in ("3 --template\n", "3 --prestarted\n", "3 check/harness.js\n"), body
+        if body["stdout"] == "3 --template\n":
+            break
+        assert time.monotonic() < deadline, "no ts task was forked from the template"

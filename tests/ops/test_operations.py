@@ -186,7 +186,7 @@ def test_check_host_reports_every_language():
     assert table["python"]["command"].startswith("exec /usr/bin/python3")
     assert table["python"]["prestart"] is True and table["ruby"]["prestart"] is False
     assert not any(row["prestart"] for row in json.loads(check_host(RUN_PRESTART="false").stdout))
-    assert sorted(slug for slug, row in table.items() if row["template"]) == ["js", "python"]
+    assert sorted(slug for slug, row in table.items() if row["template"]) == ["js", "python", "ts"]
     assert not any(row["template"] for row in json.loads(check_host(RUN_TEMPLATES="false").stdout))
     for row in table.values():
         assert row["served"] or row["reason"]  # never silent about a language it cannot serve

@@ -173,20 +173,20 @@ def test_soak(request, tmp_path):
         assert sum(n for (_, outcome), n in tally.counts.items() if outcome == "as expected") > CLIENTS
 
         # every slot warm again (plain, or prestarted for a language), nothing busy: the zygote's
-        # children are exactly the warm slots and the language templates (python's, js's), and
-        # under the slots only the prestart commands
+        # children are exactly the warm slots and the language templates (python's, js's, ts's),
+        # and under the slots only the prestart commands
         warm = re.compile(r"kiln: slot \d+ warm( \S+)?")
-        templates = ["/usr/bin/node --single-threaded check/harness.js --template", "/usr/bin/python3 -B check/harness.py --template"]
+        templates = ["/usr/bin/node --single-threaded check/harness.js --template"] * 2 + ["/usr/bin/python3 -B check/harness.py --template"]
 
         def settled(states: list[str]) -> bool:
-            return sorted(s for s in states if s in templates) == templates and len(states) == CONCURRENCY + 2 and all(warm.fullmatch(s) or s in templates for s in states)
+            return sorted(s for s in states if s in templates) == templates and len(states) == CONCURRENCY + len(templates) and all(warm.fullmatch(s) or s in templates for s in states)
 
         deadline = time.monotonic() + 30
         while not settled(states := titles(pids["zygote"])) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert settled(states), states
         prestarted = sum(s.count(" ") == 4 for s in states if s not in templates)  # "kiln: slot N warm <slug>"
-        assert len(slot_processes(pids["zygote"])) == CONCURRENCY + prestarted + 2  # no task left under a slot
+        assert len(slot_processes(pids["zygote"])) == CONCURRENCY + prestarted + len(templates)  # no task left under a slot
         growth = {name: rss(pid) - rss_before[name] for name, pid in pids.items()}
         print(f"memory (USS) growth after warm-up: front {growth['front'] / 2**20:.2f} MiB, zygote {growth['zygote'] / 2**20:.2f} MiB")
         assert all(g < RSS_GROWTH_MAX for g in growth.values()), growth

@@ -66,4 +66,6 @@ if (process.argv[2] === '--prestarted') {
   process.argv.splice(2, 1);
 }
 
+// `--template` (Makefile `template`): the js harness forks each task from here and waits for
+// its go itself, this hook already loaded in every fork.
 require('./js-harness.js');
