@@ -1,31 +1,31 @@
 /* `kiln_template.node`, the Node-API binding of the template (template.c): serve(3) -> in each
- * forked task a fresh nonzero 31-bit seed for Math.random, false when kiln is gone
- * (langs/js/check/harness.js --template). Node-API is a stable C ABI: its few functions are
- * declared here, so no node headers are needed to build it.
+ * forked task a fresh nonzero 31-bit seed for Math.random, false when kiln is gone; pid() -> the
+ * caller's pid (langs/js/check/harness.js --template). Node-API is a stable C ABI: its few
+ * functions are declared here, so no node headers are needed to build it.
  *
  * What a fork of node needs, beyond what a fork of any process gets:
  * - V8 marks its heap's pages MADV_DONTFORK: a child would find none of its objects. They are
  *   made inheritable again before each fork.
- * - libuv's loop holds an epoll instance, an eventfd and a signal pipe: shared with the
- *   template and every other task if kept; uv_loop_fork makes the task its own.
- * - V8's and node's worker threads are not forked: the template runs node --single-threaded,
- *   so that V8 never hands work (compiles, GC) to a thread the task does not have; and node
- *   joins them when it exits, which glibc cannot do for threads of another process (it
- *   crashes), and destroys the conditions they waited on and their mutexes, which glibc does
- *   only once their waiters left. The task's calls to pthread_create, pthread_join,
- *   pthread_cond_destroy and pthread_mutex_destroy are redirected (their GOT entries, in node and the libraries it loaded) to wrappers that
- *   know the threads the task started: joining any other one returns at once, as that of a
- *   thread that ended, and a condition or mutex is destroyed without waiting or refusing. At its exit node also
- *   wakes its platform's timer thread with a write to a descriptor of the template's: the
- *   task keeps those numbers taken (/dev/null, template.c), so the write reaches nothing.
- * - Math.random's state is seeded lazily from the isolate's generator, copied into every task:
- *   the harness seeds it with the number serve() returns; and process.pid, a value node took
- *   at start, is set again from pid(). */
+ * - libuv's loop holds an epoll instance, an eventfd and a signal pipe, which the task would
+ *   share with the template and every other task: uv_loop_fork makes them its own.
+ * - V8's and node's worker threads are not forked. The template runs node --single-threaded,
+ *   so that V8 never hands work (compiles, GC) to a thread the task does not have. As it exits,
+ *   node joins those threads, which glibc cannot do for threads of another process (it
+ *   crashes), and destroys the conditions they wait on and their mutexes, which glibc does only
+ *   once the waiters left (never). The task's pthread_create, pthread_join,
+ *   pthread_cond_destroy and pthread_mutex_destroy are redirected (their GOT entries, in node
+ *   and the libraries it loaded) to wrappers that know the threads the task started: joining
+ *   another returns at once, as for a thread that ended; a condition or mutex is destroyed
+ *   without waiting or refusing. Node's exit also runs its tracing agent's loop and wakes its
+ *   timer thread through descriptors of the template's: the task has its own of the same kind
+ *   at those numbers (template.c, reserve_descriptors).
+ * - Math.random seeds itself lazily from the isolate's generator, the same in every task: the
+ *   harness seeds it with the number serve() returns; and process.pid, which node took once at
+ *   start, is set again from pid(). */
 #define _GNU_SOURCE
 #include "template.h"
 
 #include <dlfcn.h>
-
 #include <link.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -60,9 +60,11 @@ int uv_loop_fork(uv_loop_t *loop);
 static void inheritable_heap(void) {
     FILE *maps = fopen("/proc/self/maps", "re");
     char line[512];
+    int at_start = 1; /* of a line: a long path is read in pieces */
     while (maps && fgets(line, sizeof line, maps)) {
         unsigned long from, to;
-        if (sscanf(line, "%lx-%lx", &from, &to) == 2) madvise((void *)from, to - from, MADV_DOFORK);
+        if (at_start && sscanf(line, "%lx-%lx", &from, &to) == 2) madvise((void *)from, to - from, MADV_DOFORK);
+        at_start = strchr(line, '\n') != NULL;
     }
     if (maps) fclose(maps);
 }

@@ -69,13 +69,17 @@ def forked_probe(server: Server) -> dict:
 
 
 def template_pids(server: Server) -> list[int]:
+    """The zygote's children running a template command, not counting a slot's init the template
+    is cloning that moment (its copy until it execs kiln-init, but in the slot's own pid
+    namespace: two pids in NSpid)."""
     zygote = server.pids()["zygote"]
     found = []
     for child in Path(f"/proc/{zygote}/task/{zygote}/children").read_text().split():
         try:
-            if Path(f"/proc/{child}/cmdline").read_bytes().endswith(b"--template\0"):
+            nspid = next(line for line in Path(f"/proc/{child}/status").read_text().splitlines() if line.startswith("NSpid:"))
+            if Path(f"/proc/{child}/cmdline").read_bytes().endswith(b"--template\0") and len(nspid.split()) == 2:
                 found.append(int(child))
-        except OSError:
+        except (OSError, StopIteration):
             pass
     return found
 
