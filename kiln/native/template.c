@@ -282,8 +282,8 @@ static void become_slot(struct request *req, int reserve, int *task_sock) {
     if (task < 0) _exit(71);
     if (task == 0) {
         int keep[2] = {pair[1], req->recipe_fd};
-        if (count < 0) keep_only(keep, 2); /* no /proc: every descriptor but those */
-        for (int i = 0; i < count; i++)
+        if (count < 0 || count == MAX_TEMPLATE_FDS) keep_only(keep, 2); /* unlisted: every descriptor but those */
+        for (int i = 0; i < count && count < MAX_TEMPLATE_FDS; i++)
             if (template_fds[i].fd != keep[0] && template_fds[i].fd != keep[1]) replace_descriptor(&template_fds[i], reserve);
         *task_sock = pair[1];
         return;
