@@ -254,7 +254,10 @@ static const struct template_hooks node = {
     .after_fork_parent = nothing,
     .after_fork_child = own_threads,
     .entered = own_loop, /* its descriptors land above 0-3, which are laid out by then */
-    .populate = 1,
+    /* not copied ahead: a run writes ~half of node's ~1,400 written pages, and copying all of
+     * them while the slot warms cost more CPU than it saved (bench/cpu.py js-ab prestarted: 20.7
+     * ms a run against 16.2, for ~1 ms of p50); the warm slot shares them with the template */
+    .populate = 0,
     .reserve_descriptors = 1,
 };
 
