@@ -1,6 +1,6 @@
 /* `kiln_template.node`, the Node-API binding of the template (template.c): serve(3) -> in each
  * forked task a fresh nonzero 31-bit seed for Math.random, false when kiln is gone; pid() -> the
- * caller's pid (langs/js/check/harness.js --template). Node-API is a stable C ABI: its few
+ * caller's pid; pipe() -> a pipe's two ends (langs/js/check/harness.js --template). Node-API is a stable C ABI: its few
  * functions are declared here, so no node headers are needed to build it.
  *
  * What a fork of node needs, beyond what a fork of any process gets:
@@ -26,6 +26,7 @@
 #include "template.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -46,6 +47,10 @@ napi_status napi_create_function(napi_env env, const char *name, size_t length, 
 napi_status napi_get_cb_info(napi_env env, napi_callback_info info, size_t *argc, napi_value *argv, napi_value *this_arg, void **data);
 napi_status napi_get_value_int32(napi_env env, napi_value value, int32_t *result);
 napi_status napi_create_uint32(napi_env env, uint32_t value, napi_value *result);
+napi_status napi_create_int32(napi_env env, int32_t value, napi_value *result);
+napi_status napi_create_array_with_length(napi_env env, size_t length, napi_value *result);
+napi_status napi_set_element(napi_env env, napi_value object, uint32_t index, napi_value value);
+napi_status napi_throw_error(napi_env env, const char *code, const char *msg);
 napi_status napi_get_boolean(napi_env env, bool value, napi_value *result);
 napi_status napi_set_named_property(napi_env env, napi_value object, const char *name, napi_value value);
 napi_status napi_throw_type_error(napi_env env, const char *code, const char *msg);
@@ -288,13 +293,34 @@ static napi_value pid(napi_env env, napi_callback_info info) {
     return result;
 }
 
+/* pipe() -> [read end, write end], close-on-exec: what the template rehearses a run's stdout on */
+static napi_value pipe_pair(napi_env env, napi_callback_info info) {
+    int ends[2];
+    napi_value result, end;
+    if (pipe2(ends, O_CLOEXEC)) {
+        napi_throw_error(env, NULL, "pipe() failed");
+        return NULL;
+    }
+    napi_create_array_with_length(env, 2, &result);
+    for (uint32_t i = 0; i < 2; i++) {
+        napi_create_int32(env, ends[i], &end);
+        napi_set_element(env, result, i, end);
+    }
+    return result;
+}
+
 EXPORT int32_t node_api_module_get_api_version_v1(void) {
     return NAPI_VERSION;
 }
 
 EXPORT napi_value napi_register_module_v1(napi_env env, napi_value exports) {
-    napi_value serve_fn, pid_fn;
-    if (napi_create_function(env, "serve", NAPI_AUTO_LENGTH, serve, NULL, &serve_fn) || napi_set_named_property(env, exports, "serve", serve_fn)) return NULL;
-    if (napi_create_function(env, "pid", NAPI_AUTO_LENGTH, pid, NULL, &pid_fn) || napi_set_named_property(env, exports, "pid", pid_fn)) return NULL;
+    static const struct {
+        const char *name;
+        napi_callback function;
+    } functions[] = {{"serve", serve}, {"pid", pid}, {"pipe", pipe_pair}};
+    for (size_t i = 0; i < sizeof functions / sizeof *functions; i++) {
+        napi_value fn;
+        if (napi_create_function(env, functions[i].name, NAPI_AUTO_LENGTH, functions[i].function, NULL, &fn) || napi_set_named_property(env, exports, functions[i].name, fn)) return NULL;
+    }
     return exports;
 }
