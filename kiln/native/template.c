@@ -271,6 +271,19 @@ static void replace_descriptor(const struct template_fd *f, int reserve) {
     if (own >= 0) close(own);
 }
 
+/* In a fork: the template's descriptors listed before it closed or replaced, all but `keep` */
+static void leave_descriptors(const struct template_fd *fds, int count, int *keep, int nkeep, int reserve) {
+    if (count < 0 || count == MAX_TEMPLATE_FDS) {
+        keep_only(keep, nkeep); /* unlisted: every descriptor but those */
+        return;
+    }
+    for (int i = 0; i < count; i++) {
+        int kept = 0;
+        for (int k = 0; k < nkeep; k++) kept |= fds[i].fd == keep[k];
+        if (!kept) replace_descriptor(&fds[i], reserve);
+    }
+}
+
 /* PID 1 of the slot's namespaces: forks the task and becomes kiln-init; returns only in the
  * task, with its end of the socket to init */
 static void become_slot(struct request *req, int reserve, int *task_sock) {
@@ -282,9 +295,7 @@ static void become_slot(struct request *req, int reserve, int *task_sock) {
     if (task < 0) _exit(71);
     if (task == 0) {
         int keep[2] = {pair[1], req->recipe_fd};
-        if (count < 0 || count == MAX_TEMPLATE_FDS) keep_only(keep, 2); /* unlisted: every descriptor but those */
-        for (int i = 0; i < count && count < MAX_TEMPLATE_FDS; i++)
-            if (template_fds[i].fd != keep[0] && template_fds[i].fd != keep[1]) replace_descriptor(&template_fds[i], reserve);
+        leave_descriptors(template_fds, count, keep, 2, reserve);
         *task_sock = pair[1];
         return;
     }
@@ -324,6 +335,24 @@ static pid_t fork_slot(struct request *req, const struct template_hooks *hooks) 
     hooks->entered();
     send(sock, "ok", 2, MSG_NOSIGNAL);
     close(sock);
+    return 0;
+}
+
+pid_t template_fork_alike(const struct template_hooks *hooks) {
+    struct template_fd template_fds[MAX_TEMPLATE_FDS];
+    int count = open_descriptors(template_fds, MAX_TEMPLATE_FDS);
+    hooks->before_fork();
+    pid_t pid = fork();
+    if (pid != 0) {
+        int error = errno;
+        hooks->after_fork_parent();
+        return errno = error, pid;
+    }
+    int none[1] = {-1};
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* it never outlives the template that waits for it */
+    leave_descriptors(template_fds, count, none, 0, hooks->reserve_descriptors);
+    hooks->after_fork_child();
+    hooks->entered();
     return 0;
 }
 

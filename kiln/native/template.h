@@ -4,6 +4,8 @@
 #ifndef KILN_TEMPLATE_H
 #define KILN_TEMPLATE_H
 
+#include <sys/types.h>
+
 struct template_hooks {
     void (*before_fork)(void);       /* in the template, before each slot's clone */
     void (*after_fork_parent)(void); /* in the template, after it */
@@ -16,5 +18,10 @@ struct template_hooks {
 /* Serves the zygote's requests on `control`: 1 in each forked task, in its slot with descriptor
  * 3 its go pipe; 0 in the template once the zygote is gone. */
 int template_serve(int control, const struct template_hooks *hooks);
+
+/* A child made as a forked task is (the template's descriptors left, the hooks run), in no
+ * slot: a binding's test that its runtime survives the fork. Its pid in the template, 0 in the
+ * child, -1 with errno. */
+pid_t template_fork_alike(const struct template_hooks *hooks);
 
 #endif

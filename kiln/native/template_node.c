@@ -1,6 +1,8 @@
 /* `kiln_template.node`, the Node-API binding of the template (template.c): serve(3) -> in each
  * forked task a fresh nonzero 31-bit seed for Math.random, false when kiln is gone; pid() -> the
- * caller's pid; pipe() -> a pipe's two ends (langs/js/check/harness.js --template). Node-API is a stable C ABI: its few
+ * caller's pid; pipe() -> a pipe's two ends; forkAlike() and waitFor(pid): a child made as a
+ * task is, for the template to see that a fork of this node ends cleanly before it serves any
+ * (langs/js/check/harness.js --template). Node-API is a stable C ABI: its few
  * functions are declared here, so no node headers are needed to build it.
  *
  * What a fork of node needs, beyond what a fork of any process gets:
@@ -36,6 +38,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 typedef struct napi_env__ *napi_env;
@@ -293,6 +297,44 @@ static napi_value pid(napi_env env, napi_callback_info info) {
     return result;
 }
 
+/* forkAlike() -> a child made as a forked task is, in no slot: its pid, 0 in the child */
+static napi_value fork_alike(napi_env env, napi_callback_info info) {
+    napi_value result;
+    pid_t pid = template_fork_alike(&node);
+    if (pid < 0) {
+        napi_throw_error(env, NULL, "fork() failed");
+        return NULL;
+    }
+    napi_create_int32(env, pid, &result);
+    return result;
+}
+
+/* waitFor(pid) -> its exit status or 128 + its signal (killed if not done within 5 s); -1 if it
+ * is no child */
+static napi_value wait_for(napi_env env, napi_callback_info info) {
+    size_t argc = 1;
+    napi_value arg, result;
+    int32_t pid, status, code = -1;
+    if (napi_get_cb_info(env, info, &argc, &arg, NULL, NULL) || argc != 1 || napi_get_value_int32(env, arg, &pid) || pid <= 0) {
+        napi_throw_type_error(env, NULL, "waitFor(pid): a child's pid");
+        return NULL;
+    }
+    for (int waited_ms = 0;; waited_ms++) {
+        pid_t done = waitpid(pid, &status, WNOHANG);
+        if (done == pid) code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (done != 0) break; /* ended, or no child of ours */
+        if (waited_ms == 5000) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            code = 128 + SIGKILL;
+            break;
+        }
+        usleep(1000);
+    }
+    napi_create_int32(env, code, &result);
+    return result;
+}
+
 /* pipe() -> [read end, write end], close-on-exec: what the template rehearses a run's stdout on */
 static napi_value pipe_pair(napi_env env, napi_callback_info info) {
     int ends[2];
@@ -317,7 +359,7 @@ EXPORT napi_value napi_register_module_v1(napi_env env, napi_value exports) {
     static const struct {
         const char *name;
         napi_callback function;
-    } functions[] = {{"serve", serve}, {"pid", pid}, {"pipe", pipe_pair}};
+    } functions[] = {{"serve", serve}, {"pid", pid}, {"pipe", pipe_pair}, {"forkAlike", fork_alike}, {"waitFor", wait_for}};
     for (size_t i = 0; i < sizeof functions / sizeof *functions; i++) {
         napi_value fn;
         if (napi_create_function(env, functions[i].name, NAPI_AUTO_LENGTH, functions[i].function, NULL, &fn) || napi_set_named_property(env, exports, functions[i].name, fn)) return NULL;

@@ -6,6 +6,7 @@ the zygote ends serve() with false."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import socket
 import struct
@@ -95,3 +96,33 @@ def test_end_of_file_ends_serve(template):
     zygote.close()
     assert proc.wait(10) == 0 and proc.stdout.read() == "False\n"
     assert not Path(f"/proc/{proc.pid}").exists()
+
+
+FORKS = """
+const m = { exports: {} };
+process.dlopen(m, process.argv[2]);
+const statuses = [];
+for (const how of ['natural', 'exit', 'throw', 'pool']) {
+  const child = m.exports.forkAlike();
+  if (child === 0) {
+    if (how === 'exit') process.exit(3);
+    if (how === 'throw') throw new Error('thrown in the fork');
+    if (how === 'pool') require('zlib').gzip('kiln', () => setTimeout(() => {}, 1));
+    return;
+  }
+  statuses.push(m.exports.waitFor(child));
+}
+console.log(JSON.stringify(statuses));
+"""
+
+
+def test_a_fork_of_node_made_as_a_task_ends_as_node_ends(tmp_path):
+    """What js's template checks before it serves: a fork made as a task is (its threads joined
+    by wrappers, its descriptors its own) exits with node's status, however it ends; a fork that
+    never ends would read 137 (killed after 5 s)."""
+    script = tmp_path / "forks.js"
+    script.write_text(FORKS)
+    done = subprocess.run(["/usr/bin/node", "--single-threaded", str(script), str(native.TEMPLATE_MODULES["node"])], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [0, 3, 1, 0], done
+    assert "thrown in the fork" in done.stderr  # node's own report, from the child

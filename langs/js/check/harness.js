@@ -22,6 +22,16 @@ if (process.argv[2] === '--template') {
   fs.closeSync(4);
   const v8 = require('v8');
   rehearse(template.exports);
+  // A fork of node ends cleanly only where kiln's addon knows this node's ways (threads it joins
+  // at exit, descriptors its exit uses): one child made as a task is, that uses libuv's pool and
+  // a timer and ends as a run would, or no task is forked (kiln logs this and spawns instead).
+  const child = template.exports.forkAlike();
+  if (child === 0) {
+    fs.readFile(__filename, () => setTimeout(() => {}, 1));
+    return;
+  }
+  const ended = template.exports.waitFor(child);
+  if (ended !== 0) throw new Error(`kiln: a fork of this node did not end cleanly (status ${ended}): not forking tasks from it`);
   const seed = template.exports.serve(3);
   if (seed === false) process.exit(0);
   // Math.random seeds itself at its first call from the isolate's generator, the same in every
