@@ -31,8 +31,11 @@ def slot_cgroups(instance: str) -> list[Path]:
 
 def busy_slot(server: Server) -> int | None:
     for child in psutil.Process(server.pids()["zygote"]).children():
-        if " busy " in " ".join(child.cmdline()):
-            return child.pid
+        try:
+            if " busy " in " ".join(child.cmdline()):
+                return child.pid
+        except psutil.Error:
+            pass  # ended as we looked
     return None
 
 
