@@ -180,3 +180,10 @@ def test_a_forked_ts_task_compiles_and_runs_its_typescript(start_server):
         if body["stdout"] == "3 --template\n":
             break
         assert time.monotonic() < deadline, "no ts task was forked from the template"
+
+
+def test_a_forked_js_tasks_timers_wait_as_long_as_asked(server):
+    """The loop's clock is the template's until the task's loop first runs: a timer must still
+    count from when the run set it."""
+    body = forked_run(server, solution_text="const t = Date.now();\nsetTimeout(() => console.log(Date.now() - t), 300);\n")
+    assert body["exit_code"] == 0 and 295 <= int(body["stdout"]) < 2000, body
