@@ -251,13 +251,9 @@ static int open_descriptors(struct template_fd *fds, int cap) {
     return n;
 }
 
-static void replace_descriptor(const struct template_fd *f, int reserve) {
+static void replace_descriptor(const struct template_fd *f) {
     struct stat st;
     if (fstat(f->fd, &st) || st.st_dev != f->dev || st.st_ino != f->ino) return; /* not the template's any more */
-    if (!reserve) {
-        close(f->fd);
-        return;
-    }
     int own = -1, pipe_ends[2];
     if (f->kind == EPOLL_FD) own = epoll_create1(EPOLL_CLOEXEC);
     if (f->kind == EVENT_FD) own = eventfd(0, EFD_CLOEXEC | (f->flags & O_NONBLOCK));
@@ -271,16 +267,23 @@ static void replace_descriptor(const struct template_fd *f, int reserve) {
     if (own >= 0) close(own);
 }
 
-/* In a fork: the template's descriptors listed before it closed or replaced, all but `keep` */
-static void leave_descriptors(const struct template_fd *fds, int count, int *keep, int nkeep, int reserve) {
+/* The template's descriptors, listed only where the fork replaces them (reserve); -1: not
+ * listed, and the fork closes every one (close_range) but those it keeps. */
+static int list_descriptors(struct template_fd *fds, int reserve) {
+    return reserve ? open_descriptors(fds, MAX_TEMPLATE_FDS) : -1;
+}
+
+/* In a fork: the listed descriptors replaced, all but `keep`; unlisted (or too many to list),
+ * every descriptor but `keep` closed */
+static void leave_descriptors(const struct template_fd *fds, int count, int *keep, int nkeep) {
     if (count < 0 || count == MAX_TEMPLATE_FDS) {
-        keep_only(keep, nkeep); /* unlisted: every descriptor but those */
+        keep_only(keep, nkeep);
         return;
     }
     for (int i = 0; i < count; i++) {
         int kept = 0;
         for (int k = 0; k < nkeep; k++) kept |= fds[i].fd == keep[k];
-        if (!kept) replace_descriptor(&fds[i], reserve);
+        if (!kept) replace_descriptor(&fds[i]);
     }
 }
 
@@ -290,12 +293,12 @@ static void become_slot(struct request *req, int reserve, int *task_sock) {
     int pair[2];
     struct template_fd template_fds[MAX_TEMPLATE_FDS];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair)) _exit(71);
-    int count = open_descriptors(template_fds, MAX_TEMPLATE_FDS);
+    int count = list_descriptors(template_fds, reserve);
     pid_t task = fork();
     if (task < 0) _exit(71);
     if (task == 0) {
         int keep[2] = {pair[1], req->recipe_fd};
-        leave_descriptors(template_fds, count, keep, 2, reserve);
+        leave_descriptors(template_fds, count, keep, 2);
         *task_sock = pair[1];
         return;
     }
@@ -315,15 +318,24 @@ static void become_slot(struct request *req, int reserve, int *task_sock) {
     _exit(127); /* the zygote sees the slot die while warming */
 }
 
-/* Returns the slot's pid in the template, 0 in the entered task, -1 with errno. */
-static pid_t fork_slot(struct request *req, const struct template_hooks *hooks) {
+/* The runtime's hooks around a fork: a raw clone with `flags` (CLONE_PARENT, namespaces: no
+ * atfork handler runs in the child, which only forks once more and execs), or with none
+ * libc's fork (its atfork handlers run: the child goes on as the runtime). */
+static pid_t hooked_fork(const struct template_hooks *hooks, unsigned long flags) {
     hooks->before_fork();
-    pid_t pid = syscall(SYS_clone, req->flags | CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, 0);
+    pid_t pid = flags ? syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, 0) : fork();
     if (pid != 0) {
         int error = errno;
         hooks->after_fork_parent();
-        return errno = error, pid;
+        errno = error;
     }
+    return pid;
+}
+
+/* Returns the slot's pid in the template, 0 in the entered task, -1 with errno. */
+static pid_t fork_slot(struct request *req, const struct template_hooks *hooks) {
+    pid_t pid = hooked_fork(hooks, req->flags | CLONE_PARENT);
+    if (pid != 0) return pid;
     int sock;
     become_slot(req, hooks->reserve_descriptors, &sock);
     hooks->after_fork_child();
@@ -340,17 +352,12 @@ static pid_t fork_slot(struct request *req, const struct template_hooks *hooks) 
 
 pid_t template_fork_alike(const struct template_hooks *hooks) {
     struct template_fd template_fds[MAX_TEMPLATE_FDS];
-    int count = open_descriptors(template_fds, MAX_TEMPLATE_FDS);
-    hooks->before_fork();
-    pid_t pid = fork();
-    if (pid != 0) {
-        int error = errno;
-        hooks->after_fork_parent();
-        return errno = error, pid;
-    }
+    int count = list_descriptors(template_fds, hooks->reserve_descriptors);
+    pid_t pid = hooked_fork(hooks, 0);
+    if (pid != 0) return pid;
     int none[1] = {-1};
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* it never outlives the template that waits for it */
-    leave_descriptors(template_fds, count, none, 0, hooks->reserve_descriptors);
+    leave_descriptors(template_fds, count, none, 0);
     hooks->after_fork_child();
     hooks->entered();
     return 0;
