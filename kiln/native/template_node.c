@@ -7,7 +7,8 @@
  *
  * What a fork of node needs, beyond what a fork of any process gets:
  * - V8 marks its heap's pages MADV_DONTFORK: a child would find none of its objects. They are
- *   made inheritable again before each fork.
+ *   made inheritable again when the template starts serving (it runs no JavaScript from then
+ *   on: no page is mapped afresh) and before the self-check's fork.
  * - libuv's loop holds an epoll instance, an eventfd and a signal pipe, which the task would
  *   share with the template and every other task: uv_loop_fork makes them its own.
  * - V8's and node's worker threads are not forked. The template runs node --single-threaded,
@@ -259,7 +260,7 @@ static void own_loop(void) {
 }
 
 static const struct template_hooks node = {
-    .before_fork = inheritable_heap,
+    .before_fork = nothing,
     .after_fork_parent = nothing,
     .after_fork_child = own_threads,
     .entered = own_loop, /* its descriptors land above 0-3, which are laid out by then */
@@ -278,6 +279,7 @@ static napi_value serve(napi_env env, napi_callback_info info) {
         napi_throw_type_error(env, NULL, "serve(descriptor): a descriptor number");
         return NULL;
     }
+    inheritable_heap();
     if (!template_serve(control, &node)) {
         napi_get_boolean(env, false, &result);
         return result;
@@ -300,6 +302,7 @@ static napi_value pid(napi_env env, napi_callback_info info) {
 /* forkAlike() -> a child made as a forked task is, in no slot: its pid, 0 in the child */
 static napi_value fork_alike(napi_env env, napi_callback_info info) {
     napi_value result;
+    inheritable_heap();
     pid_t pid = template_fork_alike(&node);
     if (pid < 0) {
         napi_throw_error(env, NULL, "fork() failed");
