@@ -41,14 +41,19 @@ class Workload:
     pids_max: int
     # the workspace's `prestart` command, started while a slot warms (see read_commands)
     prestart_argv: tuple[str, ...] | None = None
-    # the workspace's `template` command: prestarted tasks forked from it (see read_commands),
-    # and the module it loads (kiln.native.TEMPLATE_MODULES)
+    # the workspace's `template` command: prestarted tasks forked from it (see read_commands)
     template_argv: tuple[str, ...] | None = None
-    template_module: str | None = None
 
     @property
     def slug(self) -> str:
         return self.language.slug
+
+    @property
+    def template_module(self) -> str | None:
+        """The module the template command loads (kiln.native.TEMPLATE_MODULES), if it has one."""
+        if self.template_argv is None or self.language.template_module is None:
+            return None
+        return str(native.TEMPLATE_MODULES[self.language.template_module])
 
 
 @dataclass(frozen=True)
@@ -289,7 +294,6 @@ def survey(config: Config, slugs) -> tuple[dict[str, Workload], list[Unserved]]:
         if reason is not None:
             unserved.append(Unserved(slug, reason))
             continue
-        forks = bool(template) and config.prestarts(slug) and config.forks(slug)
         workloads[slug] = Workload(
             language=language,
             lower=WORKSPACES_DIR if single else f"{WORKSPACES_DIR}/{slug}",
@@ -299,8 +303,7 @@ def survey(config: Config, slugs) -> tuple[dict[str, Workload], list[Unserved]]:
             memory_max=config.memory_max_for(slug),
             pids_max=config.pids_max_for(slug),
             prestart_argv=task_argv(prestart, config) if prestart and config.prestarts(slug) else None,
-            template_argv=task_argv(template, config) if forks else None,
-            template_module=str(native.TEMPLATE_MODULES[language.template_module]) if forks and language.template_module else None,
+            template_argv=task_argv(template, config) if template and config.prestarts(slug) and config.forks(slug) else None,
         )
     return workloads, unserved
 
