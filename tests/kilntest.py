@@ -33,6 +33,22 @@ def wait_until(predicate, timeout: float = 20.0, interval: float = 0.02) -> bool
     return bool(predicate())
 
 
+def child_titles(pid: int) -> dict[int, str]:
+    """A process's children and their titles (/proc/<child>/cmdline, NULs as spaces); one that
+    ended as we looked is left out."""
+    titles = {}
+    try:
+        listed = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except FileNotFoundError:
+        return titles
+    for child in listed:
+        try:
+            titles[int(child)] = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except FileNotFoundError:
+            pass
+    return titles
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

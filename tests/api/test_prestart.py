@@ -8,11 +8,10 @@ import json
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
-from kilntest import Server
+from kilntest import Server, child_titles
 
 ADD = "def solution(a, b):\n    return a + b\n"
 # runs long enough for `count` of them at once to take `count` different slots
@@ -36,14 +35,7 @@ def server():
 
 
 def warm_titles(server: Server) -> list[str]:
-    zygote = server.pids()["zygote"]
-    titles = []
-    for child in Path(f"/proc/{zygote}/task/{zygote}/children").read_text().split():
-        try:
-            titles.append(Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")[0].decode())
-        except OSError:
-            pass  # exited meanwhile
-    return titles
+    return list(child_titles(server.pids()["zygote"]).values())
 
 
 def wait_prestarted(server: Server, slug: str, count: int = 1) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from kilntest import KILN, free_port, wait_until
+from kilntest import KILN, child_titles, free_port, wait_until
 
 NAMESPACES = ("mnt", "pid", "ipc", "uts", "net", "cgroup")
 
@@ -32,14 +32,7 @@ def alive(pid: int) -> bool:
 
 
 def slot_pids(server) -> list[int]:
-    found = []
-    for pid in children(server.pids()["zygote"]):
-        try:
-            if "kiln: slot" in Path(f"/proc/{pid}/cmdline").read_text():
-                found.append(pid)
-        except FileNotFoundError:
-            pass  # a slot that ended as we looked (its replacement is listed next time)
-    return found
+    return [pid for pid, title in child_titles(server.pids()["zygote"]).items() if "kiln: slot" in title]
 
 
 def test_slots_are_warm_in_their_own_namespaces_before_any_request(start_server):

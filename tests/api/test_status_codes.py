@@ -11,6 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from kilntest import child_titles
+
 SLOW = "import time\nprint('started', flush=True)\ntime.sleep({seconds})\nprint('done')\n"
 
 
@@ -188,16 +190,7 @@ def _wait_for_busy(srv, count: int, timeout: float = 20) -> None:
 
 def busy_slots(srv) -> list[int]:
     """pids of this server's slots that are running a job (their title says `busy`)."""
-    zygote = srv.pids()["zygote"]
-    children = Path(f"/proc/{zygote}/task/{zygote}/children").read_text().split()
-    busy = []
-    for pid in children:
-        try:
-            if " busy " in Path(f"/proc/{pid}/cmdline").read_text():
-                busy.append(int(pid))
-        except FileNotFoundError:
-            pass
-    return busy
+    return [pid for pid, title in child_titles(srv.pids()["zygote"]).items() if " busy " in title]
 
 
 def test_503_while_shutting_down_and_in_flight_run_finishes(start_server):

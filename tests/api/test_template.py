@@ -49,15 +49,20 @@ def server():
     instance.stop()
 
 
-def probe(server: Server, **fields) -> tuple[dict, dict]:
-    """What the task saw, its slot's own uid (one per slot index) written as "uid"."""
-    body, record = run_logged(server, lang_slug="python", solution_text=PROBE, **fields)
-    assert (body["exit_code"], body["stderr"]) == (0, ""), body
-    seen = json.loads(body["stdout"])
+def with_slot_uid(seen: dict) -> dict:
+    """A probe's answer with its slot's own uid (one per slot index, never root, the same for
+    every uid and gid) written as "uid", so that two slots' answers compare."""
     uid = seen["status"]["Uid"][0]
     assert int(uid) >= 10001 and seen["status"]["Uid"] == seen["status"]["Gid"] == [uid] * 4
     seen["status"]["Uid"] = seen["status"]["Gid"] = "uid"
-    return seen, record
+    return seen
+
+
+def probe(server: Server, **fields) -> tuple[dict, dict]:
+    """What the task saw."""
+    body, record = run_logged(server, lang_slug="python", solution_text=PROBE, **fields)
+    assert (body["exit_code"], body["stderr"]) == (0, ""), body
+    return with_slot_uid(json.loads(body["stdout"])), record
 
 
 def forked_probe(server: Server) -> dict:

@@ -16,7 +16,7 @@ import pytest
 
 from kilntest import Server
 from test_prestart import run_logged, wait_prestarted
-from test_template import template_pids
+from test_template import template_pids, with_slot_uid
 
 # What a task can see of itself; printed as one JSON object.
 PROBE = r"""
@@ -91,11 +91,7 @@ def forked_run(server: Server, **fields) -> dict:
 def probe(server: Server, **fields) -> dict:
     body, _ = run_logged(server, lang_slug="js", solution_text=PROBE, **fields)
     assert (body["exit_code"], body["stderr"]) == (0, ""), body
-    seen = json.loads(body["stdout"])
-    uid = seen["status"]["Uid"][0]  # the slot's own (one per slot index)
-    assert int(uid) >= 10001 and seen["status"]["Uid"] == seen["status"]["Gid"] == [uid] * 4
-    seen["status"]["Uid"] = seen["status"]["Gid"] = "uid"
-    return seen
+    return with_slot_uid(json.loads(body["stdout"]))
 
 
 def test_a_forked_js_task_is_confined_as_a_spawned_one(server):

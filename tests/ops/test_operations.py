@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kilntest import KILN, REPO, Server, free_port, wait_until
+from kilntest import KILN, REPO, Server, child_titles, free_port, wait_until
 
 SLOW = "import time\nprint('started', flush=True)\ntime.sleep({seconds})\nprint('done')\n"
 
@@ -152,23 +152,13 @@ def test_metrics_move_by_exactly_what_the_runs_did(start_server):
     assert metric(srv.client.get("/metrics").text, "kiln_slot_warmup_seconds_count") == 2 + 5
 
 
-def child_titles(pid: int) -> list[str]:
-    titles = []
-    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
-        try:
-            titles.append(Path(f"/proc/{child}/cmdline").read_text())
-        except FileNotFoundError:
-            pass  # ended as we looked
-    return titles
-
-
 def test_sigterm_during_a_slow_run_lets_it_finish_then_leaves_nothing(start_server):
     srv = start_server(RUN_CONCURRENCY="2")
     zygote = srv.pids()["zygote"]
     results = {}
     runner = threading.Thread(target=lambda: results.update(r=srv.run(solution_text=SLOW.format(seconds=2))))
     runner.start()
-    assert wait_until(lambda: any("busy" in title for title in child_titles(zygote)))
+    assert wait_until(lambda: any("busy" in title for title in child_titles(zygote).values()))
     slot_pids = [int(p) for p in Path(f"/proc/{zygote}/task/{zygote}/children").read_text().split()]
     srv.proc.send_signal(signal.SIGTERM)
     runner.join()
