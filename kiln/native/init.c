@@ -115,25 +115,27 @@ static int build_root(int template_fd, char *err) {
     return apply_records(all, K_FINISH, NULL, err) ? -2 : built;
 }
 
-/* a prestarted slot: init takes the task's limits and filter for good (what is left of its work,
- * the request's files, supervision, the result, needs neither a mount nor more than root's file
- * access), and spawns the prestart command as the slot's user, root kept as saved uid */
 /* the prestart command's descriptors 0-3 (/dev/null, its stdout and stderr pipes, the read end
  * of its go pipe) into task[], init's other ends into P */
 static int prestart_ends(int task[4], char *err) {
     int go[2], out[2], errp[2], null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (null < 0 || pipe2(go, O_CLOEXEC) || output_pipe(out) || output_pipe(errp))
-        return snprintf(err, ERR, "sandbox step 'start the prestart command' failed: pipes: %s", strerror(errno)), -1;
+    make_as_task(1);
+    int failed = null < 0 || pipe2(go, O_CLOEXEC) || output_pipe(out) || output_pipe(errp);
+    make_as_task(0);
+    if (failed) return snprintf(err, ERR, "sandbox step 'start the prestart command' failed: pipes: %s", strerror(errno)), -1;
     task[0] = null, task[1] = out[1], task[2] = errp[1], task[3] = go[0];
     P.go = go[1], P.out = out[0], P.err = errp[0];
     return 0;
 }
 
+/* a prestarted slot: its language's workspace and limits, the prestart command spawned (it
+ * takes the slot's user and filter itself, and waits for its go), then init takes the filter
+ * for good: what is left of its work, the request's files, supervision, the result, needs
+ * neither a mount nor more than root's file access */
 static int start_prestarted(struct span w, char *err) {
     int task[4];
     if (mount_workspace(w, err) || apply_records(w, K_W_PRESTART_LIMIT, NULL, err) || take_limits(w, S.recipe.timeout_max_ms, err) ||
-        take_filter(err) || act_as_user(err) || prestart_ends(task, err) || spawn_in_cgroup(w, K_W_PRESTART_ARGV, task, 4, &P.pid, err) ||
-        act_as_root(err))
+        prestart_ends(task, err) || spawn_in_cgroup(w, K_W_PRESTART_ARGV, task, 4, &P.pid, err) || take_filter(err))
         return -1;
     for (int i = 0; i < 4; i++) close(task[i]);
     return 0;
@@ -218,12 +220,16 @@ static void execute(const struct job *job, struct span w, const char *title) {
     int stdio[3], out[2], errp[2];
     struct run run = {0};
     if (mount_workspace(w, err) || write_parts(w, job, err) || apply_records(w, K_W_LIMIT, NULL, err)) return send_failure(err);
-    if ((stdio[0] = open_stdin(job)) < 0 || output_pipe(out) || output_pipe(errp))
-        return snprintf(err, ERR, "sandbox step 'open stdin and pipes' failed: %s", strerror(errno)), send_failure(err);
+    make_as_task(1);
+    int failed = (stdio[0] = open_stdin(job)) < 0 || output_pipe(out) || output_pipe(errp);
+    make_as_task(0);
+    if (failed) return snprintf(err, ERR, "sandbox step 'open stdin and pipes' failed: %s", strerror(errno)), send_failure(err);
     stdio[1] = out[1], stdio[2] = errp[1];
-    /* root's work is done: the task's limits, user and filter are init's from here, and the
-     * task inherits them through a plain spawn; init supervises without privileges */
-    if (take_limits(w, job->timeout_ms, err) || drop_to_user(err) || take_filter(err)) return send_failure(err);
+    /* the task inherits init's rlimits and takes its user and filter in its own process. Init
+     * stays root, beyond the task's reach (another uid, no capability, pid 1 hidden), and,
+     * unlike a prestarted slot's, without a filter of its own: its mounts and writes are done,
+     * and a second load of the filter (~0.1 ms) would be on the request's path */
+    if (take_limits(w, job->timeout_ms, err)) return send_failure(err);
     double started = monotonic_s();
     if (spawn_in_cgroup(w, K_W_ARGV, stdio, 3, &run.pid, err)) return send_failure(err);
     for (int i = 0; i < 3; i++) close(stdio[i]);

@@ -119,15 +119,16 @@ int mount_workspace(struct span w, char *err);
 int write_parts(struct span w, const struct job *job, char *err);
 int open_stdin(const struct job *job);
 int output_pipe(int ends[2]);
+void make_as_task(int yes); /* 1: what init makes is the task's (fsuid, fsgid); 0: root's again */
 long cpu_limit_s(struct span w, long long timeout_ms);
 int take_limits(struct span w, long long timeout_ms, char *err);
 int take_filter(char *err);
-int drop_to_user(char *err);
-int act_as_user(char *err);
-int act_as_root(char *err);
+int take_identity(void); /* the task's: the slot's cgroup and user, for good; -1 with errno */
 #define COMMAND_MAX 256
 /* the argv of records argv_kind and the K_W_ENV environment of a language; returns argc */
 int command_of(struct span w, uint32_t argv_kind, char *argv[COMMAND_MAX], char *envp[COMMAND_MAX]);
+/* the command of argv_kind with fds[i] on descriptor i, taking the task's identity and filter
+ * in its own process (init stays root and unfiltered by it) */
 int spawn_in_cgroup(struct span w, uint32_t argv_kind, const int *fds, int nfds, pid_t *pid, char *err);
 void arm_death_signal(void);
 /* every descriptor above 2 closed but `keep` (sorted in place), those made close-on-exec */

@@ -85,6 +85,7 @@ static int op(const struct rec *r, int *template_fd) {
         return *template_fd < 0 ? -1 : 0;
     }
     if (!strcmp(name, "unshare_ns") && n == 0) return unshare(CLONE_NEWNS);
+    if (!strcmp(name, "detach") && n == 1) return umount2(a[0].p, MNT_DETACH);
     if (!strcmp(name, "hostname") && n == 1) return sethostname(a[0].p, a[0].len);
     errno = EINVAL;
     return -2;

@@ -56,7 +56,8 @@ static void read_stream(struct run *run, struct pollfd *fds, int which) {
     }
 }
 
-static void reap(struct run *run) {
+/* a task reaped at or after its deadline timed out, whatever it had read or written by then */
+static void reap(struct run *run, double deadline) {
     for (;;) {
         int status;
         struct rusage usage;
@@ -66,6 +67,7 @@ static void reap(struct run *run) {
             run->status = status, run->has_status = 1;
             run->rusage = usage, run->has_rusage = 1;
             run->ended_at = monotonic_s();
+            if (run->ended_at >= deadline) run->timed_out = 1;
             kill_all(); /* background processes end with the test command */
         }
     }
@@ -93,7 +95,7 @@ void supervise(struct run *run, double deadline, const char *title) {
         }
         double wait_s = limit - now < REAP_EVERY_S ? limit - now : REAP_EVERY_S;
         int ready = poll(fds, 4, (int)(wait_s * 1000) + 1);
-        reap(run);
+        reap(run, deadline);
         if (ready <= 0) continue;
         if (fds[P_TASK].revents) fds[P_TASK].fd = -1; /* reaped above; stays readable */
         if (fds[P_CANCEL].revents) {

@@ -11,6 +11,7 @@
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,6 +136,14 @@ int output_pipe(int ends[2]) {
     return fcntl(ends[0], F_SETFL, O_NONBLOCK);
 }
 
+/* What init makes for the task from here (its pipes) is owned by the task's user, as if the
+ * task had made it: a pipe's owner is its maker's filesystem uid, and a program that reopens
+ * /dev/stdout (/proc/self/fd/1) opens its own pipe, which only its owner may. */
+void make_as_task(int yes) {
+    syscall(SYS_setfsgid, yes ? S.recipe.uid : 0);
+    syscall(SYS_setfsuid, yes ? S.recipe.uid : 0);
+}
+
 /* plan.task_rlimits' RLIMIT_CPU, from the recipe's terms */
 long cpu_limit_s(struct span w, long long timeout_ms) {
     for (size_t i = w.from; i < w.to; i++)
@@ -205,63 +214,53 @@ void arm_death_signal(void) {
     if (poll(&zygote, 1, 0) > 0) _exit(0); /* the zygote died before the signal was armed */
 }
 
-/* Raw syscalls: they change this thread only, and init has only one. saved: the saved ids. */
-static int set_ids(uid_t saved) {
-    if (syscall(SYS_setgroups, 0, NULL) || syscall(SYS_setresgid, S.recipe.uid, S.recipe.uid, saved) || syscall(SYS_setresuid, S.recipe.uid, S.recipe.uid, saved)) return -1;
-    arm_death_signal(); /* a uid change clears it */
-    return 0;
-}
-
-/* init wholly the task's user: no groups, no capability (setuid keeps the inheritable set),
- * not dumpable (no /proc/1/mem for the run's processes of the same uid) */
-int drop_to_user(char *err) {
+/* The task's identity, taken by the task's own process while still root (the spawned
+ * task's child before its exec, or a forked task as it enters its slot), never by init, which
+ * keeps root: a process may reschedule, re-pin, renice or prlimit only processes of its own
+ * uid, so nothing the task does reaches the process that enforces its limits. Into the slot's
+ * cgroup (init never joins: its own memory and CPU are never the run's), a cgroup namespace
+ * rooted there (the task sees "/", nothing of kiln's tree), then wholly the slot's user: no
+ * groups, every uid non-zero (the kernel clears the permitted and effective sets) and no
+ * inheritable capability either. Raw syscalls: they change this thread only, and a spawned
+ * task's child shares init's memory until its exec. Returns 0 or -1 with errno set. */
+int take_identity(void) {
     struct __user_cap_header_struct head = {_LINUX_CAPABILITY_VERSION_3, 0};
     struct __user_cap_data_struct none[2] = {{0}};
-    if (set_ids(S.recipe.uid) || syscall(SYS_capset, &head, none) || prctl(PR_SET_DUMPABLE, 0)) return fail(err, "drop to the slot's user", NULL);
+    long uid = S.recipe.uid;
+    for (int i = 0; i < S.n_procs; i++)
+        if (syscall(SYS_write, S.cg_procs[i], "0", 1) != 1) return -1;
+    if (syscall(SYS_unshare, CLONE_NEWCGROUP) || syscall(SYS_setgroups, 0, NULL) || syscall(SYS_setresgid, uid, uid, uid) ||
+        syscall(SYS_setresuid, uid, uid, uid) || syscall(SYS_capset, &head, none))
+        return -1;
     return 0;
 }
 
-/* the task's user for everything but the saved ids, which stay root: what a spawn makes now is
- * wholly that user (exec sets the saved ids from the effective ones), and act_as_root() may
- * come back (a prestarted slot still has the request's files to write) */
-int act_as_user(char *err) {
-    return set_ids(0) ? fail(err, "take the slot's user", NULL) : 0;
-}
-
-int act_as_root(char *err) {
-    if (syscall(SYS_setresuid, 0, 0, 0) || syscall(SYS_setresgid, 0, 0, 0)) return fail(err, "take root back", NULL);
-    arm_death_signal();
-    return 0;
-}
-
-/* The task's own first steps, in its child before the exec (vfork.c): into the slot's cgroup
- * (it moves itself: init never does, so its own memory and CPU are never the run's), its
- * descriptors laid out, the signals init ignores back at their default. */
+/* The task's own first steps, in its child before the exec (vfork.c): its identity and the
+ * filter (last: it allows neither), its descriptors laid out, the signals init ignores back
+ * at their default. */
 struct layout {
     const int *fds;
     int nfds;
+    const char *failed; /* the step that failed, for init's error */
 };
 
 static int prepare_task(void *arg) {
-    const struct layout *out = arg;
-    for (int i = 0; i < S.n_procs; i++)
-        if (syscall(SYS_write, S.cg_procs[i], "0", 1) < 0) {
-            /* not in the slot's cgroup: the run then has no limits; it still runs, as with
-             * RUN_CGROUP=off (the zygote made the cgroup and opened these itself) */
-        }
+    struct layout *out = arg;
+    char err[ERR];
+    if (take_identity()) return out->failed = "take the slot's cgroup and user", errno;
+    if (take_filter(err)) return out->failed = "load seccomp", errno;
     for (int i = 0; i < out->nfds; i++) {
         /* every source is above the targets' range or is its own target (fds are made after
          * init's 0-2): a dup2 never overwrites a source still to be laid out */
         if (out->fds[i] == i) syscall(SYS_fcntl, i, F_SETFD, 0);
-        else if (syscall(SYS_dup2, out->fds[i], i) < 0) return errno;
+        else if (syscall(SYS_dup2, out->fds[i], i) < 0) return out->failed = "lay out descriptors", errno;
     }
     set_disposition(SIGPIPE, SIG_DFL);
     set_disposition(SIGXFSZ, SIG_DFL);
     return 0;
 }
 
-/* the command of kind argv_kind with fds[i] on descriptor i; init gives up the right to move
- * processes afterwards */
+/* the argv of records argv_kind and the K_W_ENV environment of a language */
 int command_of(struct span w, uint32_t argv_kind, char *argv[COMMAND_MAX], char *envp[COMMAND_MAX]) {
     int argc = 0, envc = 0;
     for (size_t i = w.from; i < w.to; i++) {
@@ -277,10 +276,10 @@ int spawn_in_cgroup(struct span w, uint32_t argv_kind, const int *fds, int nfds,
     char *argv[COMMAND_MAX], *envp[COMMAND_MAX];
     const char *step = argv_kind == K_W_PRESTART_ARGV ? "start the prestart command" : "exec the test command";
     if (!command_of(w, argv_kind, argv, envp)) return errno = EINVAL, fail(err, step, "(no command)");
-    struct layout layout = {fds, nfds};
+    struct layout layout = {fds, nfds, NULL};
     *pid = vfork_exec(0, argv[0], argv, envp, prepare_task, &layout);
     int error = errno;
-    for (int i = 0; i < S.n_procs; i++) close(S.cg_procs[i]);
+    for (int i = 0; i < S.n_procs; i++) close(S.cg_procs[i]); /* init never moves a process */
     S.n_procs = 0;
-    return *pid < 0 ? (errno = error, fail(err, step, argv[0])) : 0;
+    return *pid < 0 ? (errno = error, fail(err, step, layout.failed ? layout.failed : argv[0])) : 0;
 }

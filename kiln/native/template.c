@@ -186,15 +186,16 @@ static int enter_slot(int sock, int recipe_fd, const char *slug, int populate, c
     if (setns(fds[1], CLONE_NEWNET) || setns(fds[0], CLONE_NEWNS)) return fail(err, "enter the slot's namespaces");
     if (setsid() < 0) return fail(err, "start its session");
     if (empty_bounding_set()) return fail(err, "empty its bounding set");
-    for (int i = ENTER_FDS; i < n; i++)
-        if (write(fds[i], "0", 1) != 1) return fail(err, "join the slot's cgroup");
-    if (take_limits(w, S.recipe.timeout_max_ms, err) || drop_to_user(err)) return -1;
+    if (take_limits(w, S.recipe.timeout_max_ms, err)) return -1;
+    for (int i = ENTER_FDS; i < n; i++) S.cg_procs[S.n_procs++] = fds[i];
+    if (take_identity()) return fail(err, "take the slot's cgroup and user");
     for (int i = 0; i < 4; i++)
         if (dup2(fds[2 + i], i) < 0) return fail(err, "lay out its descriptors");
     for (int i = 0; i < n; i++)
         if (fds[i] > 3) close(fds[i]);
-    /* dumpable as after an exec: drop_to_user made it not (for init, which keeps root's
-     * secrets from the run's processes); the task holds nothing that is not its own */
+    S.n_procs = 0;
+    /* dumpable as after an exec (a uid change made it not); the task holds nothing that is not
+     * its own */
     if (prctl(PR_SET_DUMPABLE, 1)) return fail(err, "become dumpable");
     if (populate) populate_written(); /* dumpable first: /proc/self/pagemap is root's otherwise */
     if (take_filter(err)) return -1;

@@ -21,7 +21,7 @@ from kiln.runtime import Runtime, Workload
 from kiln.sandbox import mounts, plan
 from kiln.sandbox.cgroups import LimitWrite, SlotCgroup
 from kiln.sandbox.mounts import READONLY_ATTRS, MountArgs, under
-from kiln.sandbox.plan import OVERLAY_UPPER, OVERLAY_WORK, SANDBOX_DIR, RootPlan, Tmpfs, cpu_rlimit_terms, fixed_rlimits, upper_layer_dirs
+from kiln.sandbox.plan import OVERLAY_UPPER, OVERLAY_WORK, SANDBOX_DIR, WORKSPACES_DIR, RootPlan, Tmpfs, cpu_rlimit_terms, fixed_rlimits, upper_layer_dirs
 
 MAGIC = b"KILNRCP1"
 K_CONST, K_SECCOMP, K_STAT, K_BUILD, K_FINISH, K_WARM_LIMIT = 1, 2, 3, 4, 5, 6
@@ -125,9 +125,12 @@ def _workload(workload: Workload, runtime: Runtime, root: RootPlan, cgroup: Slot
     limits = (workload.memory_max, workload.pids_max)
     # /tmp and the upper layer are mounted while warming at the largest size any language has:
     # resized per request only for a language that has less
-    mount_ops: list[tuple[str, str, MountArgs]] = [
+    mount_ops: list[tuple[str, str, MountArgs | tuple[str]]] = [
         *_resize("mount the workspace", workspace.upper, root.upper),
         ("mount the workspace", "mount", mounts.overlay_args(SANDBOX_DIR, workspace.lower, OVERLAY_UPPER, OVERLAY_WORK)),
+        # the overlay holds its own reference to its lower layer: the workspaces bind, whose
+        # mount root in /proc/self/mountinfo is its host path, leaves the task's view
+        ("hide the workspaces folder", "detach", (WORKSPACES_DIR,)),
         *_resize("size /tmp", workspace.tmp, root.tmp),
     ]
     parts = {"solution": language.solution_file, "checker": language.checker_file, "asserts": language.asserts_file}

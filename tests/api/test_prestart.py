@@ -84,13 +84,13 @@ def test_every_prestarting_workspace_answers_as_its_test_command(server, slug):
         pytest.skip(f"{slug} is not served on this host")
     wait_prestarted(server, slug)
     body, record = run_logged(server, lang_slug=slug, solution_text=FIVE[slug])
-    assert (body["exit_code"], body["stdout"], body["stderr"], body["stats"]["outcome"]) == (0, "5\n", "", "exited")
+    assert (body["exit_code"], body["stdout"], body["stderr"], body["stats"]["outcome"]) == (0, "5\n", "", "exited"), body["stderr"]
     assert record["prestarted"] is True
 
 
 def test_the_original_runner_payload_answers_exactly(server):
     body = run_prestarted(server, RUNNER_PAYLOAD, asserts='{"a": 2, "b": 3}')
-    assert (body["exit_code"], body["stdout"], body["stderr"], body["stats"]["outcome"]) == (0, "5\n", "", "exited")
+    assert (body["exit_code"], body["stdout"], body["stderr"], body["stats"]["outcome"]) == (0, "5\n", "", "exited"), body["stderr"]
 
 
 def test_harness_mode(server):

@@ -62,7 +62,9 @@ def probe(server: Server, **fields) -> tuple[dict, dict]:
     """What the task saw."""
     body, record = run_logged(server, lang_slug="python", solution_text=PROBE, **fields)
     assert (body["exit_code"], body["stderr"]) == (0, ""), body
-    return with_slot_uid(json.loads(body["stdout"])), record
+    seen = with_slot_uid(json.loads(body["stdout"]))
+    seen["slot_cgroup_counted_it"] = body["stats"]["memory_peak_bytes"] > 0 and body["stats"]["cpu_ms"] > 0
+    return seen, record
 
 
 def forked_probe(server: Server) -> dict:
@@ -99,8 +101,10 @@ def test_a_forked_task_is_confined_as_a_spawned_one(server):
     assert forked["rlimits"].pop("RLIMIT_CPU") > spawned["rlimits"].pop("RLIMIT_CPU")
     for key in ("status", "environ", "rlimits", "fds", "mounts", "net", "hostname", "cwd", "pids", "ppid", "umask", "proc_owner"):
         assert forked[key] == spawned[key], key
-    # its cgroup is its own slot's, named like the plain one's
-    assert forked["cgroup"].count("slot-") == spawned["cgroup"].count("slot-") > 0
+    # its cgroup is its own slot's (whose figures count it), and its cgroup namespace is rooted
+    # there: "/" in every hierarchy, as for the spawned one
+    assert forked["slot_cgroup_counted_it"] and spawned["slot_cgroup_counted_it"]
+    assert forked["cgroup"] == spawned["cgroup"] and all(line.endswith(":/") for line in forked["cgroup"].splitlines())
     assert forked["status"]["CapBnd"] == ["0000000000000000"] and forked["status"]["NoNewPrivs"] == ["1"]
     # the template module was loaded from a memfd: no host path of kiln's shows
     assert spawned["kiln_maps"] == [] and forked["kiln_maps"] == ["/memfd:_kiln_template.so (deleted)"]

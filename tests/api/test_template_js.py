@@ -91,7 +91,9 @@ def forked_run(server: Server, **fields) -> dict:
 def probe(server: Server, **fields) -> dict:
     body, _ = run_logged(server, lang_slug="js", solution_text=PROBE, **fields)
     assert (body["exit_code"], body["stderr"]) == (0, ""), body
-    return with_slot_uid(json.loads(body["stdout"]))
+    seen = with_slot_uid(json.loads(body["stdout"]))
+    seen["slot_cgroup_counted_it"] = body["stats"]["memory_peak_bytes"] > 0 and body["stats"]["cpu_ms"] > 0
+    return seen
 
 
 def test_a_forked_js_task_is_confined_as_a_spawned_one(server):
@@ -103,7 +105,8 @@ def test_a_forked_js_task_is_confined_as_a_spawned_one(server):
     for key in ("status", "environ", "limits", "mounts", "net", "hostname", "cwd", "pids", "ppid", "umask", "proc_owner"):
         assert forked[key] == spawned[key], key
     assert forked["status"]["CapBnd"] == ["0000000000000000"] and forked["status"]["NoNewPrivs"] == ["1"]
-    assert forked["cgroup"].count("slot-") == spawned["cgroup"].count("slot-") > 0
+    assert forked["slot_cgroup_counted_it"] and spawned["slot_cgroup_counted_it"]
+    assert forked["cgroup"] == spawned["cgroup"] and all(line.endswith(":/") for line in forked["cgroup"].splitlines())
     # its own pid, not the one node took when the template started
     assert forked["pids"] == ["2"] and (forked["pid"], forked["ppid"]) == (2, 1)
     assert spawned["kiln_maps"] == [] and forked["kiln_maps"] == ["/memfd:kiln_template.node (deleted)"]

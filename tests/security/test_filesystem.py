@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from seclib import assert_exited
+from seclib import assert_exited, c_program
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -41,6 +41,51 @@ os.kill(child, 9)
     assert seen["ppid"] == 1  # init is PID 1 of the run's pid namespace ...
     assert seen["pid1"] is False and seen["pid1_status"] is False  # ... and invisible (root's)
     assert seen["me"] < 100  # a fresh pid namespace: the host's pids are elsewhere
+
+
+WHERE_AM_I = """
+import json
+print(json.dumps({"cgroup": open("/proc/self/cgroup").read().splitlines(),
+                  "mountinfo": open("/proc/self/mountinfo").read().splitlines()}))
+"""
+
+
+@pytest.mark.parametrize("kind", ["plain (stdin)", "prestarted"])
+def test_the_task_sees_nothing_of_the_hosts_cgroups_or_paths(run_py, server, kind):
+    """Its cgroup namespace is rooted at its own slot's cgroup ("/" in every hierarchy, not
+    the instance, the zygote's pid and the count of slots made), and its mount table names no
+    host path: the workspaces folder's bind, whose mount root is its host path, is gone once
+    the workspace overlay is mounted."""
+    fields = {"stdin": ""} if kind == "plain (stdin)" else {}
+    for _ in range(2):  # python's first run may take a plain slot: the second is prestarted
+        seen = _json(run_py(WHERE_AM_I, **fields))
+        assert seen["cgroup"] and all(line.endswith(":/") for line in seen["cgroup"]), seen["cgroup"]
+        text = "\n".join(seen["mountinfo"])
+        for secret in (str(REPO), server.instance, "slot-"):
+            assert secret not in text, (secret, seen["mountinfo"])
+        # a bind's mount root is its source's path: only binds at that same path (/usr, a
+        # toolchain's /etc/...) show one, and it says nothing the task does not see there anyway
+        elsewhere = [line for line in seen["mountinfo"] if line.split()[3] not in ("/", line.split()[4])]
+        assert elsewhere == [], elsewhere
+
+
+def test_a_c_task_sees_nothing_of_the_hosts_cgroups_or_paths(run_c, c_workspace):
+    body = run_c(
+        c_program(
+            r"""
+    char line[4096];
+    const char *files[] = {"/proc/self/cgroup", "/proc/self/mountinfo"};
+    for (int i = 0; i < 2; i++) {
+        FILE *f = fopen(files[i], "r");
+        while (f && fgets(line, sizeof line, f)) say("%s", line);
+    }
+"""
+        )
+    )
+    assert_exited(body)
+    assert str(c_workspace) not in body["stdout"] and "slot-" not in body["stdout"], body["stdout"]
+    cgroups = [line for line in body["stdout"].splitlines() if line[:1].isdigit() and line.count(":") == 2 and " " not in line]
+    assert cgroups and all(line.endswith(":/") for line in cgroups), body["stdout"]
 
 
 HOST_WIDE = (

@@ -156,6 +156,27 @@ def test_stdout_and_stderr_are_pipes_owned_by_the_run(run_py):
     assert body["stdout"] == "[True, True] True\n"
 
 
+REOPEN_STDIO = (
+    "import os\n"
+    "for path, mode in (('/dev/stdout', 'w'), ('/dev/stderr', 'w'), ('/proc/self/fd/1', 'w'), ('/dev/stdin', 'r')):\n"
+    "    with open(path, mode) as f:\n"
+    "        f.write(path + '\\n') if mode == 'w' else print(path, repr(f.read()))\n"
+    "print('owner', os.fstat(1).st_uid == os.getuid(), os.fstat(2).st_uid == os.getuid())\n"
+)
+
+
+@pytest.mark.parametrize("stdin", [None, "in"])
+def test_the_task_may_reopen_its_own_stdio(run_py, stdin):
+    """Its pipes are its own (owned by its uid): shell redirections to /dev/stdout, freopen and
+    the like open them again. Both kinds of slot: prestarted (no stdin) and plain (stdin)."""
+    fields = {"stdin": stdin} if stdin is not None else {}
+    for _ in range(2):  # python's first run may take a plain slot: the second is prestarted
+        body = run_py(REOPEN_STDIO, **fields)
+        assert_exited(body)
+        assert body["stdout"] == f"/dev/stdout\n/proc/self/fd/1\n/dev/stdin {stdin or ''!r}\nowner True True\n", body
+        assert body["stderr"] == "/dev/stderr\n", body
+
+
 def test_the_request_stdin_is_a_sealed_copy(run_py):
     body = run_py(
         "import os, sys\n"

@@ -161,9 +161,9 @@ def test_concurrent_runs_have_different_uids_and_cannot_see_each_other(server):
         assert seen["proc"] == [str(seen["me"])]
         assert seen["tmp"] == [f"mine-{seen['uid']}"]
         assert seen["sandbox"] == [f"mine-{seen['uid']}"]
-        # only itself, and its namespace's init (of its uid while the job runs, but deaf to the
-        # run's signals and hidden from its /proc: not dumpable); nothing of the other run
-        assert seen["reachable"] == [1, seen["me"]]
+        # only itself, and its namespace's init, which exists but is root's: out of its reach
+        # (and hidden from its /proc); nothing of the other run
+        assert seen["reachable"] == [-1, seen["me"]]
         assert seen["hostname"] == "kiln"
     assert server.client.get("/health").status_code == 200
 

@@ -114,8 +114,11 @@ def test_each_language_gets_its_workspace_files_command_and_limits(rt, root, v1_
     for slug, workload in rt.workloads.items():
         mine = workload_records(records, slug)
         assert texts(mine[0][1]) == (slug, str(int(workload.language.has_checker)))
-        overlay = [texts(a) for k, a in mine if k == recipe.K_W_MOUNT and a[4] == b"overlay"]
+        steps = [texts(a) for k, a in mine if k == recipe.K_W_MOUNT]
+        overlay = [step for step in steps if step[1] == "mount" and step[4] == "overlay"]
         assert overlay == [mount_record("mount the workspace", mounts.overlay_args("/sandbox", workload.lower, plan.OVERLAY_UPPER, plan.OVERLAY_WORK))]
+        # then the workspaces folder's bind leaves the task's mount table (it shows a host path)
+        assert steps[steps.index(overlay[0]) + 1] == ("hide the workspaces folder", "detach", plan.WORKSPACES_DIR)
         parts = dict(of_kind(mine, recipe.K_W_PART))
         assert parts["solution"] == workload.language.solution_file
         assert ("checker" in parts) == bool(workload.language.checker_file)
@@ -174,6 +177,6 @@ def test_tmp_and_the_upper_layer_are_resized_only_for_a_language_with_less_than_
     root = plan.root_plan(uid=UID, gid=UID, host_paths=rt.host_paths, workspaces=str(rt.config.workspace), tmp_size=largest, tmp_inodes=rt.config.tmp_inodes)
     records = decode(recipe.compile_recipe(0, root, rt, NoSlot("s")))
     for slug, workload in rt.workloads.items():
-        resized = [texts(a)[3] for k, a in workload_records(records, slug) if k == recipe.K_W_MOUNT and a[4] != b"overlay"]
+        resized = [texts(a)[3] for k, a in workload_records(records, slug) if k == recipe.K_W_MOUNT and a[1] == b"mount" and a[4] != b"overlay"]
         assert resized == ([plan.UPPER_DIR, "/tmp"] if workload.tmp_size < largest else []), slug
     assert rt.workloads["python"].tmp_size == 16 << 20 < largest
