@@ -1,5 +1,6 @@
 """Which cgroup driver kiln uses (RUN_CGROUP): v2 where kiln's cgroup offers memory and pids,
-else v1 where the memory, pids and cpuacct hierarchies are mounted, else none (said loudly).
+else v1 where the memory, pids and cpuacct hierarchies are mounted (and cpu's, if it is), else
+none (said loudly).
 
 open_driver is the only function of kiln's cgroup code that reads the real /proc; the rest of
 this module decides from the texts of /proc/self/mountinfo and /proc/self/cgroup, so unit tests
@@ -121,19 +122,24 @@ def _v2_driver(hierarchies: dict[str, str], own: dict[str, str], instance: str, 
 
 
 def _v1_driver(hierarchies: dict[str, str], own: dict[str, str], instance: str, log) -> Driver:
-    from kiln.sandbox.cgroup_v1 import REQUIRED, V1Driver
+    from kiln.sandbox.cgroup_v1 import OPTIONAL, REQUIRED, V1Driver
 
     bases = {}
-    for controller in REQUIRED:
+    for controller in REQUIRED + OPTIONAL:
         mount, path = hierarchies.get(controller), own.get(controller)
+        if (mount is None or path is None) and controller in OPTIONAL:
+            continue
         if mount is None or path is None:
             raise CgroupError(
                 f"cgroup v1: no {controller} hierarchy is mounted (kiln needs {', '.join(REQUIRED)}); "
                 "mount it, or use cgroup v2 (RUN_CGROUP=v2)"
             )
-        bases[controller] = os.path.normpath(os.path.join(mount, path.lstrip("/")))
-        if not os.access(bases[controller], os.W_OK):
-            raise CgroupError(f"cgroup v1: {bases[controller]} is not writable (read-only cgroup mount?)")
+        base = os.path.normpath(os.path.join(mount, path.lstrip("/")))
+        if not os.access(base, os.W_OK):
+            if controller in OPTIONAL:
+                continue
+            raise CgroupError(f"cgroup v1: {base} is not writable (read-only cgroup mount?)")
+        bases[controller] = base
     return V1Driver(bases, instance, log)
 
 

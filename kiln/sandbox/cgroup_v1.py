@@ -1,8 +1,13 @@
-"""cgroup v1 driver: kiln's subtree in each of the memory, pids and cpuacct hierarchies.
+"""cgroup v1 driver: kiln's subtree in each of the memory, pids and cpuacct hierarchies, and
+cpu's where it is mounted.
 
     <memory base>/<instance>/slot-...   memory.limit_in_bytes, memsw, oom_control, max usage
     <pids base>/<instance>/slot-...     pids.max, pids.events
     <cpuacct base>/<instance>/slot-...  cpuacct.usage (cpu,cpuacct may be one co-mounted hierarchy)
+    <cpu base>/<instance>/slot-...      nothing written: a run is one entity to the scheduler
+                                        whatever number of processes it makes, so neither kiln's
+                                        own processes (the slots' inits among them, in <cpu
+                                        base>) nor the other runs wait behind a run's spinners
 
 v1 has no "no internal processes" rule and no cgroup.kill: nothing is moved at setup, and
 processes are killed by pid (cgroups.kill_members).
@@ -14,6 +19,7 @@ from kiln.sandbox import cgroups
 from kiln.sandbox.cgroups import LimitWrite, SlotCgroup, StatSource, TreeDriver
 
 REQUIRED = ("memory", "pids", "cpuacct")
+OPTIONAL = ("cpu",)  # used where mounted (cgroup_detect)
 
 
 class V1Slot(SlotCgroup):
@@ -52,13 +58,15 @@ class V1Driver(TreeDriver):
 
     def __init__(self, bases: dict[str, str], instance: str, log):
         """bases: controller -> kiln's own cgroup directory in that controller's hierarchy, for
-        each of REQUIRED. Controllers that share a hierarchy share a directory."""
+        each of REQUIRED and those of OPTIONAL found. Controllers that share a hierarchy share a
+        directory."""
         missing = [c for c in REQUIRED if c not in bases]
         if missing:
             raise ValueError(f"V1Driver needs a base for {', '.join(missing)}")
-        distinct = list(dict.fromkeys(bases[c] for c in REQUIRED))
+        used = [c for c in REQUIRED + OPTIONAL if c in bases]
+        distinct = list(dict.fromkeys(bases[c] for c in used))
         super().__init__(distinct, instance, log)
-        self._hierarchy_of = {c: distinct.index(bases[c]) for c in REQUIRED}
+        self._hierarchy_of = {c: distinct.index(bases[c]) for c in used}
 
     # setup (TreeDriver's) creates <base>/<instance> in each hierarchy and removes leftovers.
     # v1 has no "no internal processes" rule: nothing is moved, setup's move_pids are ignored.

@@ -2,7 +2,9 @@
 
     <base>                       subtree_control += memory pids (cpu if offered)
     <base>/<instance>            subtree_control += the same
-    <base>/<instance>/supervisor kiln's own processes, when <base> is not the root cgroup
+    <base>/<instance>/supervisor kiln's own processes, when <base> is not the root cgroup;
+                                 cpu.weight SUPERVISOR_CPU_WEIGHT: the slots' inits, which
+                                 enforce the runs' timeouts, never wait behind the runs
     <base>/<instance>/slot-...   one per slot generation
 
 "No internal processes": a non-root cgroup that has controllers enabled in subtree_control
@@ -21,6 +23,7 @@ from kiln.sandbox.cgroups import CgroupError, LimitWrite, SlotCgroup, StatSource
 
 NEEDED = ("memory", "pids")  # what open_driver requires in <base>/cgroup.controllers
 OPTIONAL = ("cpu",)  # enabled when offered; usage_usec in cpu.stat needs no controller
+SUPERVISOR_CPU_WEIGHT = 10000  # the largest; each slot keeps the default, 100
 
 
 class V2Slot(SlotCgroup):
@@ -64,6 +67,9 @@ class V2Driver(TreeDriver):
             self._move_own_processes([os.getpid(), *move_pids])
         self._enable_controllers(self.base)
         self._enable_controllers(self.instance_dir)
+        weight = os.path.join(self.supervisor, "cpu.weight")
+        if not self.is_root() and (cgroups.read_file(weight) or str(SUPERVISOR_CPU_WEIGHT)).strip() != str(SUPERVISOR_CPU_WEIGHT):
+            cgroups.write_file(weight, SUPERVISOR_CPU_WEIGHT)
 
     def _move_own_processes(self, pids: list[int]) -> None:
         """Move the given pids that are still in <base> into the supervisor leaf."""

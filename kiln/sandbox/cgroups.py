@@ -19,6 +19,7 @@ Layout, where <base> is the cgroup kiln runs in (read from /proc/self/cgroup):
                                        controllers in a cgroup that holds processes)
          <base>/<instance>/slot-...    one per slot generation
     v1:  <base>/<instance>/slot-...    in each of the memory, pids and cpuacct hierarchies
+                                       (and cpu's, where mounted)
 
 After create_slot everything works through the slot's directory fds (openat), because the
 slot's pivot_root hides /sys. Every write to a cgroup file goes through write_fd, every mkdir
@@ -370,6 +371,9 @@ class Driver:
     def remove_slot(self, slot: SlotCgroup) -> bool:
         raise NotImplementedError
 
+    def kill_slot(self, slot: SlotCgroup) -> None:
+        """SIGKILL every process in the slot's cgroup(s), from outside the slot."""
+
     def teardown(self) -> None:
         raise NotImplementedError
 
@@ -505,6 +509,13 @@ class TreeDriver(Driver):
             except Exception:
                 removed = False
         return removed
+
+    def kill_slot(self, slot: SlotCgroup) -> None:
+        for path in slot.paths:
+            try:
+                _kill_at(path)
+            except OSError:
+                pass  # gone already: its processes with it
 
     def _removable_extras(self) -> tuple[str, ...]:
         return ()

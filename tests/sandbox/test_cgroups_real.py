@@ -40,6 +40,9 @@ def own_dir(controller: str) -> Path | None:
 
 
 V1_BASES = {c: own_dir(c) for c in ("memory", "pids", "cpuacct")}
+# with cpu's, where mounted (here apart from cpuacct's): a run is one entity to the scheduler
+V1_USED = ("memory", "pids", "cpuacct", *(("cpu",) if own_dir("cpu") else ()))
+V1_DIRS = tuple(dict.fromkeys(str(own_dir(c) / INSTANCE) for c in V1_USED if own_dir(c)))
 V2_BASE = own_dir("")
 HAVE_V1 = all(V1_BASES.values())
 V2_CONTROLLERS = (V2_BASE / "cgroup.controllers").read_text().split() if V2_BASE else []
@@ -177,7 +180,7 @@ def cgroup_lines(pid: int) -> dict[str, str]:
 def expected_paths(driver, name: str) -> dict[str, str]:
     """What /proc/<pid>/cgroup shows for a process in the slot, per controller key."""
     if driver.name == "v1":
-        return {c: f"{OWN[c].rstrip('/')}/{driver.instance}/{name}" for c in ("memory", "pids", "cpuacct")}
+        return {c: f"{OWN[c].rstrip('/')}/{driver.instance}/{name}" for c in V1_USED}
     return {"": f"{OWN[''].rstrip('/')}/{driver.instance}/{name}"}
 
 
@@ -197,7 +200,7 @@ def killed_by_sigkill(status: int) -> bool:
 def test_auto_here_takes_v1_and_v2_is_refused_with_advice():
     driver = cgroup_detect.open_driver("auto", INSTANCE, Log())
     assert isinstance(driver, V1Driver)
-    assert driver.instance_dirs == tuple(str(V1_BASES[c] / INSTANCE) for c in ("memory", "pids", "cpuacct"))
+    assert driver.instance_dirs == V1_DIRS
     assert not any(Path(d).exists() for d in driver.instance_dirs), "open_driver must not create anything"
     with pytest.raises(CgroupError, match=r"lacks .*Delegate=yes"):
         cgroup_detect.open_driver("v2", INSTANCE, Log())
@@ -212,7 +215,7 @@ def test_setup_creates_the_subtree(driver):
         assert (path / "cgroup.procs").is_file()
         assert [p.name for p in path.iterdir() if p.is_dir()] == []
     if driver.name == "v1":
-        assert driver.instance_dirs == tuple(str(V1_BASES[c] / INSTANCE) for c in ("memory", "pids", "cpuacct"))
+        assert driver.instance_dirs == V1_DIRS
     elif driver.is_root():
         assert not Path(driver.supervisor).exists(), "nothing is moved out of the root cgroup"
 
@@ -238,7 +241,7 @@ def test_limits_land_in_the_kernels_files(driver):
     slot = driver.create_slot("slot-0-g2")
     slot.set_limits(64 * MiB, 10)
     if driver.name == "v1":
-        memory, pids, _ = map(Path, slot.paths)
+        memory, pids = map(Path, slot.paths[:2])
         assert int((memory / "memory.limit_in_bytes").read_text()) == 64 * MiB
         if (memory / "memory.memsw.limit_in_bytes").exists():
             assert int((memory / "memory.memsw.limit_in_bytes").read_text()) == 64 * MiB

@@ -37,6 +37,7 @@ V1_FILES = {
     "pids": {"pids.max": "max\n", "pids.events": "max 0\n"},
     "cpuacct": {"cpuacct.usage": "0\n"},
     "cpu,cpuacct": {"cpuacct.usage": "0\n", "cpu.shares": "1024\n"},
+    "cpu": {"cpu.shares": "1024\n"},
 }
 V2_CONTROLLER_FILES = {
     "memory": {
@@ -444,6 +445,21 @@ def test_v1_with_cpu_and_cpuacct_comounted(kernel, log):
     assert driver.instance_dirs == (str(memory / "kiln"), str(pids / "kiln"), str(cpu / "kiln"))
 
 
+def test_v1_takes_the_cpu_hierarchy_where_it_is_mounted_apart(kernel, log):
+    """Each run one entity to the scheduler: its spinners wait behind the other runs and kiln's
+    own processes, not the other way round. Without a cpu hierarchy v1 works as before."""
+    mountinfo, own, mounts, _ = hybrid_host(kernel)
+    cpu = kernel.v1_hierarchy("cpu")
+    with_cpu = mountinfo + f"50 31 0:50 / {cpu} rw,relatime - cgroup cgroup rw,cpu\n"
+    driver = cgroup_detect.choose_driver("v1", "kiln", log, with_cpu, own + "1:cpu:/\n")
+    assert driver.instance_dirs[-1] == str(cpu / "kiln") and len(driver.instance_dirs) == 4
+    driver.setup()
+    slot = driver.create_slot("slot-1")
+    assert [Path(p).parent.parent for p in slot.paths][-1] == cpu
+    assert all(write.dir_index < 2 for write in slot.limit_writes(64 << 20, 32, None))  # nothing written to cpu's
+    assert len(cgroup_detect.choose_driver("v1", "kiln", log, mountinfo, own).instance_dirs) == 3
+
+
 def test_off_looks_at_nothing_and_bad_arguments_are_refused(log):
     driver = cgroup_detect.choose_driver("off", "kiln", log, "not read", "not read")
     assert isinstance(driver, NoCgroups) and driver.name == "off" and driver.reason == "RUN_CGROUP=off"
@@ -715,6 +731,8 @@ def test_v2_setup_in_a_delegated_cgroup_moves_itself_and_the_front_first(kernel,
         (f"{b}/cgroup.subtree_control", "+cpu"),
         (f"{b}/kiln/cgroup.subtree_control", "+memory +pids"),
         (f"{b}/kiln/cgroup.subtree_control", "+cpu"),
+        # the supervisor (the slots' inits) wins the CPU from the runs whenever it wants it
+        (f"{b}/kiln/supervisor/cpu.weight", "10000"),
     ]
     assert kernel.procs(base) == [] and sorted(kernel.procs(base / "kiln" / "supervisor")) == sorted([ME, FRONT])
     slot = driver.create_slot("slot-0-g1")
