@@ -26,12 +26,24 @@ KILLED = (
 )  # fmt: skip
 # By number: newer than the libseccomp this is built with (x86_64 numbers).
 KILLED_BY_NUMBER = (467,)  # open_tree_attr (Linux 6.15)
-REFUSED_EPERM = ("io_uring_setup", "io_uring_enter", "io_uring_register")
+# Refused with EPERM, as a kernel built without them would: io_uring (kernel attack surface);
+# the legacy AIO calls, whose contexts come from one host-wide budget (fs.aio-max-nr, 65536 here),
+# which io_setup can take whole, failing every other process's (glibc's POSIX AIO uses threads
+# and keeps working); inotify, which would show a run which files of the read-only trees every
+# sandbox shares (/usr) a concurrent run opens, its opponent's imports in a battle.
+REFUSED_EPERM = (
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "io_setup", "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_pgetevents",
+    "inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch",
+)  # fmt: skip
 # socket() families a judged program may use: AF_UNIX, AF_INET, AF_INET6 (failing to connect:
 # no interface is up), AF_NETLINK (libc asks it about interfaces). Every other family is refused:
 # AF_VSOCK reaches the hypervisor whatever the network namespace, AF_ALG is kernel attack surface.
 ALLOWED_SOCKET_FAMILIES = (1, 2, 10, 16)
 AF_MAX_ALLOWED = max(ALLOWED_SOCKET_FAMILIES)
+# AF_NETLINK only as NETLINK_ROUTE, which sees the slot's own empty network namespace; others
+# reach the host's (NETLINK_KOBJECT_UEVENT: every device event, audit, sock_diag...).
+AF_NETLINK, NETLINK_ROUTE = 16, 0
 # clone3 passes its flags in memory, where BPF cannot look: ENOSYS makes libc fall back to
 # clone, whose flags the filter checks.
 REFUSED_ENOSYS = ("clone3",)
@@ -58,14 +70,15 @@ def compile_filter() -> bytes:
         policy.add_rule(sc.KILL_PROCESS, number)
     for name in REFUSED_EPERM:
         policy.add_rule(sc.ERRNO(errno.EPERM), name)
-    # prlimit on another process: while a job runs, its supervisor (the slot's init) shares the
-    # job's uid; a process may change only its own limits (glibc's setrlimit passes pid 0)
+    # prlimit on another process: a process may change only its own limits (glibc's setrlimit
+    # passes pid 0); the supervisor is another uid anyway, this keeps it so should that change
     policy.add_rule(sc.ERRNO(errno.EPERM), "prlimit64", sc.Arg(0, sc.NE, 0))
     # the kernel reads the family as an int: any high bit set makes the 64-bit value large
     policy.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), "socket", sc.Arg(0, sc.GT, AF_MAX_ALLOWED))
     for family in range(AF_MAX_ALLOWED):
         if family not in ALLOWED_SOCKET_FAMILIES:
             policy.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), "socket", sc.Arg(0, sc.EQ, family))
+    policy.add_rule(sc.ERRNO(errno.EPROTONOSUPPORT), "socket", sc.Arg(0, sc.EQ, AF_NETLINK), sc.Arg(2, sc.NE, NETLINK_ROUTE))
     for name in REFUSED_ENOSYS:
         policy.add_rule(sc.ERRNO(errno.ENOSYS), name)
     for flag in CLONE_NAMESPACE_FLAGS:

@@ -245,6 +245,69 @@ def test_io_uring_is_refused_with_eperm(run_c):
     assert body["stdout"] == "setup -1 EPERM\nenter -1 EPERM\nregister -1 EPERM\n"
 
 
+def test_legacy_aio_is_refused_with_eperm_and_takes_nothing_of_the_hosts_budget(run_c):
+    """io_setup's contexts come from one host-wide budget (fs.aio-max-nr): a run that took it
+    whole failed every other process's io_setup, other runs' included."""
+    aio_nr = int(open("/proc/sys/fs/aio-nr").read())
+    body = run_c(
+        c_program(
+            r"""
+    unsigned long ctx = 0;
+    long r;
+    errno = 0; r = syscall(SYS_io_setup, 65536, &ctx); say("setup %ld %s\n", r, ename(errno));
+    errno = 0; r = syscall(SYS_io_setup, 1, &ctx); say("setup-one %ld %s\n", r, ename(errno));
+    errno = 0; r = syscall(SYS_io_submit, 0, 0, 0L); say("submit %ld %s\n", r, ename(errno));
+    errno = 0; r = syscall(SYS_io_getevents, 0, 0, 0, 0L, 0L); say("getevents %ld %s\n", r, ename(errno));
+    errno = 0; r = syscall(SYS_io_pgetevents, 0, 0, 0, 0L, 0L, 0L); say("pgetevents %ld %s\n", r, ename(errno));
+    errno = 0; r = syscall(SYS_io_cancel, 0, 0L, 0L); say("cancel %ld %s\n", r, ename(errno));
+    errno = 0; r = syscall(SYS_io_destroy, 0); say("destroy %ld %s\n", r, ename(errno));
+"""
+        )
+    )
+    assert_exited(body)
+    assert body["stdout"] == "".join(f"{name} -1 EPERM\n" for name in ("setup", "setup-one", "submit", "getevents", "pgetevents", "cancel", "destroy"))
+    assert int(open("/proc/sys/fs/aio-nr").read()) <= aio_nr
+
+
+def test_inotify_is_refused_so_a_run_cannot_watch_the_shared_trees(run_c):
+    """Every sandbox binds the same /usr: a watch there would show which modules or headers a
+    concurrent run (an opponent) opens."""
+    body = run_c(
+        c_program(
+            r"""
+    long r;
+    errno = 0; r = syscall(SYS_inotify_init1, 0); say("init1 %ld %s\n", r, ename(errno));
+    errno = 0; r = syscall(SYS_inotify_init); say("init %ld %s\n", r, ename(errno));
+    errno = 0; r = syscall(SYS_inotify_add_watch, 0, "/usr/include", 0x20); say("add %ld %s\n", r, ename(errno));
+    errno = 0; r = syscall(SYS_inotify_rm_watch, 0, 1); say("rm %ld %s\n", r, ename(errno));
+"""
+        )
+    )
+    assert_exited(body)
+    assert body["stdout"] == "init1 -1 EPERM\ninit -1 EPERM\nadd -1 EPERM\nrm -1 EPERM\n"
+
+
+def test_netlink_is_only_the_route_protocol(run_c):
+    """NETLINK_ROUTE sees the slot's own empty network namespace (libc asks it about
+    interfaces); the others reach the host's: uevents (every device event), audit, sock_diag."""
+    body = run_c(
+        c_program(
+            r"""
+    static const struct { const char *name; long protocol; } tried[] = {
+        {"route", 0}, {"sock_diag", 4}, {"audit", 9}, {"uevent", 15}, {"generic", 16}, {"route-high-bits", 0x100000000L},
+    };
+    for (unsigned i = 0; i < sizeof tried / sizeof tried[0]; i++) {
+        errno = 0;
+        long fd = syscall(SYS_socket, AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, tried[i].protocol);
+        say("%s %s\n", tried[i].name, fd >= 0 ? "open" : ename(errno));
+    }
+"""
+        )
+    )
+    assert_exited(body)
+    assert body["stdout"] == "route open\nsock_diag EPROTONOSUPPORT\naudit EPROTONOSUPPORT\nuevent EPROTONOSUPPORT\ngeneric EPROTONOSUPPORT\nroute-high-bits EPROTONOSUPPORT\n"
+
+
 def test_personality_query_and_per_linux_are_allowed(run_c):
     body = run_c(
         c_program(
