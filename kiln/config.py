@@ -70,6 +70,11 @@ class Config:
     api_keys: tuple[str, ...]
     sandbox_path: str
     shutdown_grace_ms: int
+    read_timeout_ms: int
+    idle_timeout_ms: int
+    connections_max: int
+    queue_wait_ms: int
+    queue_max: int
     instance: str
     log_format: str
     warnings: tuple[str, ...]
@@ -135,6 +140,11 @@ class Config:
             "api_keys": len(self.api_keys),
             "sandbox_path": self.sandbox_path,
             "shutdown_grace": duration(self.shutdown_grace_ms),
+            "read_timeout": duration(self.read_timeout_ms),
+            "idle_timeout": duration(self.idle_timeout_ms),
+            "connections_max": self.connections_max,
+            "queue_wait": duration(self.queue_wait_ms),
+            "queue_max": self.queue_max,
             "instance": self.instance,
             "log_format": self.log_format,
             "systemd": {"notify": self.systemd.notify_socket is not None, "watchdog_usec": self.systemd.watchdog_usec, "listen_fds": self.systemd.listen_fds},
@@ -361,6 +371,16 @@ _SETTINGS = (
     _Setting("RUN_API_KEYS", "api_keys", _api_keys, "", secret=True),
     _Setting("RUN_SANDBOX_PATH", "sandbox_path", _search_path, "/usr/local/bin:/usr/bin:/bin"),
     _Setting("RUN_SHUTDOWN_GRACE", "shutdown_grace_ms", _duration(0), "30s"),
+    # a client has this long to send a whole request once its first byte came (408 after); a
+    # kept-alive connection with no request started is closed after RUN_IDLE_TIMEOUT; past
+    # RUN_CONNECTIONS_MAX open connections a new one is answered 503 and closed
+    _Setting("RUN_READ_TIMEOUT", "read_timeout_ms", _duration(100), "10s"),
+    _Setting("RUN_IDLE_TIMEOUT", "idle_timeout_ms", _duration(100), "60s"),
+    _Setting("RUN_CONNECTIONS_MAX", "connections_max", _whole_number(1, 1_000_000), "1000"),
+    # a run that finds every slot busy waits its turn this long (never past its own timeout), in
+    # a queue of this many; 0 s: refused at once (429), as the original runner did
+    _Setting("RUN_QUEUE_WAIT", "queue_wait_ms", _duration(0), "5s"),
+    _Setting("RUN_QUEUE_MAX", "queue_max", _whole_number(0, 65536), None),  # load(): 4 x RUN_CONCURRENCY
     _Setting("RUN_INSTANCE", "instance", _instance, "kiln"),
     _Setting("RUN_LOG_FORMAT", "log_format", _log_format, "logfmt"),
 )
@@ -418,6 +438,8 @@ def load(environ: Mapping[str, str], repo_root: pathlib.Path, pid: int = 0) -> C
 
     if problems:
         raise ConfigError(problems)
+    if values["queue_max"] is None:
+        values["queue_max"] = 4 * values["concurrency"]
     inherited = dict.fromkeys(INHERITED_ENV + values["env_allow"])
     values["sandbox_env"] = tuple((name, environ[name]) for name in inherited if name in environ)
     values["warnings"] = _unknown_variable_warnings(environ, values["env_allow"])

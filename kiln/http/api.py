@@ -16,8 +16,9 @@ from werkzeug.wrappers import Response
 
 from kiln.http.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from kiln.http.metrics import Metrics
-from kiln.http.pool import Busy, NoWarmSlot, SlotPool, WarmSlot
+from kiln.http.pool import Busy, ClientGone, NoWarmSlot, ShuttingDown, SlotPool, WarmSlot
 from kiln.http.validate import ApiError, RunRequest, parse_run
+from kiln.http.watch import ClientWatch
 from kiln.log import Log
 from kiln.runtime import Runtime
 from kiln.zygote import protocol
@@ -25,9 +26,11 @@ from kiln.zygote.protocol import ProtocolError
 
 JSON = "application/json"
 _compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-# a slot enforces the run's timeout itself; this only bounds a slot that stopped answering
-SLOT_SILENCE_GRACE_S = 10.0
+# A slot enforces the run's timeout itself and answers within its drain grace (2 s) after it;
+# this bounds a slot that stopped answering, which is then killed from outside.
+SLOT_SILENCE_GRACE_S = 5.0
 CLIENT_GONE = 499  # logged only: nobody is left to read it
+CLOSE = {"Connection": "close"}  # what is left of the request is not read: the connection ends
 OPENAPI_DOCUMENT = Path(__file__).with_name("openapi.json")
 
 
@@ -68,6 +71,7 @@ class App:
             response = getattr(self, f"on_{endpoint}")(environ, info)
         except ApiError as error:
             response = error_response(error.status, error.error)
+            response.headers.update(error.headers)
         except NotFound:
             response = error_response(404, "not found")
         except MethodNotAllowed as error:
@@ -101,43 +105,59 @@ class App:
     # -- routes -----------------------------------------------------------------------------
     def on_run(self, environ, info) -> Response:
         self._authorize(environ)
-        raw = self._read_body(environ)
+        raw = self._read_body(environ, info)
         info["bytes_in"] = len(raw)
         request = parse_run(raw, self.runtime)
         info["lang"] = request.slug
         if self.shutting_down:
             raise ApiError(503, "shutting down")
-        frame = self._run(request, self._prestart_kind(request), environ, info)
-        if frame is not None and frame[0].get("op") == "prestart_failed":
-            # the slot's prestart command had died before the request came: never prestart this
-            # language again (until restart), and run the request in a plain slot
-            self.prestart_broken.add(request.slug)
-            self.log.error("prestart command failed; prestarting stops for this language", lang=request.slug, error=str(frame[0].get("error")))
-            frame = self._run(request, None, environ, info)
-        if info["prestarted"] and frame is not None:
+        watch = ClientWatch(environ)
+        try:
+            frame = self._run(request, self._prestart_kind(request), watch, info)
+            if frame is not None and frame[0].get("op") == "prestart_failed":
+                # the slot's prestart command had died before the request came: never prestart
+                # this language again (until restart), and run the request in a plain slot
+                self.prestart_broken.add(request.slug)
+                self.log.error("prestart command failed; prestarting stops for this language", lang=request.slug, error=str(frame[0].get("error")))
+                frame = self._run(request, None, watch, info)
+        finally:
+            watch.stop()
+        if info.get("prestarted") and frame is not None:
             self.metrics.prestarted_runs.labels(request.slug).inc()
         return self._result_response(frame, request, info)
 
-    def _run(self, request: RunRequest, want: str | None, environ, info) -> tuple[dict, list[bytes]] | None:
-        """One attempt: a slot (see SlotPool.acquire for `want`), the job, the slot's answer."""
+    def _run(self, request: RunRequest, want: str | None, watch: ClientWatch, info) -> tuple[dict, list[bytes]] | None:
+        """One attempt: a slot (see SlotPool.acquire for `want`), the job, the slot's answer;
+        None when the client left."""
         try:
-            slot = self.pool.acquire(want)
-        except Busy:
-            self.metrics.busy_refusals.inc()
-            raise ApiError(429, "runner busy") from None
+            slot = self.pool.acquire(want, min(self.config.queue_wait_ms, request.timeout_ms) / 1000, watch.gone)
+        except Busy as busy:
+            self.metrics.busy_refusals.labels(busy.reason).inc()
+            raise ApiError(429, "runner busy", headers={"Retry-After": "1"}) from None
         except NoWarmSlot as error:
             self.log.error("no warm slot", error=str(error))
             raise ApiError(503, "no warm slot") from None
+        except ShuttingDown:
+            raise ApiError(503, "shutting down") from None
+        except ClientGone:
+            return None
         info["slot"] = slot.index
         info["prestarted"] = slot.prestart is not None
+        silent = False
         try:
-            return self._run_on(slot, request, environ.get("kiln.socket"))
+            return self._run_on(slot, request, watch)
+        except SlotSilent:
+            silent = True
+            raise
         except RuntimeError:
             if self.shutting_down:  # killed at the end of the grace period: let a balancer retry it
                 raise ApiError(503, "shutting down") from None
             raise
-        finally:
-            self.pool.release(slot)  # before the response is written
+        finally:  # before the response is written
+            if silent:
+                self.pool.condemn(slot)
+            else:
+                self.pool.release(slot)
 
     def on_health(self, environ, info) -> Response:
         if self.shutting_down:
@@ -197,7 +217,9 @@ class App:
         if scheme.lower() != "bearer" or not any(hmac.compare_digest(given, key.encode()) for key in keys):
             raise ApiError(401, "unauthorized")
 
-    def _read_body(self, environ) -> bytes:
+    def _read_body(self, environ, info) -> bytes:
+        """The whole body, within what is left of the request's RUN_READ_TIMEOUT (408 after, the
+        connection closed). A client that hangs up mid-body is a client error (logged 499)."""
         encoding = environ.get("HTTP_CONTENT_ENCODING", "").strip().lower()
         if encoding not in ("", "identity"):
             raise ApiError(415, "content-encoding not supported")
@@ -207,31 +229,43 @@ class App:
             if not length.isdigit():
                 raise ApiError(400, "Content-Length is not a number")
             if int(length) > limit:
-                raise ApiError(413, "payload too large")
+                raise ApiError(413, "payload too large", headers=CLOSE)
         stream = environ["wsgi.input"]
-        data = stream.read(int(length)) if length is not None else stream.read(limit + 1)
+        deadline = environ.get("kiln.read_deadline")
+        try:
+            with gevent.Timeout(max(0.0, deadline - time.monotonic()) if deadline else None, ReadTimeout):
+                data = stream.read(int(length)) if length is not None else stream.read(limit + 1)
+        except ReadTimeout:
+            raise ApiError(408, "request timeout", headers=CLOSE) from None
+        except OSError:  # pywsgi: "unexpected end of file while reading request"
+            info["status"] = CLIENT_GONE
+            raise ApiError(400, "the request body ended before its length", headers=CLOSE) from None
         if len(data) > limit:
-            raise ApiError(413, "payload too large")
+            raise ApiError(413, "payload too large", headers=CLOSE)
         return data
 
-    def _run_on(self, slot: WarmSlot, request: RunRequest, client) -> tuple[dict, list[bytes]] | None:
+    def _run_on(self, slot: WarmSlot, request: RunRequest, watch: ClientWatch) -> tuple[dict, list[bytes]] | None:
         names = [name for name, _ in request.files]
         blobs = [content for _, content in request.files]
         header = {"op": "job", "slug": request.slug, "timeout_ms": request.timeout_ms, "files": names, "stdin": request.stdin is not None}
         if request.stdin is not None:
             blobs.append(request.stdin)
-        watcher = gevent.spawn(_cancel_when_client_leaves, client, slot.sock) if client is not None else None
+        cancel = lambda _gone: _cancel(slot.sock)  # noqa: E731
+        watch.gone.rawlink(cancel)
         frame, failure = None, None
+        silence = gevent.Timeout(request.timeout_ms / 1000 + SLOT_SILENCE_GRACE_S)
         try:
-            with gevent.Timeout(request.timeout_ms / 1000 + SLOT_SILENCE_GRACE_S):
+            with silence:
                 protocol.send_frame(slot.sock, header, blobs)
                 frame = protocol.recv_frame(slot.sock, self.result_limit)
         except (OSError, ProtocolError, gevent.Timeout) as error:
             failure = error
-        if watcher is not None:
-            if watcher.ready() and watcher.value is True:
-                return None  # the client left and the run was cancelled
-            watcher.kill(block=False)
+        finally:
+            watch.gone.unlink(cancel)
+        if watch.gone.is_set():
+            return None  # the client left and the run was cancelled
+        if failure is silence:
+            raise SlotSilent(f"slot {slot.index} gave no result {SLOT_SILENCE_GRACE_S:g} s after the run's timeout")
         if frame is None:
             raise RuntimeError(f"slot {slot.index} ended without a result ({failure!r})")
         return frame
@@ -264,21 +298,21 @@ class App:
         return json_response(200, body)
 
 
-def _cancel_when_client_leaves(client, slot_sock) -> bool:
-    """Returns True after cancelling the run because the client closed its connection."""
-    while True:
-        gevent.socket.wait_read(client.fileno())
-        try:
-            peeked = client.recv(1, gevent.socket.MSG_PEEK)
-        except OSError:
-            peeked = b""
-        if peeked:
-            return False  # a pipelined next request, not a hang-up: stop watching
-        try:
-            slot_sock.shutdown(gevent.socket.SHUT_WR)  # the slot reads end-of-file: cancel
-        except OSError:
-            pass
-        return True
+class SlotSilent(RuntimeError):
+    """A slot gave no result long after its run's timeout: it is killed from outside."""
+
+
+class ReadTimeout(Exception):
+    """A request (its line and headers: server.Handler; its body: App._read_body) did not
+    arrive within RUN_READ_TIMEOUT of its first byte."""
+
+
+def _cancel(slot_sock) -> None:
+    """The slot reads end-of-file: its init kills the run and exits without a result."""
+    try:
+        slot_sock.shutdown(gevent.socket.SHUT_WR)
+    except OSError:
+        pass
 
 
 def _request_id(given: str | None) -> str:

@@ -15,8 +15,18 @@ class Metrics:
         self.requests = Counter("kiln_http_requests", "HTTP requests answered, by route, status and language", ["route", "status", "lang"], registry=registry)
         self.runs = Counter("kiln_runs", "Runs that reached a slot, by language and outcome (output_too_large: killed for output over RUN_OUTPUT_MAX, a 413)", ["lang", "outcome"], registry=registry)
         self.run_seconds = Histogram("kiln_run_duration_seconds", "Wall time of a run's test command, by language", ["lang"], buckets=RUN_BUCKETS, registry=registry)
-        self.busy_refusals = Counter("kiln_busy_refusals", "Requests refused with 429: every slot was running", registry=registry)
-        self.overload_refusals = Counter("kiln_overload_refusals", "Connections answered 503 overloaded: the front was out of file descriptors", registry=registry)
+        self.busy_refusals = Counter(
+            "kiln_busy_refusals",
+            "Requests refused with 429, by reason: every slot was running and the queue was full (queue full; no queue with RUN_QUEUE_WAIT=0 or RUN_QUEUE_MAX=0), or the request waited RUN_QUEUE_WAIT (queue wait)",
+            ["reason"],
+            registry=registry,
+        )
+        self.queue_wait_seconds = Histogram("kiln_queue_wait_seconds", "Time requests waited in the queue for their turn (every slot running)", buckets=WARM_BUCKETS + (5, 10, 30), registry=registry)
+        queued = Gauge("kiln_queue_length", "Requests waiting for their turn", registry=registry)
+        queued.set_function(lambda: len(pool.queue))
+        self.overload_refusals = Counter(
+            "kiln_overload_refusals", "Connections answered 503 and closed, by reason: out of file descriptors, or RUN_CONNECTIONS_MAX open", ["reason"], registry=registry
+        )
         self.prestarted_runs = Counter("kiln_prestarted_runs", "Runs served by a slot prestarted for their language, by language (of kiln_runs)", ["lang"], registry=registry)
         self.prestart_trades = Counter("kiln_prestart_trades", "Warm prestarted slots closed unused: a request needed another kind and no other was warm", registry=registry)
         self.slot_warmup_seconds = Histogram("kiln_slot_warmup_seconds", "Time to warm a slot: spawn, namespaces, root filesystem", buckets=WARM_BUCKETS, registry=registry)
@@ -28,6 +38,7 @@ class Metrics:
         slots.labels("warming").set_function(lambda: max(0, concurrency - pool.warm_count - pool.in_flight))
         pool.on_warm = lambda seconds: self.slot_warmup_seconds.observe(seconds)
         pool.on_trade = self.prestart_trades.inc
+        pool.on_queued = self.queue_wait_seconds.observe
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

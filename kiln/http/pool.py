@@ -1,8 +1,11 @@
 """The front's view of the slots: warm slots handed over by the zygote, and runs in flight.
 
-RUN_CONCURRENCY bounds the runs in flight. A request that finds no warm slot while fewer runs
-are in flight waits (briefly) for the replacement the zygote is warming; only a request that
-would exceed RUN_CONCURRENCY is refused at once.
+RUN_CONCURRENCY bounds the runs in flight. A request that finds them all in flight queues for its
+turn, first come first served, for up to RUN_QUEUE_WAIT (never past its own timeout) in a queue of
+at most RUN_QUEUE_MAX; past either it is refused (Busy: 429). One that has its turn but finds no
+warm slot waits for the replacement the zygote is warming: a slow warm-up under load never fails
+a request (up to WARM_WAIT_S), warm-ups that keep failing do, after WARM_FAILING_S (NoWarmSlot).
+A request whose client leaves while it waits leaves the queue (ClientGone).
 
 A slot is plain, or prestarted for one language (its workspace's prestart command already
 running). A request takes a slot prestarted for its language if one is warm, else a plain one;
@@ -26,15 +29,29 @@ from kiln.log import Log
 from kiln.zygote import protocol
 from kiln.zygote.protocol import ProtocolError
 
-WARM_WAIT_S = 2.0
+WARM_WAIT_S = 30.0  # the longest a request with its turn waits for a slot to warm
+WARM_FAILING_S = 2.0  # ... when the zygote reports warm-ups failing and none succeeding
 
 
 class Busy(Exception):
-    """RUN_CONCURRENCY runs are in flight."""
+    """No turn for the request: every slot was in flight and the queue was full ("queue full",
+    or "no queue" with RUN_QUEUE_WAIT=0), or its turn did not come in time ("queue wait")."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
 
 
 class NoWarmSlot(Exception):
     """No slot became warm in time (warm-ups failing or far behind)."""
+
+
+class ClientGone(Exception):
+    """The request's client left while it waited for a slot."""
+
+
+class ShuttingDown(Exception):
+    """The service began to shut down while the request was queued."""
 
 
 @dataclass
@@ -45,30 +62,45 @@ class WarmSlot:
     prestart: str | None = None  # the language it is prestarted for; None: plain
 
 
+class _Turn:
+    """A queued request's place: `granted` once a run in flight passed its capacity on."""
+
+    __slots__ = ("event", "granted")
+
+    def __init__(self):
+        self.event = gevent.event.Event()
+        self.granted = False
+
+
 class SlotPool:
-    def __init__(self, zygote: stdlib_socket.socket, concurrency: int, log: Log, on_zygote_lost):
+    def __init__(self, zygote: stdlib_socket.socket, concurrency: int, log: Log, on_zygote_lost, queue_max: int = 0):
         self.zygote = gevent.socket.socket(fileno=zygote.detach())
         self.concurrency = concurrency
+        self.queue_max = queue_max
         self.log = log
         self.on_zygote_lost = on_zygote_lost
         self.warm: list[WarmSlot] = []  # in arrival order
-        self._waiters: list[gevent.event.Event] = []
-        self.in_flight = 0
+        self._waiters: list[gevent.event.Event] = []  # requests with their turn, waiting for a warm slot
+        self.queue: list[_Turn] = []  # requests waiting for their turn, first come first
+        self.closing = False  # shutting down: nobody is queued any more
+        self.in_flight = 0  # runs in flight, and slots being killed (condemned) until they are gone
+        self.condemned: dict[int, int] = {}  # slot index -> init's pid, until the zygote says "ended"
         self.all_warm = gevent.event.Event()
         self.last_warm_error: str | None = None
         self.last_warm_error_at = 0.0
         self.last_warm_ok = 0.0
         self.on_warm = lambda seconds: None  # /metrics observes warm-up durations
         self.on_trade = lambda: None  # and counts prestarted slots closed unused
+        self.on_queued = lambda seconds: None  # and how long queued requests waited
         self.reader = gevent.spawn(self._read_zygote)
 
-    def acquire(self, want: str | None = None) -> WarmSlot:
+    def acquire(self, want: str | None = None, wait_s: float = 0.0, gone: gevent.event.Event | None = None) -> WarmSlot:
         """A warm slot for a request that a slot prestarted for `want` can serve (None: the
-        request needs a plain slot)."""
-        if self.in_flight >= self.concurrency:
-            raise Busy
-        self.in_flight += 1
-        deadline = time.monotonic() + WARM_WAIT_S
+        request needs a plain slot). `wait_s`: how long it may queue for its turn; `gone`: set
+        when its client leaves. Raises Busy, NoWarmSlot, ClientGone or ShuttingDown."""
+        self._take_turn(wait_s, gone)
+        started = time.monotonic()
+        deadline = started + WARM_WAIT_S
         gave_up_one = False
         while True:
             slot = self._take(want)
@@ -82,16 +114,65 @@ class SlotPool:
                 unfit.sock.close()  # its init reads end-of-file and exits unused
                 gave_up_one = True
                 self.on_trade()
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                self.in_flight -= 1
+            now = time.monotonic()
+            failing = self.last_warm_error_at > self.last_warm_ok and now - started >= WARM_FAILING_S
+            left = gone is not None and gone.is_set()
+            if now >= deadline or failing or left:
+                self._pass_turn()
+                if left:
+                    raise ClientGone
                 raise NoWarmSlot(self.last_warm_error or "no slot became warm in time")
             waiter = gevent.event.Event()
             self._waiters.append(waiter)
             try:
-                waiter.wait(remaining)
+                gevent.wait([waiter] + ([gone] if gone is not None else []), timeout=min(deadline - now, WARM_FAILING_S), count=1)
             finally:
                 self._waiters.remove(waiter)
+
+    def _take_turn(self, wait_s: float, gone: gevent.event.Event | None) -> None:
+        """Count the request in flight, at once if there is room and nobody queued ahead of it,
+        else once a run in flight passes its capacity on (_pass_turn)."""
+        if self.in_flight < self.concurrency and not self.queue:
+            self.in_flight += 1
+            return
+        if wait_s <= 0 or len(self.queue) >= self.queue_max:
+            raise Busy("no queue" if wait_s <= 0 or not self.queue_max else "queue full")
+        turn = _Turn()
+        self.queue.append(turn)
+        started = time.monotonic()
+        try:
+            gevent.wait([turn.event] + ([gone] if gone is not None else []), timeout=wait_s, count=1)
+        finally:
+            if not turn.event.is_set():
+                self.queue.remove(turn)
+            self.on_queued(time.monotonic() - started)
+        left = gone is not None and gone.is_set()
+        if turn.granted:
+            if not left:
+                return
+            self._pass_turn()  # its client left as its turn came: the next one's
+        if self.closing:
+            raise ShuttingDown
+        if left:
+            raise ClientGone
+        raise Busy("queue wait")
+
+    def _pass_turn(self) -> None:
+        """A run's capacity, free again: to the first queued request, else no longer in flight."""
+        if self.queue:
+            turn = self.queue.pop(0)
+            turn.granted = True
+            turn.event.set()
+        else:
+            self.in_flight -= 1
+
+    def close_queue(self) -> None:
+        """Shutting down: every queued request is refused (ShuttingDown), none is queued again."""
+        self.closing = True
+        self.queue_max = 0
+        for turn in self.queue:
+            turn.event.set()
+        self.queue.clear()
 
     def _take(self, want: str | None) -> WarmSlot | None:
         plain = None
@@ -117,8 +198,20 @@ class SlotPool:
             pass  # the zygote is gone: the reader notices and ends the front
 
     def release(self, slot: WarmSlot) -> None:
-        self.in_flight -= 1
         slot.sock.close()
+        self._pass_turn()
+
+    def condemn(self, slot: WarmSlot) -> None:
+        """Instead of release, for a slot whose run outstayed its timeout: the zygote kills its
+        whole cgroup and its init, and its capacity counts as taken until they are gone."""
+        slot.sock.close()
+        self.condemned[slot.index] = slot.pid
+        self._tell_zygote({"op": "kill", "index": slot.index, "pid": slot.pid})
+
+    def _ended(self, index, pid) -> None:
+        if self.condemned.get(index) == pid:
+            del self.condemned[index]
+            self._pass_turn()
 
     @property
     def warm_count(self) -> int:
@@ -165,6 +258,8 @@ class SlotPool:
                 self.last_warm_error_at = time.monotonic()
             elif op == "ready":
                 self.all_warm.set()
+            elif op == "ended":
+                self._ended(header.get("index"), header.get("pid"))
             for stray in fds:  # a descriptor without its message: never keep it open
                 os.close(stray)
             fds.clear()

@@ -6,13 +6,15 @@ import errno
 import os
 import signal
 import socket
+import time
+import uuid
 
 import gevent
 import gevent.socket
 from gevent.pywsgi import WSGIHandler, WSGIServer
 
 from kiln import systemd
-from kiln.http.api import App
+from kiln.http.api import App, ReadTimeout
 from kiln.http.pool import SlotPool
 from kiln.log import Log
 from kiln.runtime import Runtime
@@ -20,34 +22,128 @@ from kiln.runtime import Runtime
 ZYGOTE_EXIT_WAIT_S = 10.0
 
 
+def _canned(status: str, error: str) -> bytes:
+    """A whole response the front writes itself before any request was read (with a fresh
+    X-Request-Id, as every response has), then closes the connection."""
+    body = b'{"error":"%s"}' % error.encode()
+    return b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nX-Request-Id: %s\r\nConnection: close\r\n\r\n%s" % (
+        status.encode(), len(body), uuid.uuid4().hex.encode(), body,
+    )  # fmt: skip
+
+
+OVERLOADED = ("503 Service Unavailable", "overloaded")
+TOO_MANY_CONNECTIONS = ("503 Service Unavailable", "too many connections")
+REQUEST_TIMEOUT = ("408 Request Timeout", "request timeout")
+
+
 class Handler(WSGIHandler):
-    """Exposes the client's socket, so a run is cancelled when its client hangs up."""
+    """Bounds how long a connection may take to send a request (a slow client must not hold
+    the front), and exposes the client's socket, so a run is cancelled when its client leaves.
+
+    A connection waits up to RUN_IDLE_TIMEOUT for the first byte of a request (then it is closed
+    quietly, as an idle keep-alive connection), and has RUN_READ_TIMEOUT from that byte to send
+    the request line, the headers and the body (408 after; the body's part is App._read_body's,
+    through environ["kiln.read_deadline"])."""
+
+    read_deadline = 0.0
 
     def handle(self):
         # headers and body leave in separate writes: without NODELAY, Nagle holds the body back
         # until the client's delayed ACK (40 ms) on every keep-alive request after the first
         if self.socket.family in (socket.AF_INET, socket.AF_INET6):
             self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return super().handle()
+        if not self.server.admit():
+            try:
+                self.socket.sendall(_canned(*TOO_MANY_CONNECTIONS))
+            except OSError:
+                pass
+            self.socket.close()
+            return None
+        try:
+            return super().handle()
+        finally:
+            self.server.leave()
+
+    def handle_one_request(self):
+        try:
+            with gevent.Timeout(self.server.idle_timeout_s, False):
+                started = self.rfile.peek(1)  # buffered already, or the next byte from the client
+                self.read_deadline = time.monotonic() + self.server.read_timeout_s
+            if not self.read_deadline or not started:
+                return None  # idle past its time, or closed: nothing was asked
+        except OSError:
+            return None
+        try:
+            return super().handle_one_request()
+        except ReadTimeout:
+            self.server.on_read_timeout()
+            return ("408", _canned(*REQUEST_TIMEOUT))
+
+    def read_requestline(self):
+        with gevent.Timeout(self._read_time_left(), ReadTimeout):
+            return super().read_requestline()
+
+    def read_request(self, raw_requestline):
+        with gevent.Timeout(self._read_time_left(), ReadTimeout):
+            return super().read_request(raw_requestline)
+
+    def _handle_client_error(self, ex):
+        if isinstance(ex, ReadTimeout):  # raised in read_request, where pywsgi takes it for a 400
+            raise ex
+        return super()._handle_client_error(ex)
+
+    def _read_time_left(self) -> float:
+        return max(0.0, self.read_deadline - time.monotonic())
 
     def get_environ(self):
         environ = super().get_environ()
         environ["kiln.socket"] = self.socket
+        environ["kiln.read_deadline"] = self.read_deadline
         return environ
 
+    def run_application(self):
+        try:
+            super().run_application()
+        finally:
+            self._finish_body()
 
-OVERLOADED_BODY = b'{"error":"overloaded"}'
-OVERLOADED = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(OVERLOADED_BODY), OVERLOADED_BODY)
+    def _finish_body(self) -> None:
+        """pywsgi reads what the application left of a body before the next request: here, once
+        the response is out, never past the read deadline, and not at all when the connection
+        ends anyway (a refused body, a timeout)."""
+        body = self.wsgi_input
+        if not self.close_connection:
+            with gevent.Timeout(self._read_time_left(), False):
+                body._discard()
+                return
+            self.close_connection = True
+        body.position, body.chunked_input = body.content_length or 0, False  # nothing left to read
 
 
 class Server(WSGIServer):
-    """Keeps one descriptor in reserve: out of descriptors, it still accepts a connection,
+    """Counts its connections (past RUN_CONNECTIONS_MAX a new one is answered 503 and closed),
+    and keeps one descriptor in reserve: out of descriptors, it still accepts a connection,
     answers 503 overloaded and closes it, instead of leaving clients hanging in the backlog."""
 
-    def __init__(self, *args, on_overload, **kwargs):
+    def __init__(self, *args, config, on_overload, on_read_timeout, **kwargs):
         super().__init__(*args, **kwargs)
         self.on_overload = on_overload
+        self.on_read_timeout = on_read_timeout
+        self.read_timeout_s = config.read_timeout_ms / 1000
+        self.idle_timeout_s = config.idle_timeout_ms / 1000
+        self.connections_max = config.connections_max
+        self.connections = 0
         self._reserve = _open_reserve()
+
+    def admit(self) -> bool:
+        if self.connections >= self.connections_max:
+            self.on_overload("too many connections")
+            return False
+        self.connections += 1
+        return True
+
+    def leave(self) -> None:
+        self.connections -= 1
 
     def do_read(self):
         try:
@@ -67,12 +163,12 @@ class Server(WSGIServer):
             fd = None
         if fd is not None:
             try:
-                os.write(fd, OVERLOADED)
+                os.write(fd, _canned(*OVERLOADED))
             except OSError:
                 pass
             finally:
                 os.close(fd)
-            self.on_overload()
+            self.on_overload("out of file descriptors")
         try:
             self._reserve = _open_reserve()
         except OSError:
@@ -88,10 +184,12 @@ class Front:
         self.runtime = runtime
         self.zygote_pid = zygote_pid
         self.log = log
-        self.pool = SlotPool(zygote, runtime.config.concurrency, log, self._zygote_lost)
+        self.pool = SlotPool(zygote, runtime.config.concurrency, log, self._zygote_lost, queue_max=runtime.config.queue_max)
         self.app = App(runtime, self.pool, log, self.shutdown, no_cgroups_reason)
         listener = gevent.socket.socket(fileno=listener.detach())  # cooperative accept()
-        self.server = Server(listener, self.app, handler_class=Handler, log=None, error_log=None, on_overload=self._overloaded)
+        self.server = Server(
+            listener, self.app, handler_class=Handler, log=None, error_log=None, config=runtime.config, on_overload=self._overloaded, on_read_timeout=self._read_timed_out
+        )
         self.exit_code = 0
 
     def run(self, uid: int, gid: int) -> int:
@@ -125,6 +223,7 @@ class Front:
         if self.app.shutting_down:
             return
         self.app.shutting_down = True
+        self.pool.close_queue()  # a queued run is refused (503): a balancer retries it elsewhere
         systemd.notify(self.runtime.config.systemd.notify_socket, "STOPPING=1")
         grace_s = self.runtime.config.shutdown_grace_ms / 1000
         self.log.info("shutting down", in_flight=self.pool.in_flight, grace_s=grace_s)
@@ -147,9 +246,13 @@ class Front:
         self.log.error("the zygote did not exit in time")
         self.exit_code = 1
 
-    def _overloaded(self) -> None:
-        self.app.metrics.overload_refusals.inc()
-        self.log.warning("out of file descriptors: answered 503 overloaded")
+    def _overloaded(self, why: str) -> None:
+        self.app.metrics.overload_refusals.labels(why).inc()
+        self.log.warning("connection refused: answered 503", reason=why)
+
+    def _read_timed_out(self) -> None:
+        self.app.metrics.requests.labels("unknown", "408", "").inc()
+        self.log.info("request", status=408, error="request timeout: the request line and headers took longer than RUN_READ_TIMEOUT")
 
     def _zygote_lost(self) -> None:
         if self.app.shutting_down:

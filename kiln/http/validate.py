@@ -11,10 +11,13 @@ from kiln.units import format_duration_ms, parse_duration_ms
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, error: str):
+    """An answer of `status` with {"error": error} and these headers."""
+
+    def __init__(self, status: int, error: str, headers: dict[str, str] | None = None):
         super().__init__(error)
         self.status = status
         self.error = error
+        self.headers = headers or {}
 
 
 @dataclass(frozen=True)

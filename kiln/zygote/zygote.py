@@ -6,8 +6,12 @@ socket travels over SCM_RIGHTS); from then on the front and the slot talk direct
 zygote only learns that the slot died (SIGCHLD) and warms a replacement with the same index.
 
 Messages to the front: {"op": "slot", "index", "pid"} + the slot's socket;
-{"op": "warm_failed", "index", "error"}; {"op": "ready"} once every slot was warm once.
-From the front: {"op": "shutdown"}, or end-of-file when the front is gone; both stop the zygote.
+{"op": "warm_failed", "index", "error"}; {"op": "ready"} once every slot was warm once;
+{"op": "ended", "index", "pid"} once a slot the front asked to kill is gone.
+From the front: {"op": "demand", "index", "slug"} (the language a slot's replacement is warmed
+for); {"op": "kill", "index", "pid"} (a slot whose run outstayed its timeout: its whole cgroup
+and its init are killed from here, beyond anything the run can do); {"op": "shutdown"}, or
+end-of-file when the front is gone; both stop the zygote.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ class Slot:
     prestart: str | None = None  # the language it is warmed for, if any
     forked: bool = False  # its task forked from the language's template
     ready: bool = False
+    killed: bool = False  # by the front's request: the front hears when it is gone
 
 
 @dataclass
@@ -170,6 +175,8 @@ class Zygote:
         del self.slots[s.index]
         if not self.cgroups.remove_slot(s.cgroup):
             self.log.error("slot cgroup left behind", slot=s.index, cgroup=s.cgroup.name)
+        if s.killed:
+            self._tell_front({"op": "ended", "index": s.index, "pid": s.pid})
 
     # -- spawn ----------------------------------------------------------------------------
     def _spawn_to_target(self) -> None:
@@ -293,6 +300,8 @@ class Zygote:
             self.stopping = True
         elif frame[0].get("op") == "demand":
             self._demand(frame[0].get("index"), frame[0].get("slug"))
+        elif frame[0].get("op") == "kill":
+            self._kill_slot(frame[0].get("index"), frame[0].get("pid"))
 
     def _demand(self, index, slug) -> None:
         """The front gave slot `index` to a request for `slug` (None: one a prestarted slot
@@ -302,6 +311,18 @@ class Zygote:
             return
         workload = self.runtime.workloads.get(slug) if isinstance(slug, str) else None
         self.kinds[index] = slug if workload is not None and workload.prestart_argv else None
+
+    def _kill_slot(self, index, pid) -> None:
+        """The front gave up on slot `index`'s run (its init stopped answering): every process
+        of its cgroup and its init killed; the front hears "ended" once it is reaped."""
+        s = self.slots.get(index) if type(index) is int else None
+        if s is None or s.pid != pid or not s.ready:
+            self._tell_front({"op": "ended", "index": index, "pid": pid})  # gone already
+            return
+        self.log.error("killing a slot that outstayed its run", slot=index, pid=pid)
+        s.killed = True
+        self.cgroups.kill_slot(s.cgroup)
+        _kill(s.pid)
 
     def _from_slot(self, s: Slot) -> None:
         fds: list[int] = []

@@ -166,8 +166,9 @@ def test_output_cap_zero_lifts_it(start_server):
     assert response.status_code == 200 and len(response.json()["stdout"]) == 3 * 1024 * 1024
 
 
-def test_429_when_every_slot_runs(start_server):
-    srv = start_server(RUN_CONCURRENCY="1")
+def test_429_at_once_when_every_slot_runs_and_there_is_no_queue(start_server):
+    """RUN_QUEUE_WAIT=0: the original runner's immediate refusal."""
+    srv = start_server(RUN_CONCURRENCY="1", RUN_QUEUE_WAIT="0s")
     slow = threading.Thread(target=srv.run, kwargs={"solution_text": SLOW.format(seconds=3)})
     slow.start()
     _wait_for_busy(srv, 1)
@@ -175,8 +176,11 @@ def test_429_when_every_slot_runs(start_server):
         response = other.post("/run", json={"lang_slug": "python", "solution_text": "print(1)"})
     assert response.status_code == 429
     assert response.json() == {"error": "runner busy"}
+    assert response.headers["retry-after"] == "1"
+    assert slow.is_alive()  # refused at once, not after the slot freed
     slow.join()
     assert srv.run(solution_text="print(1)").status_code == 200
+    assert 'kiln_busy_refusals_total{reason="no queue"} 1.0' in srv.client.get("/metrics").text
 
 
 def _wait_for_busy(srv, count: int, timeout: float = 20) -> None:

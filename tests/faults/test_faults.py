@@ -177,7 +177,7 @@ def test_front_out_of_file_descriptors_answers_503_overloaded_and_recovers():
         held = []
         assert wait_until(lambda: httpx.get(f"{srv.url}/health", timeout=5).status_code == 200)
         assert srv.run(solution_text="print('recovered')").json()["stdout"] == "recovered\n"
-        assert "kiln_overload_refusals_total 1.0" in srv.client.get("/metrics").text
+        assert 'kiln_overload_refusals_total{reason="out of file descriptors"} 1.0' in srv.client.get("/metrics").text
     finally:
         for conn in held:
             conn.close()

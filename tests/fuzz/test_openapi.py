@@ -9,14 +9,17 @@ so a route or status added to kiln/http/api.py without documenting it fails here
 from __future__ import annotations
 
 import dataclasses
+import io
 import importlib.metadata
 import json
 import os
 import re
 import socket
 import threading
+import time
 from pathlib import Path
 
+import gevent
 import pytest
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import OpenAPIV31SpecValidator, validate
@@ -36,7 +39,7 @@ METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 # DESIGN.md's HTTP contract, per operation. The in-process run below must observe exactly these.
 CONTRACT = {
-    ("/run", "post"): {200, 400, 401, 413, 415, 429, 500, 503},
+    ("/run", "post"): {200, 400, 401, 408, 413, 415, 429, 500, 503},
     ("/health", "get"): {200, 500, 503},
     ("/languages", "get"): {200, 401, 500},
     ("/metrics", "get"): {200, 500},
@@ -158,10 +161,11 @@ class Pool:
     def __init__(self):
         self.in_flight = 0
         self.warm_count = 4
+        self.queue: list = []
         self.next: Exception | tuple | None = None
         self.released = 0
 
-    def acquire(self, want: str | None = None) -> WarmSlot:
+    def acquire(self, want: str | None = None, wait_s: float = 0.0, gone=None) -> WarmSlot:
         if isinstance(self.next, Exception):
             raise self.next
         slot = Slot(self.next)
@@ -238,6 +242,21 @@ def post_run(client, body: bytes | dict, **headers):
 PYTHON = {"lang_slug": "python", "solution_text": "print(1)"}
 
 
+class SlowBody(io.BytesIO):
+    def read(self, *args):
+        gevent.sleep(1)
+        return super().read(*args)
+
+
+def post_run_slowly(client, body: dict):
+    """A body that takes longer than what is left of the request's RUN_READ_TIMEOUT: 408."""
+    data = json.dumps(body).encode()
+    overrides = {"wsgi.input": SlowBody(data), "kiln.read_deadline": time.monotonic() + 0.05}
+    response = client.post("/run", data=data, headers={"Content-Type": "application/json"}, environ_overrides=overrides)
+    assert response.status_code == 408 and response.headers["Connection"] == "close"
+    return response
+
+
 def test_run_statuses_are_documented(make_app, observed):
     app, pool, client = make_app()
     pool.next = result_frame()
@@ -266,8 +285,11 @@ def test_run_statuses_are_documented(make_app, observed):
     response = post_run(client, {**PYTHON, "solution_text": "x" * 2000})
     observed.check("/run", "post", response)
     assert response.status_code == 413
-    pool.next = Busy()
-    observed.check("/run", "post", post_run(client, PYTHON))
+    pool.next = Busy("queue wait")
+    response = post_run(client, PYTHON)
+    observed.check("/run", "post", response)
+    assert response.headers["Retry-After"] == "1"
+    observed.check("/run", "post", post_run_slowly(client, PYTHON))
     pool.next = NoWarmSlot("warm-up failed")
     observed.check("/run", "post", post_run(client, PYTHON))
     app.shutting_down = True

@@ -36,7 +36,8 @@ def test_config_has_exactly_the_documented_fields():
         "uid_base", "env_allow", "sandbox_env", "memory_max", "sandbox_tmp_size", "tmp_size_by_slug",
         "workspace", "timeout_max_ms", "cgroup", "cgroup_memory_max", "cgroup_memory_max_by_slug",
         "pids_max", "tmp_inodes", "readonly_paths", "front_user", "langs", "prestart", "templates", "api_keys",
-        "sandbox_path", "shutdown_grace_ms", "instance", "log_format", "warnings", "systemd",
+        "sandbox_path", "shutdown_grace_ms", "read_timeout_ms", "idle_timeout_ms", "connections_max",
+        "queue_wait_ms", "queue_max", "instance", "log_format", "warnings", "systemd",
     ]  # fmt: skip
 
 
@@ -71,12 +72,22 @@ def test_defaults_with_an_empty_environment(repo):
         api_keys=(),
         sandbox_path="/usr/local/bin:/usr/bin:/bin",
         shutdown_grace_ms=30_000,
+        read_timeout_ms=10_000,
+        idle_timeout_ms=60_000,
+        connections_max=1000,
+        queue_wait_ms=5_000,
+        queue_max=40,
         instance="kiln",
         log_format="logfmt",
         warnings=(),
         systemd=Systemd(),
     )
     assert cfg.default_timeout_ms == 30_000
+
+
+def test_the_queue_holds_four_runs_a_slot_unless_told(repo):
+    assert load(repo, RUN_CONCURRENCY="3").queue_max == 12
+    assert load(repo, RUN_CONCURRENCY="3", RUN_QUEUE_MAX="5").queue_max == 5
 
 
 def test_load_reads_only_the_mapping_it_is_given(repo, monkeypatch):
@@ -157,6 +168,15 @@ GOOD = [
     ("RUN_SHUTDOWN_GRACE", "0s", "shutdown_grace_ms", 0),
     ("RUN_SHUTDOWN_GRACE", "90s", "shutdown_grace_ms", 90_000),
     ("RUN_SHUTDOWN_GRACE", "2m", "shutdown_grace_ms", 120_000),
+    ("RUN_READ_TIMEOUT", "100ms", "read_timeout_ms", 100),
+    ("RUN_READ_TIMEOUT", "1m", "read_timeout_ms", 60_000),
+    ("RUN_IDLE_TIMEOUT", "5s", "idle_timeout_ms", 5_000),
+    ("RUN_CONNECTIONS_MAX", "1", "connections_max", 1),
+    ("RUN_CONNECTIONS_MAX", "50000", "connections_max", 50_000),
+    ("RUN_QUEUE_WAIT", "0s", "queue_wait_ms", 0),
+    ("RUN_QUEUE_WAIT", "2m", "queue_wait_ms", 120_000),
+    ("RUN_QUEUE_MAX", "0", "queue_max", 0),
+    ("RUN_QUEUE_MAX", "7", "queue_max", 7),
     ("RUN_INSTANCE", "k", "instance", "k"),
     ("RUN_INSTANCE", "kiln-2_b", "instance", "kiln-2_b"),
     ("RUN_INSTANCE", "a" * 32, "instance", "a" * 32),
@@ -193,6 +213,11 @@ BAD = [
     ("RUN_FRONT_USER", ["", "  "]),
     ("RUN_SANDBOX_PATH", ["", "bin", "/a::/b", "/a:", ":/a", "/usr/bin:bin"]),
     ("RUN_SHUTDOWN_GRACE", ["", "30", "1h", "-1s"]),
+    ("RUN_READ_TIMEOUT", ["", "0s", "99ms", "10"]),
+    ("RUN_IDLE_TIMEOUT", ["", "0s", "1.5s"]),
+    ("RUN_CONNECTIONS_MAX", ["", "0", "1000001", "-1", "1e3"]),
+    ("RUN_QUEUE_WAIT", ["", "5", "-1s"]),
+    ("RUN_QUEUE_MAX", ["", "65537", "-1"]),
     ("RUN_INSTANCE", ["", "Kiln", "1kiln", "-kiln", "kiln/x", "kiln.x", "kiln\n", "a" * 33]),
     ("RUN_LOG_FORMAT", ["", "JSON", "text"]),
     ("RUN_ENV_ALLOW", ["1A", "A-B", "A B", "FOO,PATH", "HOME", "RUN_API_KEYS", "RUN_TMP_SIZE_PYTHON"]),
@@ -247,6 +272,7 @@ NOT_LIST_LIKE = [
     "RUN_UID_BASE", "RUN_MEMORY_MAX", "RUN_SANDBOX_TMP_SIZE", "RUN_WORKSPACE", "RUN_TIMEOUT_MAX",
     "RUN_CGROUP", "RUN_CGROUP_MEMORY_MAX", "RUN_PIDS_MAX", "RUN_TMP_INODES", "RUN_FRONT_USER",
     "RUN_SANDBOX_PATH", "RUN_SHUTDOWN_GRACE", "RUN_INSTANCE", "RUN_LOG_FORMAT",
+    "RUN_READ_TIMEOUT", "RUN_IDLE_TIMEOUT", "RUN_CONNECTIONS_MAX", "RUN_QUEUE_WAIT", "RUN_QUEUE_MAX",
     "RUN_TMP_SIZE_PYTHON", "RUN_CGROUP_MEMORY_MAX_JS", "RUN_PRESTART",
 ]  # fmt: skip
 

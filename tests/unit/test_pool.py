@@ -10,9 +10,10 @@ import os
 import socket
 
 import gevent
+import gevent.event
 import pytest
 
-from kiln.http.pool import NoWarmSlot, SlotPool
+from kiln.http.pool import Busy, ClientGone, NoWarmSlot, ShuttingDown, SlotPool
 from kiln.log import Log
 from kiln.zygote import protocol
 
@@ -92,3 +93,89 @@ def test_no_warm_slot_in_time_is_an_error(zygote, monkeypatch):
     with pytest.raises(NoWarmSlot):
         zygote.pool.acquire("python")
     assert zygote.pool.in_flight == 0
+
+
+def test_a_condemned_slot_holds_its_capacity_until_the_zygote_says_it_is_gone(zygote):
+    zygote.pool.concurrency = 1
+    zygote.hand_over(0, None)
+    slot = zygote.pool.acquire(None)
+    zygote.pool.condemn(slot)
+    assert zygote.told() == [{"op": "kill", "index": 0, "pid": 100}]
+    assert zygote.slot_ends[0].recv(1) == b""  # the front let go of it
+    assert zygote.pool.in_flight == 1
+    zygote.hand_over(0, None)  # its replacement (or any slot) is warm, but the capacity is not free
+    with pytest.raises(Busy):
+        zygote.pool.acquire(None)
+    protocol.send_frame(zygote.sock, {"op": "ended", "index": 0, "pid": 999})  # another slot's
+    gevent.sleep(0.01)
+    assert zygote.pool.in_flight == 1
+    protocol.send_frame(zygote.sock, {"op": "ended", "index": 0, "pid": 100})
+    gevent.sleep(0.01)
+    assert zygote.pool.in_flight == 0
+    assert zygote.pool.acquire(None).index == 0
+
+
+def test_a_full_pool_queues_first_come_first_served(zygote):
+    zygote.pool.concurrency, zygote.pool.queue_max = 1, 2
+    zygote.hand_over(0, None)
+    running = zygote.pool.acquire(None)
+    first = gevent.spawn(zygote.pool.acquire, None, 5.0)
+    second = gevent.spawn(zygote.pool.acquire, None, 5.0)
+    gevent.sleep(0.01)
+    assert len(zygote.pool.queue) == 2
+    with pytest.raises(Busy) as refused:  # the queue is full
+        zygote.pool.acquire(None, 5.0)
+    assert refused.value.reason == "queue full"
+    zygote.pool.release(running)
+    zygote.hand_over(1, None)
+    assert first.get(timeout=1).index == 1 and not second.ready()
+    zygote.pool.release(first.value)
+    zygote.hand_over(2, None)
+    assert second.get(timeout=1).index == 2
+    assert zygote.pool.in_flight == 1 and zygote.pool.queue == []
+
+
+def test_a_queued_request_gives_up_after_its_wait_or_when_its_client_leaves(zygote):
+    zygote.pool.concurrency, zygote.pool.queue_max = 1, 4
+    zygote.hand_over(0, None)
+    zygote.pool.acquire(None)
+    with pytest.raises(Busy) as refused:
+        zygote.pool.acquire(None, 0.05)
+    assert refused.value.reason == "queue wait"
+    with pytest.raises(Busy) as refused:
+        zygote.pool.acquire(None, 0.0)  # RUN_QUEUE_WAIT=0: at once
+    assert refused.value.reason == "no queue"
+    gone = gevent.event.Event()
+    waiter = gevent.spawn(zygote.pool.acquire, None, 5.0, gone)
+    gevent.sleep(0.01)
+    gone.set()
+    with pytest.raises(ClientGone):
+        waiter.get(timeout=1)
+    assert zygote.pool.queue == [] and zygote.pool.in_flight == 1
+
+
+def test_shutting_down_refuses_the_queued_requests(zygote):
+    zygote.pool.concurrency, zygote.pool.queue_max = 1, 4
+    zygote.hand_over(0, None)
+    zygote.pool.acquire(None)
+    waiter = gevent.spawn(zygote.pool.acquire, None, 5.0)
+    gevent.sleep(0.01)
+    zygote.pool.close_queue()
+    with pytest.raises(ShuttingDown):
+        waiter.get(timeout=1)
+    with pytest.raises(Busy):
+        zygote.pool.acquire(None, 5.0)
+
+
+def test_a_slow_warm_up_is_waited_for_but_failing_ones_are_not(zygote, monkeypatch):
+    monkeypatch.setattr("kiln.http.pool.WARM_FAILING_S", 0.05)
+    taker = gevent.spawn(zygote.pool.acquire, None)
+    gevent.sleep(0.2)  # longer than WARM_FAILING_S: slow, not failing, so it waits on
+    assert not taker.ready()
+    zygote.hand_over(3, None)
+    assert taker.get(timeout=1).index == 3
+    protocol.send_frame(zygote.sock, {"op": "warm_failed", "index": 1, "error": "cannot create the slot's cgroup"})
+    gevent.sleep(0.01)
+    with pytest.raises(NoWarmSlot):
+        zygote.pool.acquire(None)
+    assert zygote.pool.in_flight == 1

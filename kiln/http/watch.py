@@ -1,0 +1,58 @@
+"""Whether a request's client is still there, while its run waits for a slot and runs.
+
+Only a peer that is really gone counts: a client that half-closes (shutdown(SHUT_WR) once its
+request is sent) still reads its answer. At end-of-file the client is sent an interim response
+(HTTP/1.1 lets a server send 1xx before any final answer; never to HTTP/1.0), which a peer that
+closed altogether answers with a reset; that reset, or one at any time, is what `gone` means.
+Data instead of end-of-file is a pipelined next request: the client is there, watching stops.
+"""
+
+from __future__ import annotations
+
+import select
+
+import gevent
+import gevent.event
+import gevent.socket
+
+INTERIM = b"HTTP/1.1 100 Continue\r\n\r\n"
+GONE_CHECK_EVERY_S = 0.05  # after an end-of-file: how often the connection is looked at for a reset
+
+
+class ClientWatch:
+    """`gone` is set once the client of a request has left; stop() when the answer is ready."""
+
+    def __init__(self, environ):
+        self.gone = gevent.event.Event()
+        client = environ.get("kiln.socket")
+        http11 = environ.get("SERVER_PROTOCOL") == "HTTP/1.1"
+        self._watcher = gevent.spawn(self._watch, client, http11) if client is not None else None
+
+    def stop(self) -> None:
+        if self._watcher is not None:
+            self._watcher.kill(block=False)
+
+    def _watch(self, client, may_interim: bool) -> None:
+        gevent.socket.wait_read(client.fileno())
+        try:
+            peeked = client.recv(1, gevent.socket.MSG_PEEK)
+        except OSError:
+            peeked = None  # reset: gone
+        if peeked:
+            return  # a pipelined next request
+        if peeked is not None:  # end-of-file: half-closed, or gone
+            try:
+                if may_interim:
+                    client.sendall(INTERIM)
+                while not _reset(client):
+                    gevent.sleep(GONE_CHECK_EVERY_S)
+            except OSError:
+                pass  # the interim met a closed peer already
+        self.gone.set()
+
+
+def _reset(sock) -> bool:
+    """Whether the connection was reset or closed both ways (stdlib poll, without waiting)."""
+    poller = select.poll()
+    poller.register(sock.fileno(), select.POLLERR | select.POLLHUP)
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))

@@ -1,0 +1,164 @@
+"""The front against clients that misbehave on the wire: slow, silent, half-closed, gone mid-body,
+too many. Raw sockets, so that each byte is sent exactly when the test says."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+
+import pytest
+
+from kilntest import wait_until
+
+READ_TIMEOUT_S = 1.0
+IDLE_TIMEOUT_S = 2.0
+CONNECTIONS_MAX = 6
+
+
+@pytest.fixture(scope="module")
+def srv(request):
+    from kilntest import Server
+
+    server = Server(
+        {"RUN_LANGS": "python", "RUN_CONCURRENCY": "2", "RUN_READ_TIMEOUT": f"{READ_TIMEOUT_S:g}s", "RUN_IDLE_TIMEOUT": f"{IDLE_TIMEOUT_S:g}s", "RUN_CONNECTIONS_MAX": str(CONNECTIONS_MAX)}
+    ).wait_ready()
+    yield server
+    server.stop()
+
+
+def request_bytes(source: str = "print(42)", version: str = "HTTP/1.1") -> bytes:
+    body = json.dumps({"lang_slug": "python", "solution_text": source}).encode()
+    return b"POST /run %s\r\nHost: kiln\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (version.encode(), len(body), body)
+
+
+def connect(srv) -> socket.socket:
+    conn = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+    return conn
+
+
+def read_all(conn: socket.socket) -> bytes:
+    data = b""
+    while chunk := conn.recv(65536):
+        data += chunk
+    return data
+
+
+def final_response(data: bytes) -> tuple[int, dict, bytes]:
+    """The status, headers and body of the final response, after any interim (1xx) ones."""
+    while True:
+        head, _, rest = data.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split()[1])
+        headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+        if status >= 200:
+            return status, headers, rest[: int(headers.get("content-length", len(rest)))]
+        data = rest
+
+
+def request_lines(srv) -> list[dict]:
+    return srv.logged("request")
+
+
+def test_a_client_that_half_closes_after_its_request_gets_its_answer(srv):
+    conn = connect(srv)
+    conn.sendall(request_bytes("import time\ntime.sleep(0.5)\nprint(42)\n"))
+    conn.shutdown(socket.SHUT_WR)
+    status, _, body = final_response(read_all(conn))
+    conn.close()
+    assert status == 200 and json.loads(body)["stdout"] == "42\n"
+
+
+def test_an_http10_client_that_half_closes_gets_its_answer_without_an_interim(srv):
+    conn = connect(srv)
+    conn.sendall(request_bytes("import time\ntime.sleep(0.3)\nprint(7)\n", version="HTTP/1.0"))
+    conn.shutdown(socket.SHUT_WR)
+    data = read_all(conn)
+    conn.close()
+    assert data.startswith(b"HTTP/1.1 200 ")  # no 100 Continue for HTTP/1.0
+    assert json.loads(final_response(data)[2])["stdout"] == "7\n"
+
+
+def test_a_client_that_closes_altogether_cancels_its_run(srv):
+    conn = connect(srv)
+    conn.sendall(request_bytes("import time\nprint('up', flush=True)\ntime.sleep(30)\n").replace(b"Host: kiln", b"Host: kiln\r\nX-Request-Id: gone-1"))
+    time.sleep(0.5)
+    conn.close()
+    assert wait_until(lambda: any(r.get("request_id") == "gone-1" for r in request_lines(srv)), timeout=10)
+    [line] = [r for r in request_lines(srv) if r.get("request_id") == "gone-1"]
+    assert line["status"] == 499 and line["outcome"] == "cancelled" and line["duration_ms"] < 10_000
+
+
+def test_headers_sent_too_slowly_are_answered_408(srv):
+    conn = connect(srv)
+    conn.sendall(b"POST /run HTTP/1.1\r\nHost: kiln\r\n")  # and nothing more
+    started = time.monotonic()
+    status, headers, body = final_response(read_all(conn))  # the front closes after answering
+    conn.close()
+    assert status == 408 and json.loads(body) == {"error": "request timeout"}
+    assert headers["connection"] == "close" and headers["x-request-id"]
+    assert time.monotonic() - started < READ_TIMEOUT_S + 5
+
+
+def test_a_body_sent_too_slowly_is_answered_408(srv):
+    conn = connect(srv)
+    whole = request_bytes()
+    conn.sendall(whole[:-5])
+    for byte in whole[-5:-1]:  # a byte at a time, each in time for a read but not all of them
+        time.sleep(READ_TIMEOUT_S / 3)
+        try:
+            conn.sendall(bytes([byte]))
+        except OSError:
+            break
+    status, headers, body = final_response(read_all(conn))
+    conn.close()
+    assert status == 408 and json.loads(body) == {"error": "request timeout"} and headers["connection"] == "close"
+
+
+def test_an_idle_connection_is_closed_quietly(srv):
+    conn = connect(srv)
+    started = time.monotonic()
+    assert read_all(conn) == b""
+    conn.close()
+    assert IDLE_TIMEOUT_S - 0.5 < time.monotonic() - started < IDLE_TIMEOUT_S + 5
+
+
+def test_a_kept_alive_connection_serves_again_before_it_idles_out(srv):
+    conn = connect(srv)
+    for value in (1, 2):
+        conn.sendall(request_bytes(f"print({value})"))
+        data = b""
+        while b'"stats"' not in data:
+            data += conn.recv(65536)
+        assert json.loads(final_response(data)[2])["stdout"] == f"{value}\n"
+        time.sleep(IDLE_TIMEOUT_S / 2)
+    conn.close()
+
+
+def test_a_client_that_hangs_up_mid_body_is_a_client_error_not_a_500(srv):
+    conn = connect(srv)
+    conn.sendall(request_bytes().replace(b"Host: kiln", b"Host: kiln\r\nX-Request-Id: mid-body-1")[:-10])
+    time.sleep(0.2)
+    conn.close()
+    assert wait_until(lambda: any(r.get("request_id") == "mid-body-1" for r in request_lines(srv)), timeout=10)
+    [line] = [r for r in request_lines(srv) if r.get("request_id") == "mid-body-1"]
+    assert line["status"] == 499
+    assert not srv.logged("internal error")
+    metrics = srv.client.get("/metrics").text
+    assert 'kiln_http_requests_total{lang="",route="run",status="499"}' in metrics
+    assert 'status="500"' not in metrics
+
+
+def test_connections_past_the_cap_are_refused_with_a_clear_answer(srv):
+    held = [connect(srv) for _ in range(CONNECTIONS_MAX)]
+    try:
+        time.sleep(0.2)
+        extra = connect(srv)
+        status, headers, body = final_response(read_all(extra))
+        extra.close()
+        assert status == 503 and json.loads(body) == {"error": "too many connections"} and headers["x-request-id"]
+    finally:
+        for conn in held:
+            conn.close()
+    assert wait_until(lambda: srv.client.get("/health").status_code == 200, timeout=10)
+    assert 'kiln_overload_refusals_total{reason="too many connections"}' in srv.client.get("/metrics").text
