@@ -49,6 +49,22 @@ def child_titles(pid: int) -> dict[int, str]:
     return titles
 
 
+def burst(server: "Server", count: int, **fields) -> list[httpx.Response]:
+    """`count` POST /run of `fields` at once, each on a connection of its own; the answers in order."""
+    answers: list = [None] * count
+
+    def one(i: int) -> None:
+        with httpx.Client(base_url=server.url, timeout=60) as client:
+            answers[i] = client.post("/run", json=fields)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return answers
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

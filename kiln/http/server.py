@@ -46,6 +46,7 @@ class Handler(WSGIHandler):
     through environ["kiln.read_deadline"])."""
 
     read_deadline = 0.0
+    _reading: gevent.Timeout | None = None  # the request line's and headers' share of the deadline
 
     def handle(self):
         # headers and body leave in separate writes: without NODELAY, Nagle holds the body back
@@ -65,27 +66,24 @@ class Handler(WSGIHandler):
             self.server.leave()
 
     def handle_one_request(self):
-        try:
-            with gevent.Timeout(self.server.idle_timeout_s, False):
+        started = b""
+        with gevent.Timeout(self.server.idle_timeout_s, False):
+            try:
                 started = self.rfile.peek(1)  # buffered already, or the next byte from the client
-                self.read_deadline = time.monotonic() + self.server.read_timeout_s
-            if not self.read_deadline or not started:
-                return None  # idle past its time, or closed: nothing was asked
-        except OSError:
-            return None
+            except OSError:
+                pass
+        if not started:
+            return None  # idle past its time, or closed: nothing was asked
+        self.read_deadline = time.monotonic() + self.server.read_timeout_s
+        self._reading = gevent.Timeout(self.server.read_timeout_s, ReadTimeout)
+        self._reading.start()
         try:
             return super().handle_one_request()
         except ReadTimeout:
             self.server.on_read_timeout()
             return ("408", _canned(*REQUEST_TIMEOUT))
-
-    def read_requestline(self):
-        with gevent.Timeout(self._read_time_left(), ReadTimeout):
-            return super().read_requestline()
-
-    def read_request(self, raw_requestline):
-        with gevent.Timeout(self._read_time_left(), ReadTimeout):
-            return super().read_request(raw_requestline)
+        finally:
+            self._reading.close()
 
     def _handle_client_error(self, ex):
         if isinstance(ex, ReadTimeout):  # raised in read_request, where pywsgi takes it for a 400
@@ -96,6 +94,7 @@ class Handler(WSGIHandler):
         return max(0.0, self.read_deadline - time.monotonic())
 
     def get_environ(self):
+        self._reading.close()  # the request line and headers are in: the body's time is the app's
         environ = super().get_environ()
         environ["kiln.socket"] = self.socket
         environ["kiln.read_deadline"] = self.read_deadline

@@ -123,7 +123,7 @@ def test_an_idle_connection_is_closed_quietly(srv):
     assert IDLE_TIMEOUT_S - 0.5 < time.monotonic() - started < IDLE_TIMEOUT_S + 5
 
 
-def test_a_kept_alive_connection_serves_again_before_it_idles_out(srv):
+def test_a_kept_alive_connection_serves_again_then_idles_out(srv):
     conn = connect(srv)
     for value in (1, 2):
         conn.sendall(request_bytes(f"print({value})"))
@@ -132,7 +132,9 @@ def test_a_kept_alive_connection_serves_again_before_it_idles_out(srv):
             data += conn.recv(65536)
         assert json.loads(final_response(data)[2])["stdout"] == f"{value}\n"
         time.sleep(IDLE_TIMEOUT_S / 2)
+    assert read_all(conn) == b""  # idle after its requests: closed quietly
     conn.close()
+    assert not [r for r in srv.records if "Traceback" in r.get("text", "")]
 
 
 def test_a_client_that_hangs_up_mid_body_is_a_client_error_not_a_500(srv):

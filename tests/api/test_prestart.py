@@ -56,7 +56,7 @@ def run_logged(server: Server, **fields) -> tuple[dict, dict]:
     """(the answer, the front's log record of it)."""
     request_id = uuid.uuid4().hex
     answer = server.client.post("/run", json=fields, headers={"X-Request-Id": request_id})
-    assert answer.status_code == 200, answer.text
+    assert answer.status_code == 200, (answer.text, server.logged("slot warm-up failed"), server.logged("template failed"))
     deadline = time.monotonic() + 5
     while not (records := [r for r in server.logged("request") if r.get("request_id") == request_id]):
         assert time.monotonic() < deadline

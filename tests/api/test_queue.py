@@ -11,24 +11,9 @@ import time
 
 import httpx
 
-from kilntest import wait_until
+from kilntest import burst, wait_until
 
 SLEEPER = "import time\ntime.sleep({seconds})\nprint('ok')\n"
-
-
-def burst(srv, count: int, source: str, **fields) -> list[httpx.Response]:
-    results: list = [None] * count
-
-    def one(i: int) -> None:
-        with httpx.Client(base_url=srv.url, timeout=60) as client:
-            results[i] = client.post("/run", json={"lang_slug": "python", "solution_text": source, **fields})
-
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(count)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return results
 
 
 def metric(srv, name: str) -> float:
@@ -44,7 +29,7 @@ def queued(srv) -> float:
 
 def test_a_burst_larger_than_the_slots_is_answered_whole(start_server):
     srv = start_server(RUN_LANGS="python", RUN_CONCURRENCY="2")
-    answers = burst(srv, 8, SLEEPER.format(seconds=0.3))
+    answers = burst(srv, 8, lang_slug="python", solution_text=SLEEPER.format(seconds=0.3))
     assert [r.status_code for r in answers] == [200] * 8
     assert all(r.json()["stdout"] == "ok\n" for r in answers)
     assert metric(srv, "kiln_queue_wait_seconds_count") >= 6  # all but the first two waited

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 
-import httpx
 import pytest
 
-from kilntest import KILN, Server
+from kilntest import KILN, Server, burst
 from test_status_codes import busy_slots
 
 
@@ -149,28 +147,13 @@ def test_client_that_hangs_up_cancels_its_run(server):
 def test_parallel_requests_get_200_or_429_and_waves_all_succeed(start_server):
     srv = start_server(RUN_CONCURRENCY="10")
     solution = "import time\ntime.sleep(0.3)\nprint('ok')\n"
-
-    def fire(count: int) -> list[httpx.Response]:
-        results: list = [None] * count
-
-        def one(i: int) -> None:
-            with httpx.Client(base_url=srv.url, timeout=60) as client:
-                results[i] = client.post("/run", json={"lang_slug": "python", "solution_text": solution})
-
-        threads = [threading.Thread(target=one, args=(i,)) for i in range(count)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        return results
-
-    burst = fire(30)
-    assert {r.status_code for r in burst} <= {200, 429}
-    assert sum(r.status_code == 200 for r in burst) >= 10
-    assert all(r.json()["stdout"] == "ok\n" for r in burst if r.status_code == 200)
-    assert all(r.json() == {"error": "runner busy"} for r in burst if r.status_code == 429)
+    answers = burst(srv, 30, lang_slug="python", solution_text=solution)
+    assert {r.status_code for r in answers} <= {200, 429}
+    assert sum(r.status_code == 200 for r in answers) >= 10
+    assert all(r.json()["stdout"] == "ok\n" for r in answers if r.status_code == 200)
+    assert all(r.json() == {"error": "runner busy"} for r in answers if r.status_code == 429)
     for _ in range(3):
-        wave = fire(10)
+        wave = burst(srv, 10, lang_slug="python", solution_text=solution)
         assert [r.status_code for r in wave] == [200] * 10
 
 

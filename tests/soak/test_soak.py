@@ -34,7 +34,7 @@ AB_JS = "module.exports = (a, b) => a + b;\n"
 @dataclass(frozen=True)
 class Scenario:
     name: str
-    payload: dict | None  # None: a client that hangs up mid-run
+    payload: dict | str | None  # None: a client that hangs up mid-run; "half-close": see half_close
     expect: callable
     weight: int = 1
 
@@ -60,6 +60,17 @@ def _status(status: int, error: str):
 
 
 HUGE = "#" * 900_000 + "\nprint(len(open(__file__).read()))\n"
+# the supervisor starved as a run once could (tests/security/test_supervisor.py): idle-scheduled
+# and pinned to the CPU its spinners keep busy, while the program works on past its timeout
+ESCAPE = (
+    "import os, time\n"
+    "for call, args in ((os.sched_setscheduler, (1, os.SCHED_IDLE, os.sched_param(0))), (os.sched_setaffinity, (1, {0}))):\n"
+    "    try:\n        call(*args)\n    except OSError:\n        pass\n"
+    "for _ in range(24):\n"
+    "    if os.fork() == 0:\n        while True:\n            pass\n"
+    "time.sleep(3)\n"
+    "print('outlived its timeout', flush=True)\n"
+)
 SCENARIOS = [
     Scenario("python a+b", {"lang_slug": "python", "solution_text": AB, "asserts": AB_ARGS}, _ok_json([3, 7]), 6),
     Scenario("js a+b", {"lang_slug": "js", "solution_text": AB_JS, "asserts": AB_ARGS}, _ok_json([3, 7]), 3),
@@ -73,6 +84,9 @@ SCENARIOS = [
     Scenario("huge input", {"lang_slug": "python", "solution_text": HUGE}, _outcome("exited", f"{len(HUGE)}\n")),
     Scenario("bad request", {"lang_slug": "cobol", "solution_text": ""}, _status(400, "unsupported lang_slug")),
     Scenario("hang-up", None, lambda r: r is None),
+    Scenario("timeout escape", {"lang_slug": "python", "solution_text": ESCAPE, "timeout": "1s", "stdin": ""}, _outcome("timed_out", "")),
+    Scenario("timeout escape, prestarted", {"lang_slug": "python", "solution_text": ESCAPE, "timeout": "1s"}, _outcome("timed_out", "")),
+    Scenario("half-close", "half-close", lambda r: r is None),
 ]
 
 
@@ -89,6 +103,24 @@ class Tally:
             self.latencies[scenario].append(seconds)
             if failure:
                 self.failures.append(failure)
+
+
+def half_close(port: int) -> str | None:
+    """A client that shuts its side once the request is sent, then reads the answer: it must get
+    it whole (None), after any interim response; else what went wrong."""
+    body = json.dumps({"lang_slug": "python", "solution_text": AB, "asserts": AB_ARGS}).encode()
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as conn:
+        conn.sendall(b"POST /run HTTP/1.1\r\nHost: soak\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        conn.shutdown(socket.SHUT_WR)
+        data = b""
+        while chunk := conn.recv(65536):
+            data += chunk
+    final = data.split(b"HTTP/1.1 100 Continue\r\n\r\n")[-1]
+    if final.startswith(b"HTTP/1.1 429 "):
+        return None
+    if not final.startswith(b"HTTP/1.1 200 ") or [i["value"] for i in json.loads(json.loads(final.split(b"\r\n\r\n", 1)[1])["stdout"])] != [3, 7]:
+        return f"half-close: {final[:300]!r}"
+    return None
 
 
 def hang_up(port: int) -> None:
@@ -109,6 +141,10 @@ def client(server: Server, seed: int, stop_at: float, tally: Tally) -> None:
                 if scenario.payload is None:
                     hang_up(server.port)
                     tally.record(scenario.name, "hung up", time.monotonic() - started)
+                    continue
+                if scenario.payload == "half-close":
+                    failure = half_close(server.port)
+                    tally.record(scenario.name, "unexpected" if failure else "as expected", time.monotonic() - started, failure)
                     continue
                 response = http.post("/run", json=scenario.payload)
             except httpx.HTTPError as error:
