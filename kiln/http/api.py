@@ -9,26 +9,21 @@ import uuid
 from pathlib import Path
 
 import gevent
-import gevent.socket
 from werkzeug.exceptions import MethodNotAllowed, NotFound
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Response
 
 from kiln.http.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from kiln.http.metrics import Metrics
-from kiln.http.pool import Busy, ClientGone, NoWarmSlot, ShuttingDown, SlotPool, WarmSlot
+from kiln.http.pool import Busy, NoWarmSlot, ShuttingDown, SlotPool
+from kiln.http.runner import Cancelled, Ran, Runner, SlotLost
 from kiln.http.validate import ApiError, RunRequest, parse_run
 from kiln.http.watch import ClientWatch
 from kiln.log import Log
 from kiln.runtime import Runtime
-from kiln.zygote import protocol
-from kiln.zygote.protocol import ProtocolError
 
 JSON = "application/json"
 _compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-# A slot enforces the run's timeout itself and answers within its drain grace (2 s) after it;
-# this bounds a slot that stopped answering, which is then killed from outside.
-SLOT_SILENCE_GRACE_S = 5.0
 CLIENT_GONE = 499  # logged only: nobody is left to read it
 CLOSE = {"Connection": "close"}  # what is left of the request is not read: the connection ends
 OPENAPI_DOCUMENT = Path(__file__).with_name("openapi.json")
@@ -45,8 +40,7 @@ class App:
         # said on every /health: an operator must not miss that limits are not enforced
         self.health_note = f" (NO CGROUPS: memory and pids limits are not enforced: {no_cgroups_reason})" if no_cgroups_reason else ""
         self.shutting_down = False
-        self.prestart_broken: set[str] = set()  # languages whose prestart command died unreleased
-        self.result_limit = 2 * self.config.output_max + protocol.MAX_HEADER + 64
+        self.runner = Runner(pool, runtime, log)
         self.openapi = OPENAPI_DOCUMENT.read_bytes()  # GET /openapi.json: read once, served as is
         self.url_map = Map(
             [
@@ -104,6 +98,7 @@ class App:
 
     # -- routes -----------------------------------------------------------------------------
     def on_run(self, environ, info) -> Response:
+        """parse -> run -> respond"""
         self._authorize(environ)
         raw = self._read_body(environ, info)
         info["bytes_in"] = len(raw)
@@ -113,24 +108,7 @@ class App:
             raise ApiError(503, "shutting down")
         watch = ClientWatch(environ)
         try:
-            frame = self._run(request, self._prestart_kind(request), watch, info)
-            if frame is not None and frame[0].get("op") == "prestart_failed":
-                # the slot's prestart command had died before the request came: never prestart
-                # this language again (until restart), and run the request in a plain slot
-                self.prestart_broken.add(request.slug)
-                self.log.error("prestart command failed; prestarting stops for this language", lang=request.slug, error=str(frame[0].get("error")))
-                frame = self._run(request, None, watch, info)
-        finally:
-            watch.stop()
-        if info.get("prestarted") and frame is not None:
-            self.metrics.prestarted_runs.labels(request.slug).inc()
-        return self._result_response(frame, request, info)
-
-    def _run(self, request: RunRequest, want: str | None, watch: ClientWatch, info) -> tuple[dict, list[bytes]] | None:
-        """One attempt: a slot (see SlotPool.acquire for `want`), the job, the slot's answer;
-        None when the client left."""
-        try:
-            slot = self.pool.acquire(want, min(self.config.queue_wait_ms, request.timeout_ms) / 1000, watch.gone)
+            ran = self.runner.run(request.job, watch.gone)
         except Busy as busy:
             self.metrics.busy_refusals.labels(busy.reason).inc()
             raise ApiError(429, "runner busy", headers={"Retry-After": "1"}) from None
@@ -139,25 +117,16 @@ class App:
             raise ApiError(503, "no warm slot") from None
         except ShuttingDown:
             raise ApiError(503, "shutting down") from None
-        except ClientGone:
-            return None
-        info["slot"] = slot.index
-        info["prestarted"] = slot.prestart is not None
-        silent = False
-        try:
-            return self._run_on(slot, request, watch)
-        except SlotSilent:
-            silent = True
-            raise
-        except RuntimeError:
+        except Cancelled:
+            info.update(status=CLIENT_GONE, outcome="cancelled")
+            return error_response(500, "internal")  # never read: the client is gone
+        except SlotLost:
             if self.shutting_down:  # killed at the end of the grace period: let a balancer retry it
                 raise ApiError(503, "shutting down") from None
             raise
-        finally:  # before the response is written
-            if silent:
-                self.pool.condemn(slot)
-            else:
-                self.pool.release(slot)
+        finally:
+            watch.stop()
+        return self._result_response(ran, request, info)
 
     def on_health(self, environ, info) -> Response:
         if self.shutting_down:
@@ -201,13 +170,6 @@ class App:
         return json_response(200, {"status": "shutting down"})
 
     # -- helpers ----------------------------------------------------------------------------
-    def _prestart_kind(self, request: RunRequest) -> str | None:
-        """The language of the prestarted slot that can serve `request` (None: a plain slot)."""
-        workload = self.runtime.workloads.get(request.slug)
-        if workload is None or workload.prestart_argv is None or request.stdin is not None or request.slug in self.prestart_broken:
-            return None
-        return request.slug
-
     def _authorize(self, environ) -> None:
         keys = self.config.api_keys
         if not keys:
@@ -244,75 +206,34 @@ class App:
             raise ApiError(413, "payload too large", headers=CLOSE)
         return data
 
-    def _run_on(self, slot: WarmSlot, request: RunRequest, watch: ClientWatch) -> tuple[dict, list[bytes]] | None:
-        names = [name for name, _ in request.files]
-        blobs = [content for _, content in request.files]
-        header = {"op": "job", "slug": request.slug, "timeout_ms": request.timeout_ms, "files": names, "stdin": request.stdin is not None}
-        if request.stdin is not None:
-            blobs.append(request.stdin)
-        cancel = lambda _gone: _cancel(slot.sock)  # noqa: E731
-        watch.gone.rawlink(cancel)
-        frame, failure = None, None
-        silence = gevent.Timeout(request.timeout_ms / 1000 + SLOT_SILENCE_GRACE_S)
-        try:
-            with silence:
-                protocol.send_frame(slot.sock, header, blobs)
-                frame = protocol.recv_frame(slot.sock, self.result_limit)
-        except (OSError, ProtocolError, gevent.Timeout) as error:
-            failure = error
-        finally:
-            watch.gone.unlink(cancel)
-        if watch.gone.is_set():
-            return None  # the client left and the run was cancelled
-        if failure is silence:
-            raise SlotSilent(f"slot {slot.index} gave no result {SLOT_SILENCE_GRACE_S:g} s after the run's timeout")
-        if frame is None:
-            raise RuntimeError(f"slot {slot.index} ended without a result ({failure!r})")
-        return frame
-
-    def _result_response(self, frame, request: RunRequest, info) -> Response:
-        if frame is None:
-            info.update(status=CLIENT_GONE, outcome="cancelled")
-            return error_response(500, "internal")  # never read: the client is gone
-        header, blobs = frame
-        if header.get("op") != "result" or len(blobs) != 2:
-            raise RuntimeError(f"slot answered {header!r}")
-        outcome = "output_too_large" if header.get("output_overflow") else header["outcome"]
-        info.update(outcome=outcome, wall_ms=header["wall_ms"])
+    def _result_response(self, ran: Ran, request: RunRequest, info) -> Response:
+        result = ran.result
+        outcome = "output_too_large" if result.output_overflow else result.outcome
+        info.update(outcome=outcome, wall_ms=result.wall_ms, slot=ran.slot, prestarted=ran.prestarted)
         self.metrics.runs.labels(request.slug, outcome).inc()
-        self.metrics.run_seconds.labels(request.slug).observe(header["wall_ms"] / 1000)
-        if header.get("output_overflow"):
+        self.metrics.run_seconds.labels(request.slug).observe(result.wall_ms / 1000)
+        if ran.prestarted:
+            self.metrics.prestarted_runs.labels(request.slug).inc()
+        if result.output_overflow:
             return error_response(413, "output too large")
         body = {
-            "exit_code": header["exit_code"],
-            "stdout": blobs[0].decode("utf-8", "replace"),
-            "stderr": blobs[1].decode("utf-8", "replace"),
+            "exit_code": result.exit_code,
+            "stdout": result.stdout.decode("utf-8", "replace"),
+            "stderr": result.stderr.decode("utf-8", "replace"),
             "stats": {
                 "outcome": outcome,
-                "wall_ms": header["wall_ms"],
-                "cpu_ms": header["cpu_ms"],
-                "memory_peak_bytes": header["memory_peak_bytes"],
-                "signal": header["signal"],
+                "wall_ms": result.wall_ms,
+                "cpu_ms": result.cpu_ms,
+                "memory_peak_bytes": result.memory_peak_bytes,
+                "signal": result.signal,
             },
         }
         return json_response(200, body)
 
 
-class SlotSilent(RuntimeError):
-    """A slot gave no result long after its run's timeout: it is killed from outside."""
-
-
 class ReadTimeout(Exception):
     """A request (its line and headers: server.Handler; its body: App._read_body) did not
     arrive within RUN_READ_TIMEOUT of its first byte."""
-
-
-def _cancel(slot_sock) -> None:
-    """The slot reads end-of-file: its init kills the run and exits without a result."""
-    try:
-        slot_sock.shutdown(gevent.socket.SHUT_WR)
-    except OSError:
-        pass
 
 
 def _request_id(given: str | None) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from kiln.runtime import Runtime
 from kiln.units import format_duration_ms, parse_duration_ms
+from kiln.zygote.protocol import Job
 
 
 class ApiError(Exception):
@@ -26,6 +27,10 @@ class RunRequest:
     timeout_ms: int
     files: tuple[tuple[str, bytes], ...]  # ("solution" | "checker" | "asserts", UTF-8 bytes)
     stdin: bytes | None
+
+    @property
+    def job(self) -> Job:
+        return Job(self.slug, self.timeout_ms, self.files, self.stdin)
 
 
 def _reject_constant(name: str):

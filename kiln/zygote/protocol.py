@@ -9,6 +9,11 @@ lists their sizes under "blobs". A frame may carry descriptors (SCM_RIGHTS) on i
 that is how the zygote hands a warm slot's socket to the front.
 
 Receivers bound every size: the root side trusts nothing the front sends.
+
+A slot's side of it is kiln-init's (kiln/native/frames.c, result.c): one job in, one result out.
+Their forms are owned here: encode_job writes a Job in the one form kiln-init accepts (JOB_KEYS,
+in that order), decode_result reads its answer into a RunResult; nothing above this module
+handles their raw keys.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import array
 import json
 import socket
 import struct
+from dataclasses import dataclass
 
 _PREFIX = struct.Struct(">II")
 MAX_HEADER = 64 * 1024
@@ -117,3 +123,62 @@ def send_frame(sock: socket.socket, header: dict, blobs: tuple[bytes, ...] | lis
         data = data[sent:]
     if data:
         sock.sendall(data)
+
+
+# --- one job, one result: the front <-> kiln-init contract ------------------------------------
+
+JOB_KEYS = ("op", "slug", "timeout_ms", "files", "stdin")  # then "blobs" (encode): frames.c's order
+PARTS = ("solution", "checker", "asserts")  # the files a job may carry (frames.c PART_NAMES)
+# what kiln-init reports (result.c), in DESIGN.md's precedence
+OUTCOMES = ("timed_out", "out_of_memory", "policy_violation", "pids_limit", "signaled", "exited", "infrastructure_failure")
+
+
+@dataclass(frozen=True)
+class Job:
+    slug: str
+    timeout_ms: int
+    files: tuple[tuple[str, bytes], ...]  # (part, content), parts of PARTS
+    stdin: bytes | None = None  # None: the task's stdin is /dev/null
+
+
+@dataclass(frozen=True)
+class RunResult:
+    exit_code: int | None  # 128+N when killed by signal N; None when kiln stopped it for time
+    outcome: str  # one of OUTCOMES
+    wall_ms: float
+    cpu_ms: float
+    memory_peak_bytes: int
+    signal: int | None
+    output_overflow: bool  # killed at once for output over RUN_OUTPUT_MAX
+    stdout: bytes
+    stderr: bytes
+
+
+class PrestartFailed(Exception):
+    """A prestarted slot's prestart command had died before its request: the request was not run."""
+
+
+def encode_job(job: Job) -> tuple[dict, list[bytes]]:
+    """The job frame's header and blobs (send_frame adds the blob sizes)."""
+    header = dict(zip(JOB_KEYS, ("job", job.slug, job.timeout_ms, [name for name, _ in job.files], job.stdin is not None)))
+    blobs = [content for _, content in job.files] + ([job.stdin] if job.stdin is not None else [])
+    return header, blobs
+
+
+# result.c writes "op" then these, in this order
+_RESULT_TYPES = {"exit_code": (int, type(None)), "outcome": (str,), "wall_ms": (int, float), "cpu_ms": (int, float), "memory_peak_bytes": (int,), "signal": (int, type(None)), "output_overflow": (bool,)}
+RESULT_KEYS = ("op", *_RESULT_TYPES)
+
+
+def decode_result(frame: tuple[dict, list[bytes]]) -> RunResult:
+    """A slot's answer to its job. Raises PrestartFailed for that answer, ProtocolError for any
+    other than a well-formed result."""
+    header, blobs = frame
+    if header.get("op") == "prestart_failed":
+        raise PrestartFailed(str(header.get("error")))
+    if header.get("op") != "result" or len(blobs) != 2:
+        raise ProtocolError(f"the slot answered {header!r}")
+    wrong = [key for key, types in _RESULT_TYPES.items() if key not in header or type(header[key]) not in types]
+    if wrong or header["outcome"] not in OUTCOMES:
+        raise ProtocolError(f"the slot's result has a bad {', '.join(wrong) or 'outcome'}: {header!r}")
+    return RunResult(**{key: header[key] for key in _RESULT_TYPES}, stdout=blobs[0], stderr=blobs[1])

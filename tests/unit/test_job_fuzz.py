@@ -30,8 +30,8 @@ from kiln.zygote import protocol, recipe
 REPO = Path(__file__).resolve().parents[2]
 INPUT_MAX = 1024
 TIMEOUT_MAX_MS = 10_000
-FILE_PARTS = ("solution", "checker", "asserts")
-FRONT_KEYS = ["op", "slug", "timeout_ms", "files", "stdin"]  # api.py's job header, in its order
+FILE_PARTS = protocol.PARTS
+FRONT_KEYS = list(protocol.JOB_KEYS)  # protocol.encode_job's header, in its order
 
 
 @pytest.fixture(scope="module")

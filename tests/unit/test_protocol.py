@@ -111,3 +111,45 @@ def test_garbage_never_crashes_the_decoder(data):
 def test_malformed_frames(payload):
     with pytest.raises(ProtocolError):
         protocol.decode(payload, struct.unpack(">I", payload[:4])[0])
+
+
+# --- the job and the result ------------------------------------------------------------------
+
+RESULT = {"op": "result", "exit_code": 0, "outcome": "exited", "wall_ms": 1.5, "cpu_ms": 1.0, "memory_peak_bytes": 4096, "signal": None, "output_overflow": False}
+
+
+def test_a_job_is_encoded_in_the_one_form_kiln_init_accepts():
+    job = protocol.Job("cpp", 2500, (("solution", b"int main"), ("checker", b"chk")), stdin=b"1 2\n")
+    header, blobs = protocol.encode_job(job)
+    assert header == {"op": "job", "slug": "cpp", "timeout_ms": 2500, "files": ["solution", "checker"], "stdin": True}
+    assert blobs == [b"int main", b"chk", b"1 2\n"]
+    assert protocol.encode_job(protocol.Job("python", 1, (("solution", b""),)))[0]["stdin"] is False
+
+
+def test_a_result_decodes_to_a_run_result():
+    result = protocol.decode_result((RESULT, [b"out", b"err"]))
+    assert result == protocol.RunResult(0, "exited", 1.5, 1.0, 4096, None, False, b"out", b"err")
+    timed_out = protocol.decode_result(({**RESULT, "exit_code": None, "outcome": "timed_out", "signal": 9}, [b"", b""]))
+    assert (timed_out.exit_code, timed_out.outcome, timed_out.signal) == (None, "timed_out", 9)
+
+
+def test_a_dead_prestart_command_is_its_own_answer():
+    with pytest.raises(protocol.PrestartFailed, match="exited"):
+        protocol.decode_result(({"op": "prestart_failed", "error": "the prestart command exited (1)"}, []))
+
+
+@pytest.mark.parametrize(
+    "header, blobs",
+    [
+        ({**RESULT, "op": "error", "error": "bad"}, [b"", b""]),
+        (RESULT, [b""]),
+        ({**RESULT, "outcome": "exploded"}, [b"", b""]),
+        ({**RESULT, "exit_code": "0"}, [b"", b""]),
+        ({**RESULT, "exit_code": True}, [b"", b""]),
+        ({**RESULT, "memory_peak_bytes": 1.5}, [b"", b""]),
+        ({k: v for k, v in RESULT.items() if k != "signal"}, [b"", b""]),
+    ],
+)
+def test_anything_but_a_well_formed_result_is_a_protocol_error(header, blobs):
+    with pytest.raises(ProtocolError):
+        protocol.decode_result((header, blobs))

@@ -1,0 +1,133 @@
+"""The Runner: one job run in a slot, from its turn in the queue to its result.
+
+    ran = runner.run(job, gone)          # -> Ran(result, slot, prestarted)
+
+It owns what lies between the HTTP contract and the slots: which kind of slot a job takes (one
+prestarted for its language, else plain), the wait for it (SlotPool), the job frame out and the
+result in (kiln.zygote.protocol), the cancel when the client leaves, the fallback to a plain slot
+when a prestart command died, and what becomes of the slot afterwards: released, or killed from
+outside when it stayed silent past its run's timeout. What it cannot do is an exception:
+
+    Busy, NoWarmSlot, ShuttingDown   no slot for the job (kiln.http.pool)
+    Cancelled                        its client left, queued or running: nobody to answer
+    SlotLost                         the slot ended without a result (SlotSilent: it said nothing
+                                     long past the run's timeout, and was killed from outside)
+
+POST /run calls it once per request; a judge request calls it for its build and for each test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gevent
+import gevent.event
+import gevent.socket
+
+from kiln.http.pool import ClientGone, SlotPool, WarmSlot
+from kiln.log import Log
+from kiln.runtime import Runtime
+from kiln.zygote import protocol
+from kiln.zygote.protocol import Job, PrestartFailed, ProtocolError, RunResult
+
+# A slot enforces the run's timeout itself and answers within its drain grace (2 s) after it;
+# this bounds a slot that stopped answering, which is then killed from outside.
+SLOT_SILENCE_GRACE_S = 5.0
+
+
+class Cancelled(Exception):
+    """The job's client left (while it was queued or running): the run, if any, was cancelled."""
+
+
+class SlotLost(Exception):
+    """The slot ended without a usable result (killed from outside, died, answered garbage)."""
+
+
+class SlotSilent(SlotLost):
+    """The slot said nothing long past its run's timeout: it was killed from outside."""
+
+
+@dataclass(frozen=True)
+class Ran:
+    result: RunResult
+    slot: int  # the slot index that ran it
+    prestarted: bool  # in a slot prestarted (or forked) for its language
+
+
+class Runner:
+    def __init__(self, pool: SlotPool, runtime: Runtime, log: Log):
+        self.pool = pool
+        self.workloads = runtime.workloads
+        self.queue_wait_ms = runtime.config.queue_wait_ms
+        self.result_limit = 2 * runtime.config.output_max + protocol.MAX_HEADER + 64
+        self.log = log
+        self.prestart_broken: set[str] = set()  # languages whose prestart command died unreleased
+
+    def run(self, job: Job, gone: gevent.event.Event | None = None) -> Ran:
+        """Run `job` in a slot; `gone` is set when its client leaves (then: Cancelled)."""
+        try:
+            return self._attempt(job, self._prestart_kind(job), gone)
+        except PrestartFailed as failed:
+            # the slot's prestart command had died before the job came: never prestart this
+            # language again (until restart), and run the job in a plain slot
+            self.prestart_broken.add(job.slug)
+            self.log.error("prestart command failed; prestarting stops for this language", lang=job.slug, error=str(failed))
+            return self._attempt(job, None, gone)
+
+    def _prestart_kind(self, job: Job) -> str | None:
+        """The language of the prestarted slot that can serve `job` (None: a plain slot)."""
+        workload = self.workloads.get(job.slug)
+        if workload is None or workload.prestart_argv is None or job.stdin is not None or job.slug in self.prestart_broken:
+            return None
+        return job.slug
+
+    def _attempt(self, job: Job, want: str | None, gone: gevent.event.Event | None) -> Ran:
+        try:
+            slot = self.pool.acquire(want, min(self.queue_wait_ms, job.timeout_ms) / 1000, gone)
+        except ClientGone:
+            raise Cancelled from None
+        try:
+            frame = self._exchange(slot, job, gone)
+        except SlotSilent:
+            self.pool.condemn(slot)  # its capacity stays taken until the zygote killed it
+            raise
+        except BaseException:
+            self.pool.release(slot)
+            raise
+        self.pool.release(slot)  # before the answer is written
+        try:
+            return Ran(protocol.decode_result(frame), slot.index, slot.prestart is not None)
+        except ProtocolError as error:
+            raise SlotLost(str(error)) from None
+
+    def _exchange(self, slot: WarmSlot, job: Job, gone: gevent.event.Event | None) -> tuple[dict, list[bytes]]:
+        """The job out, the slot's one answer in; a client that leaves meanwhile cancels it."""
+        cancel = lambda _gone: _cancel(slot.sock)  # noqa: E731
+        if gone is not None:
+            gone.rawlink(cancel)
+        frame, failure = None, None
+        silence = gevent.Timeout(job.timeout_ms / 1000 + SLOT_SILENCE_GRACE_S)
+        try:
+            with silence:
+                protocol.send_frame(slot.sock, *protocol.encode_job(job))
+                frame = protocol.recv_frame(slot.sock, self.result_limit)
+        except (OSError, ProtocolError, gevent.Timeout) as error:
+            failure = error
+        finally:
+            if gone is not None:
+                gone.unlink(cancel)
+        if gone is not None and gone.is_set():
+            raise Cancelled
+        if failure is silence:
+            raise SlotSilent(f"slot {slot.index} gave no result {SLOT_SILENCE_GRACE_S:g} s after the run's timeout")
+        if frame is None:
+            raise SlotLost(f"slot {slot.index} ended without a result ({failure!r})")
+        return frame
+
+
+def _cancel(slot_sock) -> None:
+    """The slot reads end-of-file: its init kills the run and exits without a result."""
+    try:
+        slot_sock.shutdown(gevent.socket.SHUT_WR)
+    except OSError:
+        pass

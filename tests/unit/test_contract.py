@@ -1,0 +1,48 @@
+"""The Python <-> C contract, checked against the C sources: every fact that both sides state
+(record kinds, job and result fields and their order, the parts of a job, the outcomes) is owned
+by Python (kiln/zygote/protocol.py, kiln/zygote/recipe.py) and must read the same in C."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from kiln.zygote import protocol, recipe
+
+NATIVE = Path(__file__).resolve().parents[2] / "kiln" / "native"
+
+
+def c_source(name: str) -> str:
+    return (NATIVE / name).read_text()
+
+
+def test_record_kinds_are_kiln_h_s():
+    enum = dict((name, int(value)) for name, value in re.findall(r"^\s*(K_[A-Z_]+)\s*=\s*(\d+),", c_source("kiln.h"), re.MULTILINE))
+    python = {name: value for name, value in vars(recipe).items() if re.fullmatch(r"K_[A-Z_]+", name)}
+    assert enum == python
+
+
+def test_the_job_header_is_read_in_the_order_encode_job_writes_it():
+    frames = c_source("frames.c")
+    parse = frames[frames.index("int parse_job("):]
+    keys = re.findall(r'\\"([a-z_]+)\\":', parse[: parse.index("job->workload = ")])
+    assert keys == [*protocol.JOB_KEYS, "blobs"]
+    header, blobs = protocol.encode_job(protocol.Job("python", 1000, (("solution", b"x"),), b"in"))
+    assert list(header) == list(protocol.JOB_KEYS) and blobs == [b"x", b"in"]
+
+
+def test_the_parts_of_a_job_are_frames_c_s():
+    [names] = re.findall(r"PART_NAMES\[\] = \{([^}]*)\}", c_source("frames.c"))
+    assert tuple(re.findall(r'"([a-z]+)"', names)) == protocol.PARTS
+
+
+def test_the_result_is_written_with_the_keys_decode_result_reads():
+    result = c_source("result.c")
+    for writer in (result[result.index("void send_failure("):result.index("/* timed_out >")], result[result.index("void send_result_of("):]):
+        assert tuple(re.findall(r'\\"([a-z_]+)\\":', writer)) == protocol.RESULT_KEYS
+
+
+def test_the_outcomes_are_result_c_s():
+    result = c_source("result.c")
+    written = set(re.findall(r'outcome = "([a-z_]+)"', result)) | set(re.findall(r'\\"outcome\\":\\"([a-z_]+)\\"', result))
+    assert written == set(protocol.OUTCOMES)
