@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from kiln import slots
 from kiln.zygote import protocol, recipe
 
 NATIVE = Path(__file__).resolve().parents[2] / "kiln" / "native"
@@ -46,3 +47,17 @@ def test_the_outcomes_are_result_c_s():
     result = c_source("result.c")
     written = set(re.findall(r'outcome = "([a-z_]+)"', result)) | set(re.findall(r'\\"outcome\\":\\"([a-z_]+)\\"', result))
     assert written == set(protocol.OUTCOMES)
+
+
+def test_every_title_kiln_init_writes_is_one_kiln_slots_reads():
+    """kiln.slots owns the titles' grammar (`ps`, `kiln slots` and the tests read slots by them);
+    kiln-init writes them with printf formats, and its busy title's age every TITLE_EVERY_S."""
+    init, supervise = c_source("init.c"), c_source("supervise.c")
+    formats = re.findall(r'"(kiln: slot %ld[^"]*)"', init)
+    assert formats == ["kiln: slot %ld warm%s%s", "kiln: slot %ld busy %s", "kiln: slot %ld warming"]
+    samples = ["kiln: slot 3 warm", "kiln: slot 3 warm python", "kiln: slot 3 busy python", "kiln: slot 3 warming"]
+    aged = re.search(r'set_title\("%s %\.1fs", title', supervise) and "kiln: slot 3 busy python 12.5s"
+    for title in [*samples, aged]:
+        assert slots.TITLE.fullmatch(title), title
+    [every] = re.findall(r"#define TITLE_EVERY_S ([0-9.]+)", supervise)
+    assert float(every) == slots.TITLE_EVERY_S
