@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import subprocess
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -32,6 +31,8 @@ def check_built() -> None:
     """Refuse to start with native parts missing or older than their sources (a pull without
     `make setup`): a stale kiln-init would read recipes in an older form. The Makefile knows
     what each part is built from: `make -q` answers whether all are up to date."""
+    import subprocess  # noqa: PLC0415 - only `kiln serve` and check-host ask; the zygote never
+
     missing = [path.name for path in BUILT if not path.exists()]
     try:
         stale = subprocess.run(["make", "-q", "-s", "-C", str(HERE)], stdin=subprocess.DEVNULL, capture_output=True).returncode != 0

@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import re
 
-from kiln.sandbox.cgroups import DELEGATE_HINT, SUPERVISOR, CgroupError, Driver, NoCgroups, check_instance, read_file
+from kiln.sandbox.cgroupfs import read_file
+from kiln.sandbox.cgroups import DELEGATE_HINT, SUPERVISOR, CgroupError, Driver, NoCgroups, check_instance
 
 # --- parsing (pure) ---
 

@@ -10,12 +10,12 @@ cpu's where it is mounted.
                                         base>) nor the other runs wait behind a run's spinners
 
 v1 has no "no internal processes" rule and no cgroup.kill: nothing is moved at setup, and
-processes are killed by pid (cgroups.kill_members).
+processes are killed by pid (cgroupfs.kill_members).
 """
 
 from __future__ import annotations
 
-from kiln.sandbox import cgroups
+from kiln.sandbox import cgroupfs
 from kiln.sandbox.cgroups import LimitWrite, SlotCgroup, StatSource, TreeDriver
 
 REQUIRED = ("memory", "pids", "cpuacct")
@@ -29,7 +29,7 @@ class V1Slot(SlotCgroup):
 
     def limit_writes(self, memory_max: int, pids_max: int, previous: tuple[int, int] | None) -> tuple[LimitWrite, ...]:
         memory, pids = self._hierarchy_of["memory"], self._hierarchy_of["pids"]
-        if cgroups.exists("memory.memsw.limit_in_bytes", self._dir_fds[memory]):
+        if cgroupfs.exists("memory.memsw.limit_in_bytes", self._dir_fds[memory]):
             # memory + swap = memory: no swap. The kernel refuses a memsw limit below
             # memory.limit_in_bytes, so the one that grows is written first: the memory limit
             # on a fresh cgroup (both unlimited) or when lowering, memsw when raising.

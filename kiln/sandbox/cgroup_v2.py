@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import errno
 import os
-from kiln.sandbox import cgroups
+from kiln.sandbox import cgroupfs, cgroups
 from kiln.sandbox.cgroups import CgroupError, LimitWrite, SlotCgroup, StatSource, TreeDriver
 
 NEEDED = ("memory", "pids")  # what open_driver requires in <base>/cgroup.controllers
@@ -29,9 +29,9 @@ SUPERVISOR_CPU_WEIGHT = 10000  # the largest; each slot keeps the default, 100
 class V2Slot(SlotCgroup):
     def limit_writes(self, memory_max: int, pids_max: int, previous: tuple[int, int] | None) -> tuple[LimitWrite, ...]:
         writes = [LimitWrite(0, "memory.max", str(memory_max))]
-        if cgroups.exists("memory.swap.max", self._dir_fds[0]):  # absent without swap accounting
+        if cgroupfs.exists("memory.swap.max", self._dir_fds[0]):  # absent without swap accounting
             writes.append(LimitWrite(0, "memory.swap.max", "0"))
-        if cgroups.exists("memory.oom.group", self._dir_fds[0]):  # one OOM kill takes the whole job
+        if cgroupfs.exists("memory.oom.group", self._dir_fds[0]):  # one OOM kill takes the whole job
             writes.append(LimitWrite(0, "memory.oom.group", "1"))
         return (*writes, LimitWrite(0, "pids.max", str(pids_max)))
 
@@ -63,42 +63,42 @@ class V2Driver(TreeDriver):
         """After setup made <base>/<instance> and removed leftovers: move kiln into its leaf
         (unless <base> is the root cgroup), then enable controllers, parent first."""
         if not self.is_root():
-            cgroups.make_cgroup(self.supervisor, exist_ok=True)
+            cgroupfs.make_cgroup(self.supervisor, exist_ok=True)
             self._move_own_processes([os.getpid(), *move_pids])
         self._enable_controllers(self.base)
         self._enable_controllers(self.instance_dir)
         weight = os.path.join(self.supervisor, "cpu.weight")
-        if not self.is_root() and (cgroups.read_file(weight) or str(SUPERVISOR_CPU_WEIGHT)).strip() != str(SUPERVISOR_CPU_WEIGHT):
-            cgroups.write_file(weight, SUPERVISOR_CPU_WEIGHT)
+        if not self.is_root() and (cgroupfs.read_file(weight) or str(SUPERVISOR_CPU_WEIGHT)).strip() != str(SUPERVISOR_CPU_WEIGHT):
+            cgroupfs.write_file(weight, SUPERVISOR_CPU_WEIGHT)
 
     def _move_own_processes(self, pids: list[int]) -> None:
         """Move the given pids that are still in <base> into the supervisor leaf."""
-        in_base = set(cgroups.read_procs(path=os.path.join(self.base, "cgroup.procs")))
+        in_base = set(cgroupfs.read_procs(path=os.path.join(self.base, "cgroup.procs")))
         for pid in dict.fromkeys(pids):
             if pid in in_base:
-                cgroups.write_file(os.path.join(self.supervisor, "cgroup.procs"), pid)
+                cgroupfs.write_file(os.path.join(self.supervisor, "cgroup.procs"), pid)
 
     def _enable_controllers(self, directory: str) -> None:
-        offered = (cgroups.read_file(os.path.join(directory, "cgroup.controllers")) or "").split()
-        enabled = (cgroups.read_file(os.path.join(directory, "cgroup.subtree_control")) or "").split()
+        offered = (cgroupfs.read_file(os.path.join(directory, "cgroup.controllers")) or "").split()
+        enabled = (cgroupfs.read_file(os.path.join(directory, "cgroup.subtree_control")) or "").split()
         control = os.path.join(directory, "cgroup.subtree_control")
         wanted = [c for c in NEEDED if c in offered and c not in enabled]
         if wanted:
             try:
-                cgroups.write_file(control, " ".join(f"+{c}" for c in wanted))
+                cgroupfs.write_file(control, " ".join(f"+{c}" for c in wanted))
             except OSError as error:
                 raise CgroupError(self._explain(directory, wanted, error)) from None
         for controller in OPTIONAL:
             if controller in offered and controller not in enabled:
                 try:
-                    cgroups.write_file(control, f"+{controller}")
+                    cgroupfs.write_file(control, f"+{controller}")
                 except OSError as error:
                     self.log.warning("cgroup controller not enabled", controller=controller, cgroup=directory, error=str(error))
 
     def _explain(self, directory: str, wanted: list[str], error: OSError) -> str:
         text = f"cannot enable {' '.join(wanted)} in {directory}/cgroup.subtree_control: {error.strerror or error}"
         if error.errno == errno.EBUSY:
-            others = cgroups.read_procs(path=os.path.join(directory, "cgroup.procs"))
+            others = cgroupfs.read_procs(path=os.path.join(directory, "cgroup.procs"))
             text += (
                 f"; the cgroup still holds processes kiln did not start ({' '.join(map(str, others))}), "
                 f"and a cgroup with controllers enabled for its children may hold none. "

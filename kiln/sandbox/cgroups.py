@@ -5,10 +5,11 @@ share (cgroup_detect.py picks the driver, cgroup_v1.py and cgroup_v2.py are the 
     driver.setup(move_pids=(front_pid,))   # kiln's subtree; removes a crashed kiln's leftovers
     slot = driver.create_slot("slot-3-g17")  # zygote, before spawning the slot's init
     # kiln-init keeps slot.fd_groups() through pivot_root and applies, through them, what the
-    # recipe holds of these (kiln/zygote/recipe.py); the Python methods do the same writes:
+    # recipe holds of these (kiln/zygote/recipe.py): kiln has no Python twin of that work
     slot.limit_writes(memory_max, pids_max, previous)  # slot init, while warming and per job
-    slot.join()                            # the task, between its clone and its exec
+    slot.fd_groups()                       # the task joins through their cgroup.procs
     slot.stat_sources()                    # slot init, after the run
+    driver.kill_slot(slot)                 # zygote, for a slot that outstayed its run
     driver.remove_slot(slot)               # zygote, once the slot's processes are all dead
     driver.teardown()                      # zygote, at shutdown
 
@@ -22,40 +23,26 @@ Layout, where <base> is the cgroup kiln runs in (read from /proc/self/cgroup):
                                        (and cpu's, where mounted)
 
 After create_slot everything works through the slot's directory fds (openat), because the
-slot's pivot_root hides /sys. Every write to a cgroup file goes through write_fd, every mkdir
-and rmdir through make_cgroup/remove_cgroup, every signal through kill_members: the unit tests
-replace those four with a fake kernel, so v1/v2 code calls them as `cgroups.<name>`.
-cgroup_detect.open_driver is the only function that reads the real /proc; nothing here touches a
-cgroup outside `<base>/<instance>`.
+slot's pivot_root hides /sys. The filesystem calls are cgroupfs.py's. cgroup_detect.open_driver
+is the only function that reads the real /proc; nothing here touches a cgroup outside
+`<base>/<instance>`.
 """
 
 from __future__ import annotations
 
-import errno
 import os
 import re
-import signal
 import time
 from dataclasses import dataclass
 from typing import Iterable
+
+from kiln.sandbox import cgroupfs
+from kiln.sandbox.cgroupfs import CgroupError  # noqa: F401 - the drivers' error, raised there too
 
 DELEGATE_HINT = "run kiln under systemd with Delegate=yes, or `systemd-run --scope -p Delegate=yes kiln serve`"
 SUPERVISOR = "supervisor"
 _INSTANCE = re.compile(r"[a-z][a-z0-9_-]{0,31}")  # as RUN_INSTANCE in config.py
 _SLOT_NAME = re.compile(r"slot-[A-Za-z0-9_-]{1,64}")
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
-
-
-class CgroupError(Exception):
-    """A cgroup driver cannot be used or set up; the message says what is missing."""
-
-
-@dataclass(frozen=True)
-class CgroupStats:
-    memory_peak_bytes: int | None  # None: the kernel keeps no peak (v2 before 5.19)
-    cpu_usage_ms: float | None
-    oom_kills: int  # processes the OOM killer killed in the slot (0 without a counter)
-    pids_limit_hits: int  # forks refused by pids.max
 
 
 @dataclass(frozen=True)
@@ -79,17 +66,7 @@ class StatSource:
     divisor: int = 1
 
 
-# --- parsing (pure) ---
-
-
-def parse_flat_keyed(text: str | None) -> dict[str, int]:
-    """'key value' lines (memory.events, pids.events, cpu.stat, memory.oom_control) -> dict."""
-    values: dict[str, int] = {}
-    for line in (text or "").splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[1].lstrip("-").isdigit():
-            values[parts[0]] = int(parts[1])
-    return values
+# --- names ---
 
 
 def check_instance(instance: str) -> None:
@@ -102,171 +79,6 @@ def check_slot_name(name: str) -> None:
         raise ValueError(f"slot cgroup name {name!r}: must be slot-<letters, digits, _ ->")
 
 
-# --- the only places that change the cgroup filesystem (replaced by the unit tests' fake kernel) ---
-
-
-def write_fd(fd: int, value: bytes) -> None:
-    """Write one value to an open cgroup file, in one write(2) as cgroupfs wants."""
-    written = os.write(fd, value)
-    if written != len(value):
-        raise OSError(errno.EIO, f"short write ({written} of {len(value)} bytes)")
-
-
-def make_cgroup(path: str, exist_ok: bool = False) -> None:
-    try:
-        os.mkdir(path)
-    except FileExistsError:
-        if not exist_ok:
-            raise
-
-
-def remove_cgroup(path: str) -> None:
-    """rmdir: a cgroup with live processes or child cgroups answers EBUSY."""
-    os.rmdir(path)
-
-
-def kill_members(dir_fd: int) -> int:
-    """SIGKILL every process listed in the cgroup's cgroup.procs; returns how many were signalled.
-
-    Each pid is pinned with a pidfd, then the list is read again: only pids still listed are
-    signalled, so a pid that exited and was recycled in between is never hit. The caller's own
-    pid (and 0: a pid from outside the caller's pid namespace) is never signalled.
-    """
-    pidfds = {}
-    try:
-        for pid in read_procs(dir_fd):
-            if pid in (0, os.getpid()) or pid in pidfds:
-                continue
-            try:
-                pidfds[pid] = os.pidfd_open(pid)
-            except ProcessLookupError:
-                pass
-        still_listed = set(read_procs(dir_fd))
-        signalled = 0
-        for pid, pidfd in pidfds.items():
-            if pid in still_listed:
-                try:
-                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-                    signalled += 1
-                except ProcessLookupError:
-                    pass
-        return signalled
-    finally:
-        for pidfd in pidfds.values():
-            os.close(pidfd)
-
-
-# --- file helpers (through a directory fd after pivot_root, or by path before it) ---
-
-
-def write_file(name: str, value: str | int, dir_fd: int | None = None) -> None:
-    data = str(value).encode()
-    try:
-        fd = os.open(name, os.O_WRONLY | os.O_CLOEXEC, dir_fd=dir_fd)
-        try:
-            write_fd(fd, data)
-        finally:
-            os.close(fd)
-    except OSError as error:
-        raise OSError(error.errno, f"cgroup write {data.decode()!r} to {name}: {error.strerror or error}") from None
-
-
-def read_file(name: str, dir_fd: int | None = None) -> str | None:
-    """The file's text, or None if the kernel does not offer it."""
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_CLOEXEC, dir_fd=dir_fd)
-    except FileNotFoundError:
-        return None
-    try:
-        chunks = []
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
-        return b"".join(chunks).decode()
-    finally:
-        os.close(fd)
-
-
-def read_int(name: str, dir_fd: int | None = None) -> int | None:
-    text = read_file(name, dir_fd)
-    return None if text is None or not text.strip().isdigit() else int(text)
-
-
-def exists(name: str, dir_fd: int | None = None) -> bool:
-    try:
-        os.stat(name, dir_fd=dir_fd)
-        return True
-    except FileNotFoundError:
-        return False
-
-
-def read_procs(dir_fd: int | None = None, path: str = "cgroup.procs") -> list[int]:
-    return [int(pid) for pid in (read_file(path, dir_fd) or "").split()]
-
-
-def kill_cgroup(dir_fd: int, timeout: float = 2.0) -> bool:
-    """SIGKILL every process in the cgroup; True once cgroup.procs is empty (within timeout).
-
-    v2's cgroup.kill (kernel >= 5.14) kills the whole cgroup atomically, forks in flight
-    included. Without it (v1) the listed pids are killed in rounds until a round finds none,
-    since a forking process refills the list. The caller must not be in the cgroup.
-    """
-    has_kill = exists("cgroup.kill", dir_fd)
-    deadline = time.monotonic() + timeout
-    delay = 0.001
-    while read_procs(dir_fd):
-        if has_kill:
-            write_file("cgroup.kill", 1, dir_fd=dir_fd)
-        else:
-            kill_members(dir_fd)
-        if time.monotonic() >= deadline:
-            return not read_procs(dir_fd)
-        time.sleep(delay)
-        delay = min(delay * 2, 0.05)
-    return True
-
-
-def remove_tree(path: str, timeout: float = 5.0) -> None:
-    """Kill everything in the cgroup at `path` and below, then remove it, deepest first."""
-    for entry in sorted(os.scandir(path), key=lambda e: e.name):
-        if entry.is_dir(follow_symlinks=False):
-            remove_tree(entry.path, timeout)
-    fd = os.open(path, _DIR_FLAGS)
-    try:
-        emptied = kill_cgroup(fd, timeout)
-        left = read_procs(fd)
-    finally:
-        os.close(fd)
-    if not emptied:
-        raise CgroupError(f"{path}: processes {left} survived SIGKILL for {timeout}s")
-    _rmdir_retrying(path, time.monotonic() + timeout)
-
-
-def _kill_at(path: str) -> None:
-    fd = os.open(path, _DIR_FLAGS)
-    try:
-        kill_cgroup(fd, timeout=0)
-    finally:
-        os.close(fd)
-
-
-def _rmdir_retrying(path: str, deadline: float, on_busy=None) -> None:
-    """rmdir, retrying while the kernel says EBUSY (exiting tasks still hold the cgroup)."""
-    delay = 0.001
-    while True:
-        try:
-            remove_cgroup(path)
-            return
-        except FileNotFoundError:
-            return
-        except OSError as error:
-            if error.errno != errno.EBUSY or time.monotonic() >= deadline:
-                raise
-        if on_busy is not None:
-            on_busy()
-        time.sleep(delay)
-        delay = min(delay * 2, 0.05)
-
-
 # --- the interface ---
 
 
@@ -274,8 +86,7 @@ class SlotCgroup:
     """One slot's cgroup: a directory fd per hierarchy and the slot's cgroup.procs, opened for
     writing, per hierarchy. The slot's init (kiln-init) inherits them and works through them
     after pivot_root hid /sys; what it writes and reads is data here (limit_writes,
-    stat_sources), which set_limits and stats apply from Python the same way (tests check
-    both against the kernel)."""
+    stat_sources), which the tests apply to the kernel as kiln-init does (tests/cgroupkit.py)."""
 
     def __init__(self, name: str, paths: tuple[str, ...], dir_fds: tuple[int, ...], procs_fds: tuple[int, ...]):
         self.name = name
@@ -293,49 +104,13 @@ class SlotCgroup:
         directories: what kiln-init is handed (the task writes "0" to each cgroup.procs)."""
         return tuple(self._dir_fds), tuple(self._procs_fds)
 
-    def set_limits(self, memory_max: int, pids_max: int) -> None:
-        """Write the slot's memory and pids limits, unless they are what it has already (as
-        kiln-init does with the recipe's writes)."""
-        check_limits(memory_max, pids_max)
-        if self.limits != (memory_max, pids_max):
-            for write in self.limit_writes(memory_max, pids_max, self.limits):
-                write_file(write.file, write.value, dir_fd=self._dir_fds[write.dir_index])
-            self.limits = (memory_max, pids_max)
-
     def limit_writes(self, memory_max: int, pids_max: int, previous: tuple[int, int] | None) -> tuple[LimitWrite, ...]:
         """The writes, in order, that take the slot from `previous` limits (None: a fresh
         cgroup) to these. kiln-init is handed them precomputed (recipe.py)."""
         raise NotImplementedError
 
-    def join(self) -> None:
-        """Move the calling process into the slot's cgroup(s) (writes "0" to each cgroup.procs)."""
-        for fd in self._procs_fds:
-            write_fd(fd, b"0")
-
     def stat_sources(self) -> tuple[StatSource, ...]:
         return ()
-
-    def stats(self) -> CgroupStats:
-        values = {source.what: self._read(source) for source in self.stat_sources()}
-        peak = values.get("memory_peak")
-        return CgroupStats(
-            memory_peak_bytes=None if peak is None else int(peak),
-            cpu_usage_ms=values.get("cpu"),
-            oom_kills=int(values.get("oom_kills") or 0),
-            pids_limit_hits=int(values.get("pids_hits") or 0),
-        )
-
-    def _read(self, source: StatSource) -> float | None:
-        text = read_file(source.file, self._dir_fds[source.dir_index])
-        if source.key:
-            value = parse_flat_keyed(text).get(source.key)
-        else:
-            value = int(text) if text is not None and text.strip().isdigit() else None
-        return None if value is None else value / source.divisor
-
-    def kill_all(self, timeout: float = 2.0) -> bool:
-        """SIGKILL every process in the slot's cgroup(s); True once they are empty."""
-        return all([kill_cgroup(fd, timeout) for fd in self._dir_fds])
 
     def close(self) -> None:
         """Close the slot's own fds (kiln's own cgroup.procs belong to the driver)."""
@@ -346,10 +121,6 @@ class SlotCgroup:
                 pass
         self._dir_fds = self._procs_fds = ()
 
-
-def check_limits(memory_max: int, pids_max: int) -> None:
-    if type(memory_max) is not int or memory_max <= 0 or type(pids_max) is not int or pids_max <= 0:
-        raise ValueError(f"cgroup limits must be positive integers: memory_max={memory_max!r} pids_max={pids_max!r}")
 
 
 class Driver:
@@ -392,12 +163,6 @@ class NoSlot(SlotCgroup):
     def limit_writes(self, memory_max: int, pids_max: int, previous: tuple[int, int] | None) -> tuple[LimitWrite, ...]:
         return ()
 
-    def join(self) -> None:
-        pass
-
-    def kill_all(self, timeout: float = 2.0) -> bool:
-        return True
-
 
 class NoCgroups(Driver):
     """RUN_CGROUP=off, or auto where no driver is usable: every call is a no-op."""
@@ -437,7 +202,7 @@ class TreeDriver(Driver):
         then whatever the version needs (_prepare). Raises CgroupError."""
         try:
             for path in self.instance_dirs:
-                make_cgroup(path, exist_ok=True)
+                cgroupfs.make_cgroup(path, exist_ok=True)
             self._remove_leftovers()
             self._prepare(list(move_pids))
             self._home_fds = tuple(os.open(os.path.join(home, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC) for home in self._home_dirs())
@@ -454,7 +219,7 @@ class TreeDriver(Driver):
 
     def keep_migrations_fast(self) -> None:
         try:
-            write_fd(self._home_fds[0], b"0")  # one lock for every hierarchy: one move is enough
+            cgroupfs.write_fd(self._home_fds[0], b"0")  # one lock for every hierarchy: one move is enough
         except OSError:
             pass
 
@@ -468,7 +233,7 @@ class TreeDriver(Driver):
             for entry in sorted(os.scandir(parent), key=lambda e: e.name):
                 if entry.is_dir(follow_symlinks=False) and entry.name.startswith("slot-"):
                     self.log.warning("removing leftover slot cgroup", path=entry.path)
-                    remove_tree(entry.path)
+                    cgroupfs.remove_tree(entry.path)
 
     def create_slot(self, name: str) -> SlotCgroup:
         check_slot_name(name)
@@ -478,16 +243,16 @@ class TreeDriver(Driver):
         procs_fds: list[int] = []
         try:
             for path in paths:
-                make_cgroup(path)
+                cgroupfs.make_cgroup(path)
                 created.append(path)
-                dir_fds.append(os.open(path, _DIR_FLAGS))
+                dir_fds.append(os.open(path, cgroupfs.DIR_FLAGS))
                 procs_fds.append(os.open("cgroup.procs", os.O_WRONLY | os.O_CLOEXEC, dir_fd=dir_fds[-1]))
         except OSError as error:
             for fd in dir_fds + procs_fds:
                 os.close(fd)
             for path in reversed(created):
                 try:
-                    remove_cgroup(path)
+                    cgroupfs.remove_cgroup(path)
                 except OSError:
                     pass
             raise CgroupError(f"cannot create slot cgroup {name}: {error}") from None
@@ -505,7 +270,7 @@ class TreeDriver(Driver):
         slot.close()
         for path in slot.paths:
             try:
-                _rmdir_retrying(path, deadline, on_busy=lambda path=path: _kill_at(path))
+                cgroupfs.rmdir_retrying(path, deadline, on_busy=lambda path=path: cgroupfs.kill_at(path))
             except Exception:
                 removed = False
         return removed
@@ -513,7 +278,7 @@ class TreeDriver(Driver):
     def kill_slot(self, slot: SlotCgroup) -> None:
         for path in slot.paths:
             try:
-                _kill_at(path)
+                cgroupfs.kill_at(path)
             except OSError:
                 pass  # gone already: its processes with it
 
@@ -539,7 +304,7 @@ class TreeDriver(Driver):
 
 def _try_remove(path: str) -> bool:
     try:
-        remove_cgroup(path)
+        cgroupfs.remove_cgroup(path)
         return True
     except FileNotFoundError:
         return True

@@ -3,7 +3,8 @@
 - RootPlan: a slot's root filesystem, built while warming (no request yet);
 - WorkspacePlan: what a language's request adds: the workspace overlay, /tmp's size, the
   directories given to the task; the request's files then go below /sandbox;
-- the task's environment and rlimits (task_env, task_rlimits).
+- the task's environment and the terms of its rlimits (task_env, cpu_rlimit_terms,
+  fixed_rlimits; kiln-init sets them, RLIMIT_CPU from the run's timeout).
 
 Builders here are pure (they read nothing but their arguments), so the whole sandbox layout is
 unit-testable without root. kiln.zygote.recipe compiles the plans into the steps kiln-init
@@ -226,26 +227,18 @@ def workspace_plan(*, lower: str, size: int, inodes: int, writable_dirs: tuple[s
     )
 
 
-def task_rlimits(*, timeout_ms: int, cpus: int, pids_max: int) -> tuple[tuple[int, int], ...]:
-    """RLIMIT_CPU is only a backstop behind the wall-clock timeout: multi-threaded runtimes burn
-    more CPU time than wall time. RLIMIT_NPROC is per uid and checked before the pids cgroup,
-    so it sits above RUN_PIDS_MAX, or the cgroup's limit could never be observed."""
-    per_second, extra = cpu_rlimit_terms(cpus)
-    limits = [
-        (resource.RLIMIT_CPU, -(-timeout_ms // 1000) * per_second + extra),
-        *fixed_rlimits(pids_max),
-    ]
-    return tuple(limits)  # RLIMIT_AS (RUN_MEMORY_MAX): set by the test command's sh, see task_argv
-
-
 def cpu_rlimit_terms(cpus: int) -> tuple[int, int]:
     """RLIMIT_CPU = (the timeout in started seconds) * per_second + extra: every core busy for
-    the whole run, and one second more."""
+    the whole run, and one second more (kiln-init computes it, task.c cpu_limit_s). It is only a
+    backstop behind the wall-clock timeout: multi-threaded runtimes burn more CPU time than wall
+    time."""
     return max(cpus, 1), 1
 
 
 def fixed_rlimits(pids_max: int) -> tuple[tuple[int, int], ...]:
-    """The task's rlimits that do not depend on the run's timeout."""
+    """The task's rlimits that do not depend on the run's timeout. RLIMIT_NPROC is per uid and
+    checked before the pids cgroup, so it sits above RUN_PIDS_MAX, or the cgroup's limit could
+    never be observed; RLIMIT_AS (RUN_MEMORY_MAX) is set by the test command's sh."""
     return (
         (resource.RLIMIT_NOFILE, 256),
         (resource.RLIMIT_NPROC, pids_max + 64),

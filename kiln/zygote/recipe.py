@@ -111,7 +111,8 @@ def _bind_readonly(step: str, source: str, target: str, recursive: bool) -> list
 def _workload(workload: Workload, runtime: Runtime, root: RootPlan, cgroup: SlotCgroup, common: tuple[int, int]) -> list[bytes]:
     """A language's records: its workspace's mounts and writable dirs, where each part of a
     request goes, the limits it differs in from a plain slot's preset, the command, its
-    environment and rlimits (plan.task_rlimits, RLIMIT_CPU from the run's timeout), and its
+    environment and rlimits (plan.fixed_rlimits, and RLIMIT_CPU's terms: kiln-init computes it
+    from the run's timeout), and its
     prestart command if any."""
     config = runtime.config
     workspace = plan.workspace_plan(

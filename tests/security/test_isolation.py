@@ -362,8 +362,8 @@ int main(void) {
 
 
 def test_limits_of_another_process_cannot_be_changed(server):
-    """While a job runs, its supervisor (the slot's init, PID 1) shares the job's uid: prlimit on
-    any pid but 0 is refused, so a job cannot even break its own run's supervisor."""
+    """prlimit on any pid but 0 is refused (the supervisor, PID 1, is root's anyway: see
+    test_supervisor.py), so a job changes only its own limits."""
     body = server.run(
         solution_text=(
             "import resource, errno\n"

@@ -17,10 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from kiln.sandbox import cgroup_detect, cgroups
+from kiln.sandbox import cgroup_detect, cgroupfs
 from kiln.sandbox.cgroup_v1 import V1Driver, V1Slot
 from kiln.sandbox.cgroup_v2 import V2Driver, V2Slot
-from kiln.sandbox.cgroups import CgroupError, CgroupStats, NoCgroups
+from kiln.sandbox.cgroups import CgroupError, NoCgroups
+
+from cgroupkit import Stats, apply_limits, join, read_stats
 
 MiB = 1 << 20
 ME = os.getpid()
@@ -66,7 +68,7 @@ class FakeKernel:
         self.refuse_mkdir: set[Path] = set()
         self.refuse_enable: set[str] = set()  # controllers whose "+name" write fails
         for name, fake in (("write_fd", self.write_fd), ("make_cgroup", self.make_cgroup), ("remove_cgroup", self.remove_cgroup), ("kill_members", self.kill_members)):
-            monkeypatch.setattr(cgroups, name, fake)
+            monkeypatch.setattr(cgroupfs, name, fake)
 
     # --- building the tree ---
 
@@ -347,11 +349,6 @@ def test_mountinfo_skips_subtree_binds_decodes_escapes_and_keeps_the_first_mount
     assert cgroup_detect.find_hierarchies(text) == {"memory": "/mnt/my cgroups/memory", "": "/sys/fs/cgroup"}
 
 
-def test_flat_keyed_files():
-    assert cgroups.parse_flat_keyed("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n") == {"oom_kill_disable": 0, "under_oom": 0, "oom_kill": 3}
-    assert cgroups.parse_flat_keyed("usage_usec 12\nnr_periods 0\nweird line here\n") == {"usage_usec": 12, "nr_periods": 0}
-    assert cgroups.parse_flat_keyed(None) == {}
-
 
 # --- detection ---
 
@@ -516,9 +513,9 @@ def test_v1_setup_removes_this_instances_leftover_slots_only(kernel, log):
 def test_v1_setup_fails_loudly_when_a_leftover_cannot_be_emptied(kernel, log, monkeypatch):
     mountinfo, own, mounts, _ = hybrid_host(kernel)
     stuck = kernel.mkdirs(mounts["pids"] / "kiln" / "slot-0-g0", procs=(4001,))
-    monkeypatch.setattr(cgroups, "kill_members", lambda fd: 1)  # a process that SIGKILL does not end (D state)
+    monkeypatch.setattr(cgroupfs, "kill_members", lambda fd: 1)  # a process that SIGKILL does not end (D state)
     driver = cgroup_detect.choose_driver("v1", "kiln", log, mountinfo, own)
-    monkeypatch.setattr(cgroups, "remove_tree", lambda path, timeout=0.05, _real=cgroups.remove_tree: _real(path, 0.05))
+    monkeypatch.setattr(cgroupfs, "remove_tree", lambda path, timeout=0.05, _real=cgroupfs.remove_tree: _real(path, 0.05))
     with pytest.raises(CgroupError, match=r"slot-0-g0: processes \[4001\] survived SIGKILL"):
         driver.setup()
     assert stuck.is_dir()
@@ -550,7 +547,7 @@ def test_v1_create_slot_holds_a_dir_fd_and_an_open_cgroup_procs_per_hierarchy(ke
 
 def test_v1_limits_are_written_in_order_memory_then_memsw_then_pids(kernel, v1):
     slot = v1.create_slot("slot-0-g1")
-    slot.set_limits(64 * MiB, 10)
+    apply_limits(slot, 64 * MiB, 10)
     memory, pids, _ = (kernel.rel(d) for d in v1_slot_dirs(v1, "slot-0-g1"))
     assert kernel.writes == [
         (f"{memory}/memory.limit_in_bytes", str(64 * MiB)),
@@ -563,7 +560,7 @@ def test_v1_limits_are_written_in_order_memory_then_memsw_then_pids(kernel, v1):
 def test_v1_without_swap_accounting_sets_swappiness_0_instead(kernel, v1):
     kernel.missing_v1_files.add("memory.memsw.limit_in_bytes")
     slot = v1.create_slot("slot-0-g2")
-    slot.set_limits(256 * MiB, 300)
+    apply_limits(slot, 256 * MiB, 300)
     memory, pids, _ = (kernel.rel(d) for d in v1_slot_dirs(v1, "slot-0-g2"))
     assert kernel.writes == [
         (f"{memory}/memory.limit_in_bytes", str(256 * MiB)),
@@ -580,8 +577,8 @@ def test_v1_slot_works_through_its_fds_once_the_paths_are_gone(kernel, v1, tmp_p
     try:
         kernel.root = hidden
         kernel.hierarchies = {hidden / top.name: kind for top, kind in kernel.hierarchies.items()}
-        slot.set_limits(64 * MiB, 10)
-        slot.join()
+        apply_limits(slot, 64 * MiB, 10)
+        join(slot)
         assert len(kernel.writes) == 6
         assert (hidden / "memory/process_api/x/kiln/slot-0-g3/memory.limit_in_bytes").read_text() == f"{64 * MiB}\n"
         assert kernel.procs(hidden / "pids/kiln/slot-0-g3") == [ME]
@@ -593,7 +590,7 @@ def test_v1_slot_works_through_its_fds_once_the_paths_are_gone(kernel, v1, tmp_p
 
 def test_v1_join_writes_0_to_each_hierarchys_cgroup_procs(kernel, v1):
     slot = v1.create_slot("slot-1-g1")
-    slot.join()
+    join(slot)
     dirs = v1_slot_dirs(v1, "slot-1-g1")
     assert kernel.writes == [(f"{kernel.rel(d)}/cgroup.procs", "0") for d in dirs]
     assert all(kernel.procs(d) == [ME] for d in dirs)
@@ -606,20 +603,20 @@ def test_v1_stats_read_the_exact_counters(kernel, v1):
     (memory / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n")
     (pids / "pids.events").write_text("max 7\n")
     (cpuacct / "cpuacct.usage").write_text("2500000\n")
-    assert slot.stats() == CgroupStats(memory_peak_bytes=64 * MiB, cpu_usage_ms=2.5, oom_kills=2, pids_limit_hits=7)
+    assert read_stats(slot) == Stats(memory_peak_bytes=64 * MiB, cpu_usage_ms=2.5, oom_kills=2, pids_limit_hits=7)
     # no oom_kill line (kernel < 4.13): 0, not a guess from memory.failcnt
     (memory / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\n")
     (memory / "memory.failcnt").write_text("12\n")
-    assert slot.stats().oom_kills == 0
+    assert read_stats(slot).oom_kills == 0
     v1.remove_slot(slot)
 
 
-def test_v1_kill_all_kills_the_listed_pids_in_every_hierarchy(kernel, v1):
+def test_v1_kill_slot_kills_the_listed_pids_in_every_hierarchy(kernel, v1):
     slot = v1.create_slot("slot-1-g3")
     memory, pids, _ = v1_slot_dirs(v1, "slot-1-g3")
     kernel.set_procs(memory, [4001, 4002])
     kernel.set_procs(pids, [4001, 4002, 4003])
-    assert slot.kill_all() is True
+    v1.kill_slot(slot)
     assert sorted(kernel.killed) == [4001, 4002, 4003]
     assert not any(name.endswith("cgroup.kill") for name, _ in kernel.writes)
 
@@ -673,14 +670,6 @@ def test_create_slot_refuses_an_existing_cgroup_and_bad_names(kernel, v1):
             v1.create_slot(name)
     v1.remove_slot(slot)
 
-
-def test_limits_must_be_positive_integers(kernel, v1):
-    slot = v1.create_slot("slot-6-g1")
-    for memory_max, pids_max in ((0, 10), (64 * MiB, 0), (-1, 10), (64.0 * MiB, 10), (64 * MiB, True)):
-        with pytest.raises(ValueError, match="positive integers"):
-            slot.set_limits(memory_max, pids_max)
-    assert kernel.writes == []
-    v1.remove_slot(slot)
 
 
 def test_v1_teardown_removes_empty_cgroups_and_leaves_busy_ones(kernel, v1):
@@ -828,7 +817,7 @@ def test_v2_create_slot_holds_one_dir_fd_and_one_cgroup_procs(kernel, v2):
 
 def test_v2_limits_memory_swap_oom_group_then_pids(kernel, v2):
     slot = v2.create_slot("slot-0-g2")
-    slot.set_limits(64 * MiB, 10)
+    apply_limits(slot, 64 * MiB, 10)
     s = kernel.rel(slot.paths[0])
     assert kernel.writes == [
         (f"{s}/memory.max", str(64 * MiB)),
@@ -842,7 +831,7 @@ def test_v2_limits_memory_swap_oom_group_then_pids(kernel, v2):
 def test_v2_limits_skip_files_the_kernel_does_not_offer(kernel, v2):
     kernel.missing_v2_files |= {"memory.swap.max", "memory.oom.group"}
     slot = v2.create_slot("slot-0-g3")
-    slot.set_limits(64 * MiB, 10)
+    apply_limits(slot, 64 * MiB, 10)
     s = kernel.rel(slot.paths[0])
     assert kernel.writes == [(f"{s}/memory.max", str(64 * MiB)), (f"{s}/pids.max", "10")]
     v2.remove_slot(slot)
@@ -854,15 +843,15 @@ def test_v2_limits_without_the_memory_controller_fail_loudly(kernel, log):
     driver.setup()
     slot = driver.create_slot("slot-0-g1")
     with pytest.raises(OSError, match="cgroup write '67108864' to memory.max") as caught:
-        slot.set_limits(64 * MiB, 10)
+        apply_limits(slot, 64 * MiB, 10)
     assert caught.value.errno == errno.ENOENT
-    assert slot.stats() == CgroupStats(memory_peak_bytes=None, cpu_usage_ms=0.0, oom_kills=0, pids_limit_hits=0)
+    assert read_stats(slot) == Stats(memory_peak_bytes=None, cpu_usage_ms=0.0, oom_kills=0, pids_limit_hits=0)
     driver.remove_slot(slot)
 
 
 def test_v2_join_moves_the_caller_into_the_slot(kernel, v2):
     slot = v2.create_slot("slot-1-g1")
-    slot.join()
+    join(slot)
     s = Path(slot.paths[0])
     assert kernel.writes == [(f"{kernel.rel(s)}/cgroup.procs", "0")]
     assert kernel.procs(s) == [ME] and kernel.procs(Path(v2.supervisor)) == []
@@ -875,17 +864,17 @@ def test_v2_stats(kernel, v2):
     (s / "cpu.stat").write_text("usage_usec 33000\nuser_usec 30000\nsystem_usec 3000\n")
     (s / "memory.events").write_text("low 0\nhigh 0\nmax 5\noom 1\noom_kill 1\noom_group_kill 1\n")
     (s / "pids.events").write_text("max 3\n")
-    assert slot.stats() == CgroupStats(memory_peak_bytes=9437184, cpu_usage_ms=33.0, oom_kills=1, pids_limit_hits=3)
+    assert read_stats(slot) == Stats(memory_peak_bytes=9437184, cpu_usage_ms=33.0, oom_kills=1, pids_limit_hits=3)
     (s / "memory.peak").unlink()  # kernel < 5.19
-    assert slot.stats().memory_peak_bytes is None
+    assert read_stats(slot).memory_peak_bytes is None
     v2.remove_slot(slot)
 
 
-def test_v2_kill_all_uses_cgroup_kill(kernel, v2):
+def test_v2_kill_slot_uses_cgroup_kill(kernel, v2):
     slot = v2.create_slot("slot-1-g3")
     s = Path(slot.paths[0])
     kernel.set_procs(s, [4001, 4002])
-    assert slot.kill_all() is True
+    v2.kill_slot(slot)
     assert kernel.writes == [(f"{kernel.rel(s)}/cgroup.kill", "1")] and kernel.killed == [4001, 4002]
     v2.remove_slot(slot)
 
@@ -920,17 +909,13 @@ def test_no_cgroups_is_a_complete_no_op(kernel):
     driver.setup(move_pids=[FRONT])
     slot = driver.create_slot("slot-0-g1")
     assert slot.fds() == set()
-    slot.set_limits(64 * MiB, 10)
-    slot.join()
-    assert slot.kill_all() is True
-    assert slot.stats() == CgroupStats(memory_peak_bytes=None, cpu_usage_ms=None, oom_kills=0, pids_limit_hits=0)
+    assert slot.limit_writes(64 * MiB, 10, None) == () and slot.stat_sources() == () and slot.fd_groups() == ((), ())
+    driver.kill_slot(slot)
     assert driver.remove_slot(slot) is True
     driver.teardown()
     assert kernel.writes == [] and list(kernel.root.iterdir()) == []
     with pytest.raises(ValueError):
         driver.create_slot("../escape")
-    with pytest.raises(ValueError):
-        slot.set_limits(0, 10)
 
 
 # --- the write helper itself ---
@@ -938,10 +923,10 @@ def test_no_cgroups_is_a_complete_no_op(kernel):
 
 def test_write_file_names_the_file_and_keeps_the_errno(tmp_path):
     with pytest.raises(OSError) as caught:
-        cgroups.write_file(str(tmp_path / "memory.max"), 5)
+        cgroupfs.write_file(str(tmp_path / "memory.max"), 5)
     assert caught.value.errno == errno.ENOENT and "cgroup write '5' to" in str(caught.value)
     (tmp_path / "pids.max").write_text("")
-    cgroups.write_file(str(tmp_path / "pids.max"), 42)
+    cgroupfs.write_file(str(tmp_path / "pids.max"), 42)
     assert (tmp_path / "pids.max").read_text() == "42"
 
 
@@ -955,23 +940,12 @@ def test_migrations_are_favoured_only_with_favordynmods_on_a_cgroup_mount():
     assert not cgroup_detect.migrations_favoured(elsewhere)
 
 
-def test_limits_are_written_once_and_again_when_they_change(kernel, v1):
-    slot = v1.create_slot("slot-0-g9")
-    slot.set_limits(64 * MiB, 10)
-    slot.set_limits(64 * MiB, 10)  # a plain slot preset while warming: the request writes nothing
-    assert len(kernel.writes) == 3
-    slot.set_limits(64 * MiB, 20)
-    assert len(kernel.writes) == 6 and kernel.writes[-1][1] == "20"
-    with pytest.raises(ValueError):
-        slot.set_limits(64 * MiB, 0)
-    v1.remove_slot(slot)
-
 
 def test_v1_raising_the_memory_limit_writes_memsw_first(kernel, v1):
     slot = v1.create_slot("slot-0-g8")
-    slot.set_limits(64 * MiB, 10)
-    slot.set_limits(128 * MiB, 10)  # memsw may never be below the memory limit
-    slot.set_limits(32 * MiB, 10)
+    apply_limits(slot, 64 * MiB, 10)
+    apply_limits(slot, 128 * MiB, 10, previous=(64 * MiB, 10))  # memsw may never be below the memory limit
+    apply_limits(slot, 32 * MiB, 10, previous=(128 * MiB, 10))
     memory, _, _ = (kernel.rel(d) for d in v1_slot_dirs(v1, "slot-0-g8"))
     memory_writes = [(name.rsplit("/", 1)[1], value) for name, value in kernel.writes if name.startswith(memory)]
     assert memory_writes == [

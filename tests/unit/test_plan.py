@@ -96,14 +96,15 @@ def test_workspace_plan_sizes_upper_and_tmp_alike():
 
 
 def test_rlimits():
-    limits = dict(plan.task_rlimits(timeout_ms=1500, cpus=2, pids_max=256))
-    assert limits[resource.RLIMIT_CPU] == 2 * 2 + 1  # timeout rounded up, times CPUs, plus 1 s
+    """The terms kiln-init sets the task's rlimits from (task.c take_limits, cpu_limit_s)."""
+    assert plan.cpu_rlimit_terms(2) == (2, 1)  # timeout rounded up, times CPUs, plus 1 s
+    assert plan.cpu_rlimit_terms(0) == (1, 1)
+    limits = dict(plan.fixed_rlimits(256))
     assert limits[resource.RLIMIT_NOFILE] == 256
     assert limits[resource.RLIMIT_NPROC] == 256 + 64  # above the pids cgroup limit
     assert limits[resource.RLIMIT_CORE] == 0
     assert limits[resource.RLIMIT_FSIZE] == 64 << 20
-    assert resource.RLIMIT_AS not in limits  # RUN_MEMORY_MAX: `ulimit -v` in the task's sh
-    assert dict(plan.task_rlimits(timeout_ms=1000, cpus=1, pids_max=8))[resource.RLIMIT_CPU] == 2
+    assert resource.RLIMIT_AS not in limits and resource.RLIMIT_CPU not in limits  # AS: `ulimit -v` in the task's sh
 
 
 def test_task_env_cannot_override_path_or_home():

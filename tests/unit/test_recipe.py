@@ -5,7 +5,6 @@ real by every test that runs a plain slot (tests/api, tests/security, ...)."""
 from __future__ import annotations
 
 import os
-import resource
 import struct
 from pathlib import Path
 
@@ -140,13 +139,11 @@ def test_a_prestarting_language_gets_its_prestart_and_template_commands(rt, root
     assert of_kind(workload_records(records, "python"), recipe.K_W_TEMPLATE_ARGV) == [("/usr/bin/python3", "-B", "check/harness.py", "--template")]
 
 
-def test_the_cpu_rlimit_kiln_init_computes_is_the_plans(rt, root):
+def test_kiln_init_is_given_the_plans_rlimit_terms(rt, root):
     records = decode(recipe.compile_recipe(0, root, rt, NoSlot("s")))
-    per_second, extra = map(int, of_kind(workload_records(records, "python"), recipe.K_W_RLIMIT_CPU)[0])
-    for timeout_ms in (1, 999, 1000, 1001, 30_000, 300_000):
-        in_c = (timeout_ms + 999) // 1000 * per_second + extra  # init.c cpu_limit_s
-        planned = dict(plan.task_rlimits(timeout_ms=timeout_ms, cpus=rt.cpus, pids_max=256))[resource.RLIMIT_CPU]
-        assert in_c == planned
+    python = workload_records(records, "python")
+    assert [tuple(map(int, r)) for r in of_kind(python, recipe.K_W_RLIMIT_CPU)] == [plan.cpu_rlimit_terms(rt.cpus)]
+    assert [tuple(map(int, r)) for r in of_kind(python, recipe.K_W_RLIMIT)] == list(plan.fixed_rlimits(rt.workloads["python"].pids_max))
 
 
 def test_limit_writes_take_a_v1_slot_from_its_preset_to_a_languages_limits(v1_slot):
