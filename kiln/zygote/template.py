@@ -23,7 +23,10 @@ import struct
 from dataclasses import dataclass
 
 from kiln import native
+from kiln.log import Log
+from kiln.runtime import Workload
 from kiln.sandbox import libc
+from kiln.zygote.backoff import Backoff
 
 # its own network namespace (a forked task is there until it enters its slot's: an empty one),
 # and its own hostname and SysV IPC; the mount namespace is kiln-init's to make
@@ -132,3 +135,68 @@ def fork_message(flags: int, argv: list[str], env: dict[str, str], keep: list[in
         entries.append(f"{key}={value}")
     strings = [*map(os.fsencode, argv), b"", *map(os.fsencode, entries)]
     return struct.pack("=Q", flags) + b"".join(s + b"\0" for s in strings)
+
+
+class Templates:
+    """The zygote's language templates, one per language whose workspace has a `template` target:
+    started once an index has a root to copy, and when one fails, closed and started again after
+    a pause (its language's slots are spawned as usual meanwhile)."""
+
+    def __init__(self, workloads: dict[str, Workload], log: Log):
+        self.workloads = workloads
+        self.log = log
+        self.slugs = tuple(slug for slug, w in workloads.items() if w.template_argv is not None)
+        self.running: dict[str, Template] = {}
+        self.backoff: dict[str, Backoff] = {}
+
+    def start_missing(self, root: int, recipe: int, zygote: int, now: float) -> None:
+        """Start each language's template that is not running and not pausing, in a copy of the
+        template mount namespace `root` of the index whose `recipe` it is."""
+        for slug in self.slugs:
+            if slug in self.running or self.backoff.get(slug, Backoff()).not_before > now:
+                continue
+            try:
+                self.running[slug] = start(slug, self.workloads[slug].template_module, root, zygote, recipe)
+            except OSError as error:
+                self._pause(slug, f"cannot start it: {error}")
+
+    def ready(self, slug: str) -> Template | None:
+        template = self.running.get(slug)
+        return template if template is not None and template.ready else None
+
+    def failed(self, template: Template, why: str) -> None:
+        if self.running.get(template.slug) is template:
+            del self.running[template.slug]
+            template.close()
+            self._pause(template.slug, why)
+
+    def worked(self, slug: str) -> None:
+        """A slot it forked got warm: the next failure pauses it from the shortest wait again."""
+        self.backoff.pop(slug, None)
+
+    def heard(self, template: Template) -> None:
+        why = template.heard()
+        if why is not None:
+            self.failed(template, why)
+        else:
+            self.log.info("template ready", slug=template.slug, pid=template.pid)
+
+    def reaped(self, pid: int) -> None:
+        ended = next((t for t in self.running.values() if t.pid == pid), None)
+        if ended is not None:
+            self.failed(ended, "it exited")
+
+    def sockets(self) -> dict[socket.socket, Template]:
+        return {t.sock: t for t in self.running.values()}
+
+    def retry_times(self) -> list[float]:
+        return [b.not_before for slug, b in self.backoff.items() if slug not in self.running]
+
+    def close_all(self) -> None:
+        for template in self.running.values():
+            template.close()
+        self.running.clear()
+
+    def _pause(self, slug: str, why: str) -> None:
+        delay = self.backoff.setdefault(slug, Backoff()).failed()
+        self.log.error("template failed", slug=slug, error=why, retry_in_s=round(delay, 2))

@@ -4,6 +4,9 @@ Its loop, like a pre-fork arbiter's: handle signals, reap dead slots, spawn slot
 target, wait for something to happen. A slot that reports ready is handed to the front (its
 socket travels over SCM_RIGHTS); from then on the front and the slot talk directly, and the
 zygote only learns that the slot died (SIGCHLD) and warms a replacement with the same index.
+Each index is one record (Index: its kept namespaces, recipe, backoff, the slot alive now); how
+a slot is spawned and what its outcome means is its kind's (kiln/zygote/kinds.py); the language
+templates are kept by one object (template.Templates).
 
 Messages to the front: {"op": "slot", "index", "pid"} + the slot's socket;
 {"op": "warm_failed", "index", "error"}; {"op": "ready"} once every slot was warm once;
@@ -27,13 +30,14 @@ from kiln.log import Log
 from kiln.runtime import Runtime
 from kiln.sandbox import libc, plan
 from kiln.sandbox.cgroups import CgroupError, Driver, SlotCgroup
-from kiln.zygote import protocol, recipe, slot, template
+from kiln.zygote import kinds, protocol, recipe, slot
+from kiln.zygote.backoff import Backoff
 from kiln.zygote.protocol import ProtocolError
+from kiln.zygote.template import TemplateError, Templates
 from kiln.zygote.title import set_title
 
 PR_SET_CHILD_SUBREAPER = 36
 MIGRATION_KEEPALIVE_S = 0.05  # see Driver.keep_migrations_fast
-MAX_BACKOFF_S = 5.0
 STOP_TIMEOUT_S = 5.0
 
 
@@ -44,24 +48,30 @@ class Slot:
     sock: socket.socket | None  # the zygote's end, until handed to the front
     started: float
     cgroup: SlotCgroup
-    prestart: str | None = None  # the language it is warmed for, if any
-    forked: bool = False  # its task forked from the language's template
+    kind: kinds.Plain
     ready: bool = False
     killed: bool = False  # by the front's request: the front hears when it is gone
 
 
 @dataclass
-class Backoff:
-    failures: int = 0
-    not_before: float = 0.0
+class Index:
+    """One slot index (its slots run as uid RUN_UID_BASE + number): what its slots share and keep
+    from one generation to the next, and the slot alive now."""
 
-    def failed(self) -> float:
-        """One more failure: the next try waits twice as long as the last (at most
-        MAX_BACKOFF_S). Returns that wait in seconds."""
-        self.failures += 1
-        delay = min(MAX_BACKOFF_S, 0.05 * 2**self.failures)
-        self.not_before = time.monotonic() + delay
-        return delay
+    number: int
+    spec: slot.SlotSpec
+    # the language its next slot is prestarted for (None: a plain slot). The front names the
+    # language of each request it gives a slot: its replacement follows the demand.
+    next_kind: str | None = None
+    netns: int | None = None  # its network namespace, made by its first slot
+    root: int | None = None  # its template mount namespace, made by its first slot
+    recipe: int | None = None  # memfd of its slots' kiln-init recipe
+    backoff: Backoff = field(default_factory=Backoff)
+    ever_ready: bool = False
+    slot: Slot | None = None
+
+    def kept(self) -> slot.Kept:
+        return slot.Kept(netns=self.netns, root=self.root)
 
 
 @dataclass
@@ -70,17 +80,6 @@ class Zygote:
     front: socket.socket
     log: Log
     cgroups: Driver
-    slots: dict[int, Slot] = field(default_factory=dict)
-    backoff: dict[int, Backoff] = field(default_factory=dict)
-    ever_ready: set[int] = field(default_factory=set)
-    netns: dict[int, int] = field(default_factory=dict)  # slot index -> its network namespace
-    roots: dict[int, int] = field(default_factory=dict)  # slot index -> its template mount namespace
-    recipes: dict[int, int] = field(default_factory=dict)  # slot index -> memfd of its slots' recipe
-    # slot index -> the language its next slot is prestarted for (None: a plain slot). The front
-    # names the language of each request it gives a slot: its replacement follows the demand.
-    kinds: dict[int, str | None] = field(default_factory=dict)
-    templates: dict[str, template.Template] = field(default_factory=dict)  # slug -> its template
-    template_backoff: dict[str, Backoff] = field(default_factory=dict)
     stopping: bool = False
     generation: int = 0
 
@@ -109,8 +108,8 @@ class Zygote:
         os.makedirs(self.runtime.staging_dir, 0o700, exist_ok=True)
         with open(self.runtime.zygote_pidfile, "w") as pidfile:
             pidfile.write(f"{os.getpid()}\n")
-        self.specs = {i: self._spec(i) for i in range(self.runtime.config.concurrency)}
-        self.template_slugs = tuple(slug for slug, w in self.runtime.workloads.items() if w.template_argv is not None)
+        self.indexes = {i: Index(i, self._spec(i)) for i in range(self.runtime.config.concurrency)}
+        self.templates = Templates(self.runtime.workloads, self.log)
         self.pidfd = os.pidfd_open(os.getpid())  # slots watch it: a pid means nothing in their namespace
 
     def _on_stop_signal(self, _sig, _frame) -> None:
@@ -129,10 +128,13 @@ class Zygote:
         )
         return slot.SlotSpec(index=index, root=root)
 
+    def _slots(self) -> list[Slot]:
+        return [index.slot for index in self.indexes.values() if index.slot is not None]
+
     # -- reap -----------------------------------------------------------------------------
     def _reap(self) -> None:
         """A dead init ends its slot."""
-        inits = {s.pid: s for s in self.slots.values()}
+        inits = {s.pid: s for s in self._slots()}
         while True:
             try:
                 pid, _status = os.waitpid(-1, os.WNOHANG)
@@ -140,39 +142,34 @@ class Zygote:
                 return
             if pid == 0:
                 return
-            ended = next((t for t in self.templates.values() if t.pid == pid), None)
-            if ended is not None:
-                self._end_template(ended, "it exited")
+            self.templates.reaped(pid)
             s = inits.get(pid)
             if s is not None:
                 if s.sock is not None:
                     self._warm_failed(s, "slot died while warming")
                 self._end(s)
 
-    def _backoff(self, index: int, error: str) -> None:
-        delay = self.backoff.setdefault(index, Backoff()).failed()
-        self.log.error("slot warm-up failed", slot=index, error=error, retry_in_s=round(delay, 2))
-        self._tell_front({"op": "warm_failed", "index": index, "error": error})
+    def _backoff(self, index: Index, error: str) -> None:
+        delay = index.backoff.failed()
+        self.log.error("slot warm-up failed", slot=index.number, error=error, retry_in_s=round(delay, 2))
+        self._tell_front({"op": "warm_failed", "index": index.number, "error": error})
 
     def _warm_failed(self, s: Slot, error: str) -> None:
-        if s.prestart is not None:  # retried as a plain slot: one broken prestart stops no run
-            self.kinds[s.index] = None
-            error = f"prestarting {s.prestart}: {error}"
-        if s.forked and s.prestart in self.templates:  # started again after a pause
-            self._end_template(self.templates[s.prestart], error)
+        index = self.indexes[s.index]
+        error = s.kind.on_failed(self, s, error)
         # a slot that copied its index's template may have met a broken one: the next builds the
         # root afresh (an index's first slot fails before there is a template: nothing to drop)
-        root = self.roots.pop(s.index, None)
-        if root is not None:
-            os.close(root)
-        self._backoff(s.index, error)
+        if index.root is not None:
+            os.close(index.root)
+            index.root = None
+        self._backoff(index, error)
         s.sock.close()
         s.sock = None
         _kill(s.pid)  # reaped by _reap, which ends the slot
 
     def _end(self, s: Slot) -> None:
         """The slot's processes are all gone (its init was reaped): free its index."""
-        del self.slots[s.index]
+        self.indexes[s.index].slot = None
         if not self.cgroups.remove_slot(s.cgroup):
             self.log.error("slot cgroup left behind", slot=s.index, cgroup=s.cgroup.name)
         if s.killed:
@@ -182,21 +179,20 @@ class Zygote:
     def _spawn_to_target(self) -> None:
         now = time.monotonic()
         self._start_templates(now)
-        for index, spec in self.specs.items():
-            if index in self.slots or self.backoff.get(index, Backoff()).not_before > now:
+        for index in self.indexes.values():
+            if index.slot is not None or index.backoff.not_before > now:
                 continue
-            if self.backoff.get(index):  # after a failure: the staging folder may have been removed
+            if index.backoff.failures:  # after a failure: the staging folder may have been removed
                 os.makedirs(self.runtime.staging_dir, 0o700, exist_ok=True)
             self.generation += 1
             try:
                 # named per zygote and generation: a crashed predecessor's may still be draining
-                cgroup = self.cgroups.create_slot(f"slot-{index}-{os.getpid()}-{self.generation}")
+                cgroup = self.cgroups.create_slot(f"slot-{index.number}-{os.getpid()}-{self.generation}")
             except (OSError, CgroupError) as error:
                 self._backoff(index, f"cannot create the slot's cgroup: {error}")
                 continue
-            kind = self.kinds.get(index)
             try:
-                pid, sock, forked = self._spawn(spec, cgroup, kind)
+                kind, pid, sock = self._spawn(index, cgroup)
             except OSError as error:
                 self.cgroups.remove_slot(cgroup)
                 self._backoff(index, f"cannot start the slot: {error}")
@@ -205,62 +201,39 @@ class Zygote:
             # later slot would inherit, and 256 slots would take it past 1024 descriptors); it
             # removes the cgroup by path
             cgroup.close()
-            self.slots[index] = Slot(index=index, pid=pid, sock=sock, started=now, cgroup=cgroup, prestart=kind, forked=forked)
-            if index not in self.netns:
+            index.slot = Slot(index=index.number, pid=pid, sock=sock, started=now, cgroup=cgroup, kind=kind)
+            if index.netns is None:
                 self._keep_netns(index, pid)
 
-    def _spawn(self, spec: slot.SlotSpec, cgroup: SlotCgroup, kind: str | None) -> tuple[int, socket.socket, bool]:
-        """A slot spawned, prestarted for `kind` if not None: forked from its template when
-        there is one ready and the index has both kept namespaces (True), else as usual."""
-        kept = slot.Kept(netns=self.netns.get(spec.index), root=self.roots.get(spec.index))
-        recipe_fd = self._recipe(spec.index, cgroup)
-        workload = self.runtime.workloads[kind] if kind else None
-        via = self.templates.get(kind) if kind else None
-        if via is not None and via.ready and kept.netns is not None and kept.root is not None:
-            try:
-                return *slot.spawn(spec, cgroup, kept, self.pidfd, recipe_fd, workload, via=via), True
-            except template.TemplateError as error:
-                self._end_template(via, str(error))
-        return *slot.spawn(spec, cgroup, kept, self.pidfd, recipe_fd, workload), False
+    def _spawn(self, index: Index, cgroup: SlotCgroup) -> tuple[kinds.Plain, int, socket.socket]:
+        """A slot of the index's next kind; a template that cannot fork it is ended, and the
+        slot spawned as a prestarted one instead."""
+        kind = kinds.kind_for(self, index)
+        try:
+            return kind, *kind.spawn(self, index, cgroup)
+        except TemplateError as error:
+            self.templates.failed(kind.template, str(error))
+            kind = kinds.Prestarted(kind.workload)
+            return kind, *kind.spawn(self, index, cgroup)
 
     def _start_templates(self, now: float) -> None:
         """Every language whose workspace has a template gets one, once an index has a root to
         copy (its first slot built it)."""
-        if not self.roots:
-            return
-        index = min(self.roots)
-        for slug in self.template_slugs:
-            if slug in self.templates or self.template_backoff.get(slug, Backoff()).not_before > now:
-                continue
-            try:
-                module = self.runtime.workloads[slug].template_module
-                self.templates[slug] = template.start(slug, module, self.roots[index], self.pidfd, self.recipes[index])
-            except OSError as error:
-                self._template_backoff(slug, f"cannot start it: {error}")
+        with_root = [index for index in self.indexes.values() if index.root is not None]
+        if with_root:
+            first = min(with_root, key=lambda index: index.number)
+            self.templates.start_missing(first.root, first.recipe, self.pidfd, now)
 
-    def _end_template(self, t: template.Template, why: str) -> None:
-        """A template that failed is closed (killed) and started again after a pause; its
-        language's slots are spawned as usual meanwhile."""
-        if self.templates.get(t.slug) is t:
-            del self.templates[t.slug]
-            t.close()
-            self._template_backoff(t.slug, why)
-
-    def _template_backoff(self, slug: str, why: str) -> None:
-        delay = self.template_backoff.setdefault(slug, Backoff()).failed()
-        self.log.error("template failed", slug=slug, error=why, retry_in_s=round(delay, 2))
-
-    def _recipe(self, index: int, cgroup: SlotCgroup) -> int:
+    def recipe_of(self, index: Index, cgroup: SlotCgroup) -> int:
         """The memfd of the index's kiln-init recipe, compiled for its first slot."""
-        if index not in self.recipes:
-            spec = self.specs[index]
-            self.recipes[index] = recipe.sealed_memfd(recipe.compile_recipe(index, spec.root, self.runtime, cgroup))
-        return self.recipes[index]
+        if index.recipe is None:
+            index.recipe = recipe.sealed_memfd(recipe.compile_recipe(index.number, index.spec.root, self.runtime, cgroup))
+        return index.recipe
 
     # -- wait -----------------------------------------------------------------------------
     def _wait(self) -> None:
-        warming = {s.sock: s for s in self.slots.values() if s.sock is not None}
-        templates = {t.sock: t for t in self.templates.values()}
+        warming = {s.sock: s for s in self._slots() if s.sock is not None}
+        templates = self.templates.sockets()
         timeout = self._next_backoff_in()
         if self.cgroups.name != "off":
             timeout = MIGRATION_KEEPALIVE_S if timeout is None else min(timeout, MIGRATION_KEEPALIVE_S)
@@ -272,22 +245,22 @@ class Zygote:
             elif source is self.front:
                 self._from_front()
             elif source in templates:
-                self._from_template(templates[source])
+                self.templates.heard(templates[source])
             else:
                 self._from_slot(warming[source])
 
-    def _keep_netns(self, index: int, pid: int) -> None:
+    def _keep_netns(self, index: Index, pid: int) -> None:
         """The first slot of an index made a network namespace; its successors enter it
         instead of paying for a new one (creating and destroying a netns is the costliest part
         of a slot's namespaces). It stays empty between slots: lo down, no process, no socket."""
         try:
-            self.netns[index] = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+            index.netns = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
         except OSError as error:
-            self.log.warning("cannot keep the slot's network namespace", slot=index, error=str(error))
+            self.log.warning("cannot keep the slot's network namespace", slot=index.number, error=str(error))
 
     def _next_backoff_in(self) -> float | None:
-        waiting = [b.not_before for i, b in self.backoff.items() if i not in self.slots]
-        waiting += [b.not_before for slug, b in self.template_backoff.items() if slug not in self.templates]
+        waiting = [index.backoff.not_before for index in self.indexes.values() if index.slot is None and index.backoff.failures]
+        waiting += self.templates.retry_times()
         return max(0.0, min(waiting) - time.monotonic()) if waiting else None
 
     def _from_front(self) -> None:
@@ -303,36 +276,37 @@ class Zygote:
         elif frame[0].get("op") == "kill":
             self._kill_slot(frame[0].get("index"), frame[0].get("pid"))
 
-    def _demand(self, index, slug) -> None:
-        """The front gave slot `index` to a request for `slug` (None: one a prestarted slot
+    def _demand(self, number, slug) -> None:
+        """The front gave slot `number` to a request for `slug` (None: one a prestarted slot
         cannot serve): warm its replacement for that language if the workspace prestarts."""
-        if type(index) is not int or index not in self.specs:
-            self.log.error("bad demand from the front", index=repr(index))
+        if type(number) is not int or number not in self.indexes:
+            self.log.error("bad demand from the front", index=repr(number))
             return
         workload = self.runtime.workloads.get(slug) if isinstance(slug, str) else None
-        self.kinds[index] = slug if workload is not None and workload.prestart_argv else None
+        self.indexes[number].next_kind = slug if workload is not None and workload.prestart_argv else None
 
-    def _kill_slot(self, index, pid) -> None:
-        """The front gave up on slot `index`'s run (its init stopped answering): every process
+    def _kill_slot(self, number, pid) -> None:
+        """The front gave up on slot `number`'s run (its init stopped answering): every process
         of its cgroup and its init killed; the front hears "ended" once it is reaped."""
-        s = self.slots.get(index) if type(index) is int else None
+        s = self.indexes[number].slot if type(number) is int and number in self.indexes else None
         if s is None or s.pid != pid or not s.ready:
-            self._tell_front({"op": "ended", "index": index, "pid": pid})  # gone already
+            self._tell_front({"op": "ended", "index": number, "pid": pid})  # gone already
             return
-        self.log.error("killing a slot that outstayed its run", slot=index, pid=pid)
+        self.log.error("killing a slot that outstayed its run", slot=number, pid=pid)
         s.killed = True
         self.cgroups.kill_slot(s.cgroup)
         _kill(s.pid)
 
     def _from_slot(self, s: Slot) -> None:
+        index = self.indexes[s.index]
         fds: list[int] = []
         try:
             frame = protocol.recv_frame(s.sock, protocol.MAX_HEADER + 8, fds)
         except (ProtocolError, OSError) as error:
             frame = ({"op": "failed", "error": f"bad frame from the slot: {error}"}, [])
         header = frame[0] if frame is not None else {"op": "failed", "error": "slot exited while warming"}
-        if header.get("op") == "ready" and header.get("template") and len(fds) == 1 and s.index not in self.roots:
-            self.roots[s.index] = fds.pop()
+        if header.get("op") == "ready" and header.get("template") and len(fds) == 1 and index.root is None:
+            index.root = fds.pop()
         for fd in fds:  # none expected
             os.close(fd)
         if header.get("op") == "ready":
@@ -340,24 +314,17 @@ class Zygote:
         else:
             self._warm_failed(s, str(header.get("error", header)))
 
-    def _from_template(self, t: template.Template) -> None:
-        why = t.heard()
-        if why is not None:
-            self._end_template(t, why)
-        else:
-            self.log.info("template ready", slug=t.slug, pid=t.pid)
-
     def _hand_over(self, s: Slot) -> None:
+        index = self.indexes[s.index]
         s.ready = True
-        self.backoff.pop(s.index, None)
-        if s.forked:  # its template works
-            self.template_backoff.pop(s.prestart, None)
-        self._tell_front({"op": "slot", "index": s.index, "pid": s.pid, "prestart": s.prestart, "warm_ms": round((time.monotonic() - s.started) * 1000, 2)}, fds=(s.sock.fileno(),))
+        index.backoff.reset()
+        s.kind.on_ready(self, s)
+        self._tell_front({"op": "slot", "index": s.index, "pid": s.pid, "prestart": s.kind.prestart, "warm_ms": round((time.monotonic() - s.started) * 1000, 2)}, fds=(s.sock.fileno(),))
         s.sock.close()
         s.sock = None
-        if s.index not in self.ever_ready:
-            self.ever_ready.add(s.index)
-            if len(self.ever_ready) == len(self.specs):
+        if not index.ever_ready:
+            index.ever_ready = True
+            if all(i.ever_ready for i in self.indexes.values()):
                 self._tell_front({"op": "ready"})
 
     def _tell_front(self, header: dict, fds: tuple[int, ...] = ()) -> None:
@@ -368,9 +335,8 @@ class Zygote:
 
     # -- stop -----------------------------------------------------------------------------
     def _stop_slots(self) -> None:
-        for t in self.templates.values():
-            t.close()
-        for s in self.slots.values():
+        self.templates.close_all()
+        for s in self._slots():
             _kill(s.pid)
         deadline = time.monotonic() + STOP_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -380,9 +346,9 @@ class Zygote:
                 break
             if pid == 0:
                 time.sleep(0.005)
-        for s in self.slots.values():
+        for s in self._slots():
             self.cgroups.remove_slot(s.cgroup)
-        self.slots.clear()
+            self.indexes[s.index].slot = None
         self.cgroups.teardown()
         for remove, path in ((os.unlink, self.runtime.zygote_pidfile), (os.rmdir, self.runtime.staging_dir), (os.rmdir, self.runtime.runtime_dir)):
             try:
