@@ -225,3 +225,10 @@ int send_result(int fd, const char *fields, const char *out, size_t out_len, con
     }
     return 0;
 }
+
+void send_error(int fd, const char *op, const char *error) {
+    char escaped[ERR * 2], json[ERR * 2 + 64];
+    json_escape(escaped, sizeof escaped, error);
+    snprintf(json, sizeof json, "{\"op\":\"%s\",\"error\":\"%s\"}", op, escaped);
+    send_json(fd, json, -1);
+}

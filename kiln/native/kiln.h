@@ -1,4 +1,6 @@
-/* kiln-init: a slot's init as a small static program (see init.c). Shared declarations. */
+/* kiln-init: a slot's init as a small static program (init.c has the order of its steps), and
+ * the core a language's template shares with it (template.c). One header; its sections follow
+ * the files, one kernel concern each. Context is passed, never global: a `struct slot`. */
 #ifndef KILN_H
 #define KILN_H
 
@@ -9,8 +11,14 @@
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/types.h>
+#include <time.h>
 
-/* --- recipe.c: what the zygote decided, as records (kiln/sandbox/recipe.py writes them) --- */
+#define ERR 512
+#define MAX_FDS 16
+
+/* --- recipe.c: what the zygote decided, as records (kiln/zygote/recipe.py writes them) ------ */
+
+/* Record kinds: recipe.py's K_* (tests/unit/test_contract.py checks they match). */
 enum {
     K_CONST = 1,      /* name value */
     K_SECCOMP = 2,    /* BPF program */
@@ -53,33 +61,87 @@ struct recipe {
     const char *cwd;
 };
 
-int recipe_load(int fd, struct recipe *out, char *err, size_t errlen);
-void recipe_unload(struct recipe *r);
-long long arg_int(const struct arg *a);
-
-/* --- the slot, as init.c set it up from its environment and recipe --- */
-#define MAX_FDS 16
-struct slot {
-    struct recipe recipe;
-    int sock, zygote;
-    int cg_dirs[MAX_FDS], cg_procs[MAX_FDS]; /* SlotCgroup.fd_groups() */
-    int n_dirs, n_procs;
-};
-extern struct slot S;
-
 /* a language's records: from its K_WORKLOAD up to the next */
 struct span {
     size_t from, to;
 };
-struct span workload_span(size_t record);
+
+int recipe_load(int fd, struct recipe *out, char *err, size_t errlen);
+void recipe_unload(struct recipe *r);
+long long arg_int(const struct arg *a);
 long find_workload(const struct recipe *r, const char *slug); /* its K_WORKLOAD record, or -1 */
+struct span workload_span(const struct recipe *r, size_t record);
 
-#define ERR 512
+/* --- the slot: everything kiln-init knows, handed from step to step ------------------------ */
 
-/* --- ops.c: the steps of a plan (mounts, files, cgroup limit writes) --- */
-int apply_records(struct span span, uint32_t kind, int *template_fd, char *err);
+struct slot {
+    struct recipe recipe;
+    int sock, zygote;                            /* the job's socket; the zygote's pidfd */
+    int cg_dirs[MAX_FDS], cg_procs[MAX_FDS];     /* SlotCgroup.fd_groups() */
+    int n_dirs, n_procs;
+    int sandbox;                                 /* /sandbox, once mount_workspace opened it */
+    struct {                                     /* a slot warmed for one language */
+        long workload;                           /* its K_WORKLOAD record; -1: a plain slot */
+        pid_t pid;                               /* the prestart command, waiting on its fd 3 */
+        int go, out, err;                        /* init's ends of its pipes */
+    } prestarted;
+    char *title;                                 /* argv[0]: where `ps` reads the slot's state */
+    size_t title_cap;
+};
 
-/* --- frames.c --- */
+static inline double monotonic_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* --- mounts.c: the slot's mount namespace ------------------------------------------------- */
+
+/* Ops of the K_BUILD, K_FINISH and K_W_MOUNT records: recipe.py's OPS, codes from 1. */
+enum op { OP_MOUNT = 1, OP_SETATTR, OP_MKDIR, OP_MKDIRS, OP_TOUCH, OP_WRITE, OP_SYMLINK, OP_MKNOD, OP_PIVOT, OP_SAVE_NS, OP_UNSHARE_NS, OP_HOSTNAME, OP_DETACH };
+
+int apply_ops(struct slot *s, struct span span, uint32_t kind, int *template_fd, char *err);
+/* the index's template root built (its descriptor: >= 0) or a copy of it entered (-1), then the
+ * slot's own; -2 on error */
+int build_root(struct slot *s, int template_fd, char *err);
+/* the workspace overlay and /tmp at the language's sizes, its writable dirs given; opens s->sandbox */
+int mount_workspace(struct slot *s, struct span w, char *err);
+
+/* --- files.c: what the request writes below /sandbox --------------------------------------- */
+
+struct job;
+int give_dirs(const struct slot *s, struct span w, char *err); /* the language's K_W_DIR, made and the task's */
+int write_parts(const struct slot *s, struct span w, const struct job *job, char *err);
+int open_stdin(const struct job *job); /* a sealed memfd, or /dev/null */
+
+/* --- limits.c: rlimits and cgroup limits -------------------------------------------------- */
+
+int apply_cgroup_limits(struct slot *s, struct span span, uint32_t kind, char *err);
+long cpu_limit_s(const struct slot *s, struct span w, long long timeout_ms);
+int take_limits(struct slot *s, struct span w, long long timeout_ms, char *err); /* and the cwd */
+
+/* --- identity.c: who a process is, what it holds, what it may call ------------------------- */
+
+int take_identity(struct slot *s);  /* the task's: the slot's cgroup and user, for good; -1 with errno */
+int take_filter(const struct slot *s, char *err); /* no_new_privs, then the recipe's seccomp program */
+int empty_bounding_set(void);       /* and the ambient set */
+void arm_death_signal(const struct slot *s);
+/* every descriptor above 2 closed but `keep` (sorted in place), those made close-on-exec */
+void keep_only(int *keep, int n);
+
+/* --- exec.c: the task's process ------------------------------------------------------------ */
+
+#define COMMAND_MAX 256
+int output_pipe(int ends[2]);
+void make_as_task(const struct slot *s, int yes); /* 1: what init makes is the task's (fsuid); 0: root's */
+/* the argv of records argv_kind and the K_W_ENV environment of a language; returns argc */
+int command_of(const struct slot *s, struct span w, uint32_t argv_kind, char *argv[COMMAND_MAX], char *envp[COMMAND_MAX]);
+/* the command of argv_kind with fds[i] on descriptor i, taking the task's identity and filter
+ * in its own process (init stays root and unfiltered by it) */
+int spawn_task(struct slot *s, struct span w, uint32_t argv_kind, const int *fds, int nfds, pid_t *pid, char *err);
+
+/* --- frames.c ------------------------------------------------------------------------------ */
+
 #define MAX_PARTS 4
 struct job {
     int workload;        /* index of its K_WORKLOAD record */
@@ -97,8 +159,10 @@ int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, c
 int send_json(int fd, const char *json, int pass_fd);
 void json_escape(char *out, size_t cap, const char *text);
 int send_result(int fd, const char *header_fields, const char *out, size_t out_len, const char *err, size_t err_len);
+void send_error(int fd, const char *op, const char *error); /* {"op": op, "error": error} */
 
-/* --- supervise.c --- */
+/* --- supervise.c ----------------------------------------------------------------------------- */
+
 struct run {
     pid_t pid;
     int task_fd, out_fd, err_fd, cancel_fd;
@@ -110,37 +174,24 @@ struct run {
     struct rusage rusage;
     int has_rusage;
 };
-void supervise(struct run *run, double deadline, const char *title);
-double monotonic_s(void);
+void supervise(struct slot *s, struct run *run, double deadline, const char *title);
 void kill_all(void);
 
-/* --- task.c: the workspace and the task's process --- */
-int mount_workspace(struct span w, char *err);
-int write_parts(struct span w, const struct job *job, char *err);
-int open_stdin(const struct job *job);
-int output_pipe(int ends[2]);
-void make_as_task(int yes); /* 1: what init makes is the task's (fsuid, fsgid); 0: root's again */
-long cpu_limit_s(struct span w, long long timeout_ms);
-int take_limits(struct span w, long long timeout_ms, char *err);
-int take_filter(char *err);
-int take_identity(void); /* the task's: the slot's cgroup and user, for good; -1 with errno */
-#define COMMAND_MAX 256
-/* the argv of records argv_kind and the K_W_ENV environment of a language; returns argc */
-int command_of(struct span w, uint32_t argv_kind, char *argv[COMMAND_MAX], char *envp[COMMAND_MAX]);
-/* the command of argv_kind with fds[i] on descriptor i, taking the task's identity and filter
- * in its own process (init stays root and unfiltered by it) */
-int spawn_in_cgroup(struct span w, uint32_t argv_kind, const int *fds, int nfds, pid_t *pid, char *err);
-void arm_death_signal(void);
-/* every descriptor above 2 closed but `keep` (sorted in place), those made close-on-exec */
-void keep_only(int *keep, int n);
-int empty_bounding_set(void); /* and the ambient set */
+/* --- result.c -------------------------------------------------------------------------------- */
 
-/* --- result.c --- */
-double cgroup_cpu_ms(void); /* < 0: no cgroup CPU figure */
-void send_failure(const char *message);
-void send_result_of(const struct run *run, double started, long cpu_limit_ms, double cpu_before_ms);
+double cgroup_cpu_ms(const struct slot *s); /* < 0: no cgroup CPU figure */
+void send_failure(const struct slot *s, const char *message);
+void send_result_of(const struct slot *s, const struct run *run, double started, long cpu_limit_ms, double cpu_before_ms);
 
-/* --- init.c --- */
-void set_title(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* --- title.c --------------------------------------------------------------------------------- */
+
+void set_title(struct slot *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* --- check.c, launch.c: kiln-init's other modes, and what a job is checked against ---------- */
+
+size_t job_frame_max(const struct slot *s);
+int refused_here(const struct slot *s, const struct job *job, char *err); /* a prestarted slot takes its language's only */
+int check_job(struct slot *s);                                     /* `kiln-init check` */
+void exec_template(struct slot *s, int template_fd, const char *slug, int module); /* KILN_TEMPLATE_OF */
 
 #endif

@@ -1,4 +1,4 @@
-/* The recipe: records the zygote wrote into a sealed memfd (kiln/sandbox/recipe.py).
+/* The recipe: records the zygote wrote into a sealed memfd (kiln/zygote/recipe.py).
  *
  *     "KILNRCP1" | record... ; record = u32 kind | u32 nargs | arg... ; arg = u32 len | bytes | NUL
  *
@@ -102,8 +102,8 @@ long find_workload(const struct recipe *r, const char *slug) {
     return -1;
 }
 
-struct span workload_span(size_t record) {
+struct span workload_span(const struct recipe *r, size_t record) {
     struct span w = {record, record + 1};
-    while (w.to < S.recipe.n && S.recipe.recs[w.to].kind != K_WORKLOAD) w.to++;
+    while (w.to < r->n && r->recs[w.to].kind != K_WORKLOAD) w.to++;
     return w;
 }

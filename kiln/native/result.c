@@ -17,9 +17,9 @@ struct stats {
 };
 
 /* args: what dir_index file key divisor; the file's number, or the value of its "key value" line */
-static int read_stat(const struct rec *r, double *value) {
+static int read_stat(const struct slot *s, const struct rec *r, double *value) {
     long idx = arg_int(&r->args[1]);
-    int fd = idx >= 0 && idx < S.n_dirs ? openat(S.cg_dirs[idx], r->args[2].p, O_RDONLY | O_CLOEXEC) : -1;
+    int fd = idx >= 0 && idx < s->n_dirs ? openat(s->cg_dirs[idx], r->args[2].p, O_RDONLY | O_CLOEXEC) : -1;
     if (fd < 0) return -1;
     char text[4096];
     ssize_t n = read(fd, text, sizeof text - 1);
@@ -43,12 +43,12 @@ static int read_stat(const struct rec *r, double *value) {
     return 0;
 }
 
-static struct stats cgroup_stats(void) {
+static struct stats cgroup_stats(const struct slot *slot) {
     struct stats s = {0};
-    for (size_t i = 0; i < S.recipe.n; i++) {
-        const struct rec *r = &S.recipe.recs[i];
+    for (size_t i = 0; i < slot->recipe.n; i++) {
+        const struct rec *r = &slot->recipe.recs[i];
         double v;
-        if (r->kind != K_STAT || r->nargs != 5 || read_stat(r, &v)) continue;
+        if (r->kind != K_STAT || r->nargs != 5 || read_stat(slot, r, &v)) continue;
         if (!strcmp(r->args[0].p, "memory_peak")) s.memory_peak = v, s.has_memory = 1;
         else if (!strcmp(r->args[0].p, "cpu")) s.cpu_ms = v, s.has_cpu = 1;
         else if (!strcmp(r->args[0].p, "oom_kills")) s.oom_kills = v;
@@ -58,25 +58,25 @@ static struct stats cgroup_stats(void) {
 }
 
 /* a prestarted run's baseline, read just before its go: the CPU figure alone */
-double cgroup_cpu_ms(void) {
-    for (size_t i = 0; i < S.recipe.n; i++) {
-        const struct rec *r = &S.recipe.recs[i];
+double cgroup_cpu_ms(const struct slot *s) {
+    for (size_t i = 0; i < s->recipe.n; i++) {
+        const struct rec *r = &s->recipe.recs[i];
         double v;
-        if (r->kind == K_STAT && r->nargs == 5 && !strcmp(r->args[0].p, "cpu") && !read_stat(r, &v)) return v;
+        if (r->kind == K_STAT && r->nargs == 5 && !strcmp(r->args[0].p, "cpu") && !read_stat(s, r, &v)) return v;
     }
     return -1;
 }
 
-void send_failure(const char *message) {
+void send_failure(const struct slot *s, const char *message) {
     char text[ERR + 16];
     int n = snprintf(text, sizeof text, "kiln: %s\n", message);
-    send_result(S.sock, "\"op\":\"result\",\"exit_code\":null,\"outcome\":\"infrastructure_failure\",\"wall_ms\":0.0,\"cpu_ms\":0.0,"
+    send_result(s->sock, "\"op\":\"result\",\"exit_code\":null,\"outcome\":\"infrastructure_failure\",\"wall_ms\":0.0,\"cpu_ms\":0.0,"
                         "\"memory_peak_bytes\":0,\"signal\":null,\"output_overflow\":false", "", 0, text, n);
 }
 
 /* timed_out > out_of_memory > policy_violation > pids_limit > signaled > exited (DESIGN.md) */
-void send_result_of(const struct run *run, double started, long cpu_limit_ms, double cpu_before_ms) {
-    struct stats s = cgroup_stats();
+void send_result_of(const struct slot *slot, const struct run *run, double started, long cpu_limit_ms, double cpu_before_ms) {
+    struct stats s = cgroup_stats(slot);
     int killed_by = run->has_status && WIFSIGNALED(run->status) ? WTERMSIG(run->status) : 0;
     int exit_code = run->has_status && WIFEXITED(run->status) ? WEXITSTATUS(run->status) : -1;
     if (killed_by) exit_code = 128 + killed_by;
@@ -100,5 +100,5 @@ void send_result_of(const struct run *run, double started, long cpu_limit_ms, do
     snprintf(fields, sizeof fields, "\"op\":\"result\",\"exit_code\":%s,\"outcome\":\"%s\",\"wall_ms\":%.1f,\"cpu_ms\":%.1f,"
              "\"memory_peak_bytes\":%lld,\"signal\":%s,\"output_overflow\":%s",
              code, outcome, (ended - started) * 1000, cpu_ms, memory, sig, run->overflow ? "true" : "false");
-    send_result(S.sock, fields, run->out, run->out_len, run->err, run->err_len);
+    send_result(slot->sock, fields, run->out, run->out_len, run->err, run->err_len);
 }

@@ -12,15 +12,9 @@
 #include <unistd.h>
 
 #define READ_CHUNK 65536
-#define TITLE_EVERY_S 1.0
+#define TITLE_EVERY_S 1.0 /* kiln.slots.TITLE_EVERY_S */
 #define REAP_EVERY_S 0.1  /* init has no SIGCHLD handler: orphans' zombies are reaped this often */
 #define DRAIN_GRACE_S 2.0
-
-double monotonic_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* From PID 1 of the namespace: every process of the run, and nothing else. */
 void kill_all(void) {
@@ -73,7 +67,7 @@ static void reap(struct run *run, double deadline) {
     }
 }
 
-void supervise(struct run *run, double deadline, const char *title) {
+void supervise(struct slot *s, struct run *run, double deadline, const char *title) {
     struct pollfd fds[4] = {
         [P_OUT] = {run->out_fd, POLLIN}, [P_ERR] = {run->err_fd, POLLIN},
         [P_CANCEL] = {run->cancel_fd, POLLIN}, [P_TASK] = {run->task_fd, POLLIN},
@@ -82,7 +76,7 @@ void supervise(struct run *run, double deadline, const char *title) {
     while (fds[P_OUT].fd >= 0 || fds[P_ERR].fd >= 0 || !run->has_status) {
         double now = monotonic_s();
         if (now - retitled >= TITLE_EVERY_S) {
-            set_title("%s %.1fs", title, now - started);
+            set_title(s, "%s %.1fs", title, now - started);
             retitled = now;
         }
         if (!drain_until && (run->has_status || run->timed_out || run->overflow)) drain_until = now + DRAIN_GRACE_S;

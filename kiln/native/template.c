@@ -39,8 +39,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-struct slot S = {.sock = -1, .zygote = -1};
-
 #define MAX_MESSAGE 65536
 #define MAX_STRINGS 256
 #define MAX_PASSED 32
@@ -169,7 +167,7 @@ static void populate_written(void) {
     if (pagemap >= 0) close(pagemap);
 }
 
-/* The same confinement as a task spawned by init (task.c), taken by the task itself: it was
+/* The same confinement as a task spawned by init (exec.c), taken by the task itself: it was
  * forked from root outside the slot, so it also moves into the slot's network and mount
  * namespaces, its session, and empties its bounding set. Filter last: it allows none of this. */
 static int enter_slot(int sock, int recipe_fd, const char *slug, int populate, char *err) {
@@ -178,28 +176,29 @@ static int enter_slot(int sock, int recipe_fd, const char *slug, int populate, c
     ssize_t got = receive_fds(sock, message, sizeof message, fds, &n);
     if (got <= 0) _exit(0); /* the slot was given up while warming */
     if (n < ENTER_FDS || n > ENTER_FDS + MAX_FDS) return errno = EPROTO, fail(err, "read its slot's descriptors");
-    if (recipe_load(recipe_fd, &S.recipe, err, ERR)) return -1;
+    struct slot slot = {.sock = -1, .zygote = -1, .sandbox = -1};
+    if (recipe_load(recipe_fd, &slot.recipe, err, ERR)) return -1;
     close(recipe_fd);
-    long workload = find_workload(&S.recipe, slug);
-    if (S.recipe.uid == 0 || workload < 0) return errno = ENOENT, fail(err, "find its language in the recipe");
-    struct span w = workload_span(workload);
+    long workload = find_workload(&slot.recipe, slug);
+    if (slot.recipe.uid == 0 || workload < 0) return errno = ENOENT, fail(err, "find its language in the recipe");
+    struct span w = workload_span(&slot.recipe, workload);
     if (setns(fds[1], CLONE_NEWNET) || setns(fds[0], CLONE_NEWNS)) return fail(err, "enter the slot's namespaces");
     if (setsid() < 0) return fail(err, "start its session");
     if (empty_bounding_set()) return fail(err, "empty its bounding set");
-    if (take_limits(w, S.recipe.timeout_max_ms, err)) return -1;
-    for (int i = ENTER_FDS; i < n; i++) S.cg_procs[S.n_procs++] = fds[i];
-    if (take_identity()) return fail(err, "take the slot's cgroup and user");
+    if (take_limits(&slot, w, slot.recipe.timeout_max_ms, err)) return -1;
+    for (int i = ENTER_FDS; i < n; i++) slot.cg_procs[slot.n_procs++] = fds[i];
+    if (take_identity(&slot)) return fail(err, "take the slot's cgroup and user");
     for (int i = 0; i < 4; i++)
         if (dup2(fds[2 + i], i) < 0) return fail(err, "lay out its descriptors");
     for (int i = 0; i < n; i++)
         if (fds[i] > 3) close(fds[i]);
-    S.n_procs = 0;
+    slot.n_procs = 0;
     /* dumpable as after an exec (a uid change made it not); the task holds nothing that is not
      * its own */
     if (prctl(PR_SET_DUMPABLE, 1)) return fail(err, "become dumpable");
     if (populate) populate_written(); /* dumpable first: /proc/self/pagemap is root's otherwise */
-    if (take_filter(err)) return -1;
-    recipe_unload(&S.recipe); /* the sandbox's plan, host paths included, is not the task's */
+    if (take_filter(&slot, err)) return -1;
+    recipe_unload(&slot.recipe); /* the sandbox's plan, host paths included, is not the task's */
     return 0;
 }
 

@@ -1,6 +1,6 @@
 /* A child that borrows the caller's memory until its exec (clone with CLONE_VM | CLONE_VFORK,
  * as posix_spawn does): no page is copied or made copy-on-write on either side. Used twice: the
- * zygote's spawn of a slot's init (spawn.c) and init's spawn of the task (task.c). */
+ * zygote's spawn of a slot's init (spawn.c) and init's spawn of the task (exec.c). */
 #ifndef KILN_VFORK_H
 #define KILN_VFORK_H
 

@@ -229,7 +229,7 @@ def workspace_plan(*, lower: str, size: int, inodes: int, writable_dirs: tuple[s
 
 def cpu_rlimit_terms(cpus: int) -> tuple[int, int]:
     """RLIMIT_CPU = (the timeout in started seconds) * per_second + extra: every core busy for
-    the whole run, and one second more (kiln-init computes it, task.c cpu_limit_s). It is only a
+    the whole run, and one second more (kiln-init computes it, limits.c cpu_limit_s). It is only a
     backstop behind the wall-clock timeout: multi-threaded runtimes burn more CPU time than wall
     time."""
     return max(cpus, 1), 1

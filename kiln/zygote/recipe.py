@@ -28,7 +28,10 @@ K_CONST, K_SECCOMP, K_STAT, K_BUILD, K_FINISH, K_WARM_LIMIT = 1, 2, 3, 4, 5, 6
 K_WORKLOAD, K_W_MOUNT, K_W_DIR, K_W_PART, K_W_LIMIT, K_W_ARGV, K_W_ENV, K_W_RLIMIT, K_W_RLIMIT_CPU = 7, 8, 9, 10, 11, 12, 13, 14, 15
 K_W_PRESTART_ARGV, K_W_PRESTART_LIMIT, K_W_TEMPLATE_ARGV = 16, 17, 18
 
-Op = tuple  # (step, op name, *args): one kiln-init op (ops.c)
+Op = tuple  # (step, op name, *args): one kiln-init op (mounts.c)
+# the ops kiln-init knows, written as their codes (from 1: kiln.h's enum op, checked by
+# tests/unit/test_contract.py)
+OPS = ("mount", "setattr", "mkdir", "mkdirs", "touch", "write", "symlink", "mknod", "pivot", "save_ns", "unshare_ns", "hostname", "detach")
 
 
 def compile_recipe(index: int, root: RootPlan, runtime: Runtime, cgroup: SlotCgroup) -> bytes:
@@ -46,8 +49,8 @@ def compile_recipe(index: int, root: RootPlan, runtime: Runtime, cgroup: SlotCgr
     if runtime.seccomp_filter is not None:
         records.append(_record(K_SECCOMP, runtime.seccomp_filter))
     records += [_record(K_STAT, s.what, s.dir_index, s.file, s.key, s.divisor) for s in cgroup.stat_sources()]
-    records += [_record(K_BUILD, *op) for op in build_ops(root, runtime.staging_dir)]
-    records += [_record(K_FINISH, *op) for op in finish_ops(root)]
+    records += [_op(K_BUILD, *op) for op in build_ops(root, runtime.staging_dir)]
+    records += [_op(K_FINISH, *op) for op in finish_ops(root)]
     common = runtime.common_limits
     records += [_limit(K_WARM_LIMIT, w) for w in cgroup.limit_writes(*common, previous=None)]
     for workload in runtime.workloads.values():
@@ -137,7 +140,7 @@ def _workload(workload: Workload, runtime: Runtime, root: RootPlan, cgroup: Slot
     parts = {"solution": language.solution_file, "checker": language.checker_file, "asserts": language.asserts_file}
     return [
         _record(K_WORKLOAD, workload.slug, int(language.has_checker)),
-        *(_record(K_W_MOUNT, step, op, *args) for step, op, args in mount_ops),
+        *(_op(K_W_MOUNT, step, op, *args) for step, op, args in mount_ops),
         *(_record(K_W_DIR, d) for d in workspace.writable_dirs),
         *(_record(K_W_PART, part, path) for part, path in parts.items() if path),
         *(_limit(K_W_LIMIT, w) for w in (cgroup.limit_writes(*limits, previous=common) if limits != common else ())),
@@ -163,6 +166,10 @@ def _resize(step: str, wanted: Tmpfs, mounted: Tmpfs) -> list[tuple[str, str, Mo
     if (wanted.size, wanted.inodes) == (mounted.size, mounted.inodes):
         return []
     return [(step, "mount", mounts.resize_args(wanted.path, wanted))]
+
+
+def _op(kind: int, step: str, op: str, *args) -> bytes:
+    return _record(kind, step, OPS.index(op) + 1, *args)
 
 
 def _limit(kind: int, write: LimitWrite) -> bytes:

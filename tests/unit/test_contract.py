@@ -56,8 +56,16 @@ def test_every_title_kiln_init_writes_is_one_kiln_slots_reads():
     formats = re.findall(r'"(kiln: slot %ld[^"]*)"', init)
     assert formats == ["kiln: slot %ld warm%s%s", "kiln: slot %ld busy %s", "kiln: slot %ld warming"]
     samples = ["kiln: slot 3 warm", "kiln: slot 3 warm python", "kiln: slot 3 busy python", "kiln: slot 3 warming"]
-    aged = re.search(r'set_title\("%s %\.1fs", title', supervise) and "kiln: slot 3 busy python 12.5s"
+    aged = re.search(r'set_title\(s, "%s %\.1fs", title', supervise) and "kiln: slot 3 busy python 12.5s"
     for title in [*samples, aged]:
         assert slots.TITLE.fullmatch(title), title
     [every] = re.findall(r"#define TITLE_EVERY_S ([0-9.]+)", supervise)
     assert float(every) == slots.TITLE_EVERY_S
+
+
+def test_the_ops_are_kiln_h_s():
+    [body] = re.findall(r"enum op \{([^}]*)\}", c_source("kiln.h"))
+    names = [name.split("=")[0].strip() for name in body.split(",")]
+    assert names == [f"OP_{op.upper()}" for op in recipe.OPS] and "OP_MOUNT = 1" in body
+    mounts = c_source("mounts.c")
+    assert all(f'[OP_{op.upper()}] = "{op}"' in mounts for op in recipe.OPS)

@@ -55,12 +55,19 @@ def decode(data: bytes) -> list[tuple[int, list[bytes]]]:
     return records
 
 
-def texts(args: list[bytes]) -> tuple[str, ...]:
-    return tuple(a.decode() for a in args)
+OP_KINDS = (recipe.K_BUILD, recipe.K_FINISH, recipe.K_W_MOUNT)  # step, op code, args
+
+
+def texts(args: list[bytes], kind: int = 0) -> tuple[str, ...]:
+    """A record's args as text; an op record's code as its op's name."""
+    words = [a.decode() for a in args]
+    if kind in OP_KINDS:
+        words[1] = recipe.OPS[int(words[1]) - 1]
+    return tuple(words)
 
 
 def of_kind(records, kind) -> list[tuple[str, ...]]:
-    return [texts(args) for k, args in records if k == kind]
+    return [texts(args, kind) for k, args in records if k == kind]
 
 
 def mount_record(step: str, args: mounts.MountArgs) -> tuple[str, ...]:
@@ -113,7 +120,7 @@ def test_each_language_gets_its_workspace_files_command_and_limits(rt, root, v1_
     for slug, workload in rt.workloads.items():
         mine = workload_records(records, slug)
         assert texts(mine[0][1]) == (slug, str(int(workload.language.has_checker)))
-        steps = [texts(a) for k, a in mine if k == recipe.K_W_MOUNT]
+        steps = [texts(a, k) for k, a in mine if k == recipe.K_W_MOUNT]
         overlay = [step for step in steps if step[1] == "mount" and step[4] == "overlay"]
         assert overlay == [mount_record("mount the workspace", mounts.overlay_args("/sandbox", workload.lower, plan.OVERLAY_UPPER, plan.OVERLAY_WORK))]
         # then the workspaces folder's bind leaves the task's mount table (it shows a host path)
@@ -174,6 +181,6 @@ def test_tmp_and_the_upper_layer_are_resized_only_for_a_language_with_less_than_
     root = plan.root_plan(uid=UID, gid=UID, host_paths=rt.host_paths, workspaces=str(rt.config.workspace), tmp_size=largest, tmp_inodes=rt.config.tmp_inodes)
     records = decode(recipe.compile_recipe(0, root, rt, NoSlot("s")))
     for slug, workload in rt.workloads.items():
-        resized = [texts(a)[3] for k, a in workload_records(records, slug) if k == recipe.K_W_MOUNT and a[1] == b"mount" and a[4] != b"overlay"]
+        resized = [texts(a, k)[3] for k, a in workload_records(records, slug) if k == recipe.K_W_MOUNT and texts(a, k)[1] == "mount" and a[4] != b"overlay"]
         assert resized == ([plan.UPPER_DIR, "/tmp"] if workload.tmp_size < largest else []), slug
     assert rt.workloads["python"].tmp_size == 16 << 20 < largest

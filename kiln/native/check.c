@@ -1,0 +1,42 @@
+/* `kiln-init check`: one job frame read on stdin and what a slot would make of it answered on
+ * stdout (what it parsed, or the error frame a slot would send), without warming anything: the
+ * fuzz tests of the job frame (tests/unit/test_job_fuzz.py). With KILN_PRESTART, as a slot
+ * prestarted for that language would. */
+#include "kiln.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* solution, checker, asserts and stdin, each at most RUN_INPUT_MAX, plus the header */
+size_t job_frame_max(const struct slot *s) {
+    return 4 * s->recipe.input_max + 64 * 1024 + 64;
+}
+
+/* a prestarted slot serves its language's requests without stdin (its task's stdin is /dev/null) */
+int refused_here(const struct slot *s, const struct job *job, char *err) {
+    if (s->prestarted.workload < 0 || (job->workload == s->prestarted.workload && !job->has_stdin)) return 0;
+    snprintf(err, ERR, "slot warmed for %s requests without stdin", s->recipe.recs[s->prestarted.workload].args[0].p);
+    return -1;
+}
+
+int check_job(struct slot *s) {
+    char err[ERR], *body, json[ERR];
+    size_t len;
+    struct job job;
+    const char *prestart = getenv("KILN_PRESTART");
+    s->sock = 0;
+    if (prestart) s->prestarted.workload = find_workload(&s->recipe, prestart);
+    int rc = read_frame(s->sock, job_frame_max(s), &body, &len, err, ERR);
+    if (rc == 0) return 0;
+    if (rc < 0 || parse_job(&s->recipe, body, len, &job, err, ERR) || refused_here(s, &job, err)) {
+        send_error(s->sock, "error", err);
+        return 0;
+    }
+    int n = snprintf(json, sizeof json, "{\"op\":\"job\",\"slug\":\"%s\",\"timeout_ms\":%lld,\"stdin\":%s,\"files\":[",
+                     s->recipe.recs[job.workload].args[0].p, job.timeout_ms, job.has_stdin ? "true" : "false");
+    for (int i = 0; i < job.nparts; i++) n += snprintf(json + n, sizeof json - n, "%s\"%s\"", i ? "," : "", job.part_names[i]);
+    snprintf(json + n, sizeof json - n, "]}");
+    send_json(s->sock, json, -1);
+    return 0;
+}

@@ -1,0 +1,76 @@
+/* The task's process: its pipes (its own, as if it had made them), its command from the recipe,
+ * and its spawn (vfork + exec, vfork.c) in which it takes its identity and filter before the
+ * exec; it inherits init's rlimits. */
+#include "kiln.h"
+#include "vfork.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* both ends close-on-exec; the read end non-blocking for the poll loop */
+int output_pipe(int ends[2]) {
+    if (pipe2(ends, O_CLOEXEC) < 0) return -1;
+    return fcntl(ends[0], F_SETFL, O_NONBLOCK);
+}
+
+/* What init makes for the task from here (its pipes) is owned by the task's user, as if the
+ * task had made it: a pipe's owner is its maker's filesystem uid, and a program that reopens
+ * /dev/stdout (/proc/self/fd/1) opens its own pipe, which only its owner may. */
+void make_as_task(const struct slot *s, int yes) {
+    syscall(SYS_setfsgid, yes ? s->recipe.uid : 0);
+    syscall(SYS_setfsuid, yes ? s->recipe.uid : 0);
+}
+
+int command_of(const struct slot *s, struct span w, uint32_t argv_kind, char *argv[COMMAND_MAX], char *envp[COMMAND_MAX]) {
+    int argc = 0, envc = 0;
+    for (size_t i = w.from; i < w.to; i++) {
+        const struct rec *r = &s->recipe.recs[i];
+        for (uint32_t k = 0; r->kind == argv_kind && k < r->nargs && argc < COMMAND_MAX - 1; k++) argv[argc++] = (char *)r->args[k].p;
+        for (uint32_t k = 0; r->kind == K_W_ENV && k < r->nargs && envc < COMMAND_MAX - 1; k++) envp[envc++] = (char *)r->args[k].p;
+    }
+    argv[argc] = envp[envc] = NULL;
+    return argc;
+}
+
+/* The task's own first steps, in its child before the exec: its identity and the filter (last:
+ * it allows neither), its descriptors laid out, the signals init ignores back at their default. */
+struct task_start {
+    struct slot *slot;
+    const int *fds;
+    int nfds;
+    const char *failed; /* the step that failed, for init's error */
+};
+
+static int prepare_task(void *arg) {
+    struct task_start *t = arg;
+    char err[ERR];
+    if (take_identity(t->slot)) return t->failed = "take the slot's cgroup and user", errno;
+    if (take_filter(t->slot, err)) return t->failed = "load seccomp", errno;
+    for (int i = 0; i < t->nfds; i++) {
+        /* every source is above the targets' range or is its own target (fds are made after
+         * init's 0-2): a dup2 never overwrites a source still to be laid out */
+        if (t->fds[i] == i) syscall(SYS_fcntl, i, F_SETFD, 0);
+        else if (syscall(SYS_dup2, t->fds[i], i) < 0) return t->failed = "lay out descriptors", errno;
+    }
+    set_disposition(SIGPIPE, SIG_DFL);
+    set_disposition(SIGXFSZ, SIG_DFL);
+    return 0;
+}
+
+int spawn_task(struct slot *s, struct span w, uint32_t argv_kind, const int *fds, int nfds, pid_t *pid, char *err) {
+    char *argv[COMMAND_MAX], *envp[COMMAND_MAX];
+    const char *step = argv_kind == K_W_PRESTART_ARGV ? "start the prestart command" : "exec the test command";
+    if (!command_of(s, w, argv_kind, argv, envp)) return snprintf(err, ERR, "sandbox step '%s' failed: no command", step), -1;
+    struct task_start start = {s, fds, nfds, NULL};
+    *pid = vfork_exec(0, argv[0], argv, envp, prepare_task, &start);
+    int error = errno;
+    for (int i = 0; i < s->n_procs; i++) close(s->cg_procs[i]); /* init never moves a process */
+    s->n_procs = 0;
+    if (*pid < 0) return snprintf(err, ERR, "sandbox step '%s' failed: %s: %s", step, start.failed ? start.failed : argv[0], strerror(error)), -1;
+    return 0;
+}

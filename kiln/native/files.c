@@ -1,0 +1,114 @@
+/* What init writes below /sandbox for a request: the directories the task may write and the
+ * request's files, each path resolved beneath /sandbox without following anything (openat2:
+ * no symlink, no magic link, no mount crossing), regular files only, given to the task's uid;
+ * and the request's stdin as a sealed memfd. The workspace comes from the operator and the
+ * names from the language table, but nothing is taken on trust. */
+#include "kiln.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
+
+static int openat2_beneath(int dir, const char *path, int flags, mode_t mode) {
+    struct open_how how = {.flags = flags, .mode = mode, .resolve = RESOLVE};
+    return syscall(SYS_openat2, dir, path, &how, sizeof how);
+}
+
+static int fail(char *err, const char *step, const char *what) {
+    snprintf(err, ERR, "sandbox step '%s' failed: %s%s%s", step, what ? what : "", what ? ": " : "", strerror(errno));
+    return -1;
+}
+
+static int give(const struct slot *s, const char *rel) {
+    if (!*rel || !strcmp(rel, ".")) return fchown(s->sandbox, s->recipe.uid, s->recipe.uid);
+    int fd = openat2_beneath(s->sandbox, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    int rc = fchown(fd, s->recipe.uid, s->recipe.uid);
+    close(fd);
+    return rc;
+}
+
+/* a directory of the workspace given to the task (a metadata copy-up on the overlay), with the
+ * parents the workspace lacks made and given too */
+static int make_writable_dir(const struct slot *s, const char *rel) {
+    char buf[4096];
+    size_t len = strlen(rel);
+    if (len >= sizeof buf) return errno = ENAMETOOLONG, -1;
+    memcpy(buf, rel, len + 1);
+    for (char *p = buf; *p; p++) {
+        if (p[1] != '/' && p[1] != '\0') continue;
+        char saved = p[1];
+        p[1] = '\0';
+        if (mkdirat(s->sandbox, buf, 0755) == 0) {
+            if (give(s, buf)) return -1;
+        } else if (errno != EEXIST) {
+            return -1;
+        }
+        p[1] = saved;
+    }
+    return give(s, rel);
+}
+
+int give_dirs(const struct slot *s, struct span w, char *err) {
+    for (size_t i = w.from; i < w.to; i++) {
+        const struct rec *r = &s->recipe.recs[i];
+        if (r->kind == K_W_DIR && make_writable_dir(s, r->args[0].p)) return fail(err, "make the writable dirs", r->args[0].p);
+    }
+    return 0;
+}
+
+static int write_file(const struct slot *s, const char *rel, const char *data, size_t len) {
+    int fd = openat2_beneath(s->sandbox, rel, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) return -1;
+    struct stat st;
+    int rc = fstat(fd, &st);
+    if (!rc && !S_ISREG(st.st_mode)) errno = EISDIR, rc = -1;
+    while (!rc && len) {
+        ssize_t n = write(fd, data, len);
+        if (n < 0) rc = -1;
+        else data += n, len -= n;
+    }
+    if (!rc) rc = fchown(fd, s->recipe.uid, s->recipe.uid);
+    close(fd);
+    return rc;
+}
+
+static const char *part_path(const struct slot *s, struct span w, const char *part) {
+    for (size_t i = w.from; i < w.to; i++)
+        if (s->recipe.recs[i].kind == K_W_PART && !strcmp(s->recipe.recs[i].args[0].p, part)) return s->recipe.recs[i].args[1].p;
+    return NULL;
+}
+
+/* after mount_workspace */
+int write_parts(const struct slot *s, struct span w, const struct job *job, char *err) {
+    for (int i = 0; i < job->nparts; i++) {
+        const char *path = part_path(s, w, job->part_names[i]);
+        if (!path) errno = ENOENT;
+        if (!path || write_file(s, path, job->blob[i], job->blob_len[i])) return fail(err, "write the request's files", path ? path : job->part_names[i]);
+    }
+    return 0;
+}
+
+/* a sealed memfd: the task reads it like a file, and cannot change it for a re-read */
+int open_stdin(const struct job *job) {
+    if (!job->has_stdin) return open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int fd = memfd_create("stdin", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    const char *p = job->stdin_data;
+    size_t left = job->stdin_len;
+    while (fd >= 0 && left) {
+        ssize_t n = write(fd, p, left);
+        if (n < 0) return close(fd), -1;
+        p += n, left -= n;
+    }
+    if (fd >= 0 && (lseek(fd, 0, SEEK_SET) < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0))
+        return close(fd), -1;
+    return fd;
+}

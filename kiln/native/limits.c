@@ -1,0 +1,62 @@
+/* The task's limits: its rlimits (init takes them, the task inherits them through its spawn)
+ * and the slot's cgroup limits, written through the directory fds the zygote opened (the
+ * records' dir_index numbers them: SlotCgroup.fd_groups()). */
+#include "kiln.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+/* args: dir_index file value, a file of the slot's cgroup directory number dir_index */
+static int write_cgroup(const struct slot *s, const struct rec *r, char *err) {
+    long idx = r->nargs == 3 ? arg_int(&r->args[0]) : -1;
+    int fd = idx >= 0 && idx < s->n_dirs ? openat(s->cg_dirs[idx], r->args[1].p, O_WRONLY | O_CLOEXEC) : -1;
+    ssize_t n = fd < 0 ? -1 : write(fd, r->args[2].p, r->args[2].len);
+    if (fd >= 0) close(fd);
+    if (n < 0) snprintf(err, ERR, "sandbox step 'set cgroup limits' failed: %s = %s: %s", r->nargs == 3 ? r->args[1].p : "?", r->nargs == 3 ? r->args[2].p : "?", strerror(errno));
+    return n < 0 ? -1 : 0;
+}
+
+/* Every limit record of `kind` (K_WARM_LIMIT, K_W_LIMIT, K_W_PRESTART_LIMIT) in `span`, in order */
+int apply_cgroup_limits(struct slot *s, struct span span, uint32_t kind, char *err) {
+    for (size_t i = span.from; i < span.to; i++)
+        if (s->recipe.recs[i].kind == kind && write_cgroup(s, &s->recipe.recs[i], err)) return -1;
+    return 0;
+}
+
+/* plan.cpu_rlimit_terms: RLIMIT_CPU from the run's timeout */
+long cpu_limit_s(const struct slot *s, struct span w, long long timeout_ms) {
+    for (size_t i = w.from; i < w.to; i++)
+        if (s->recipe.recs[i].kind == K_W_RLIMIT_CPU)
+            return (timeout_ms + 999) / 1000 * arg_int(&s->recipe.recs[i].args[0]) + arg_int(&s->recipe.recs[i].args[1]);
+    return 0;
+}
+
+/* soft = hard = the plan's value, or the current hard limit where that is lower: raising a
+ * hard limit takes CAP_SYS_RESOURCE, which a service manager may have withheld */
+static int set_rlimit(int which, rlim_t limit) {
+    struct rlimit current;
+    getrlimit(which, &current);
+    if (current.rlim_max != RLIM_INFINITY && limit > current.rlim_max) limit = current.rlim_max;
+    struct rlimit wanted = {limit, limit};
+    return setrlimit(which, &wanted);
+}
+
+static int fail(char *err, const char *step, const char *what) {
+    snprintf(err, ERR, "sandbox step '%s' failed: %s%s%s", step, what ? what : "", what ? ": " : "", strerror(errno));
+    return -1;
+}
+
+int take_limits(struct slot *s, struct span w, long long timeout_ms, char *err) {
+    long cpu = cpu_limit_s(s, w, timeout_ms);
+    if (cpu > 0 && set_rlimit(RLIMIT_CPU, cpu)) return fail(err, "set rlimits", "RLIMIT_CPU");
+    for (size_t i = w.from; i < w.to; i++)
+        if (s->recipe.recs[i].kind == K_W_RLIMIT && set_rlimit(arg_int(&s->recipe.recs[i].args[0]), arg_int(&s->recipe.recs[i].args[1])))
+            return fail(err, "set rlimits", s->recipe.recs[i].args[0].p);
+    const char *cwd = s->recipe.cwd;
+    if (!cwd) errno = ENOENT;
+    return !cwd || chdir(cwd) < 0 ? fail(err, "enter the workspace", cwd) : 0;
+}

@@ -1,0 +1,143 @@
+/* The slot's mount namespace: the recipe's mount ops (records K_BUILD, K_FINISH and K_W_MOUNT:
+ * step, op, args; each op one or two syscalls, the Python plan decides order, paths, modes and
+ * flags), the index's template root built or a copy of it entered, the workspace overlay. */
+#include "kiln.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+#include <linux/mount.h>
+
+static const char *const OP_NAMES[] = {
+    [OP_MOUNT] = "mount", [OP_SETATTR] = "setattr", [OP_MKDIR] = "mkdir", [OP_MKDIRS] = "mkdirs", [OP_TOUCH] = "touch",
+    [OP_WRITE] = "write", [OP_SYMLINK] = "symlink", [OP_MKNOD] = "mknod", [OP_PIVOT] = "pivot", [OP_SAVE_NS] = "save_ns",
+    [OP_UNSHARE_NS] = "unshare_ns", [OP_HOSTNAME] = "hostname", [OP_DETACH] = "detach",
+};
+/* how many args each op takes after step and op */
+static const int OP_ARGS[] = {
+    [OP_MOUNT] = 5, [OP_SETATTR] = 3, [OP_MKDIR] = 4, [OP_MKDIRS] = 1, [OP_TOUCH] = 2, [OP_WRITE] = 3, [OP_SYMLINK] = 2,
+    [OP_MKNOD] = 4, [OP_PIVOT] = 1, [OP_SAVE_NS] = 0, [OP_UNSHARE_NS] = 0, [OP_HOSTNAME] = 1, [OP_DETACH] = 1,
+};
+#define N_OPS ((long)(sizeof OP_NAMES / sizeof OP_NAMES[0]))
+
+static const char *or_null(const struct arg *a) {
+    return a->len ? a->p : NULL;
+}
+
+static int mkdirs(const char *path) {
+    char buf[4096];
+    size_t len = strlen(path);
+    if (len >= sizeof buf) return errno = ENAMETOOLONG, -1;
+    memcpy(buf, path, len + 1);
+    for (char *p = buf + 1; ; p++) {
+        if (*p == '/' || *p == '\0') {
+            char saved = *p;
+            *p = '\0';
+            if (mkdir(buf, 0755) < 0 && errno != EEXIST) return -1;
+            if (!(*p = saved)) return 0;
+        }
+    }
+}
+
+static int write_new_file(const char *path, mode_t mode, const struct arg *content) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd < 0) return -1;
+    size_t done = 0;
+    while (done < content->len) {
+        ssize_t n = write(fd, content->p + done, content->len - done);
+        if (n < 0) return close(fd), -1;
+        done += n;
+    }
+    int rc = fchmod(fd, mode);
+    close(fd);
+    return rc;
+}
+
+static int op(enum op code, const struct arg *a, int *template_fd) {
+    switch (code) {
+    case OP_MOUNT:
+        return mount(or_null(&a[0]), a[1].p, or_null(&a[2]), (unsigned long)arg_int(&a[3]), or_null(&a[4]));
+    case OP_SETATTR: {
+        struct mount_attr attr = {.attr_set = (uint64_t)arg_int(&a[1])};
+        return syscall(SYS_mount_setattr, AT_FDCWD, a[0].p, arg_int(&a[2]) ? AT_RECURSIVE : 0, &attr, sizeof attr);
+    }
+    case OP_MKDIR: {
+        mode_t mode = arg_int(&a[1]);
+        if (mkdir(a[0].p, mode) < 0 || chmod(a[0].p, mode) < 0) return -1; /* chmod: the umask */
+        return arg_int(&a[2]) < 0 ? 0 : chown(a[0].p, arg_int(&a[2]), arg_int(&a[3]));
+    }
+    case OP_MKDIRS:
+        return mkdirs(a[0].p);
+    case OP_TOUCH: {
+        int fd = open(a[0].p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, (mode_t)arg_int(&a[1]));
+        return fd < 0 ? -1 : close(fd);
+    }
+    case OP_WRITE:
+        return write_new_file(a[0].p, arg_int(&a[1]), &a[2]);
+    case OP_SYMLINK:
+        return symlink(a[0].p, a[1].p);
+    case OP_MKNOD: {
+        mode_t mode = arg_int(&a[1]);
+        if (mknod(a[0].p, S_IFCHR | mode, makedev(arg_int(&a[2]), arg_int(&a[3]))) < 0) return -1;
+        return chmod(a[0].p, mode);
+    }
+    case OP_PIVOT:
+        /* pivot_root(".", ".") stacks the old root on the new one; detached, no path back */
+        if (chdir(a[0].p) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0) return -1;
+        return chdir("/");
+    case OP_SAVE_NS:
+        *template_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+        return *template_fd < 0 ? -1 : 0;
+    case OP_UNSHARE_NS:
+        return unshare(CLONE_NEWNS);
+    case OP_HOSTNAME:
+        return sethostname(a[0].p, a[0].len);
+    case OP_DETACH:
+        return umount2(a[0].p, MNT_DETACH);
+    }
+    return errno = EINVAL, -1;
+}
+
+static int apply_op(const struct rec *r, int *template_fd, char *err) {
+    long code = r->nargs >= 2 ? arg_int(&r->args[1]) : 0;
+    if (code < OP_MOUNT || code >= N_OPS || (long)r->nargs - 2 != OP_ARGS[code])
+        return snprintf(err, ERR, "recipe: a bad op record (op %ld, %u args)", code, r->nargs), -1;
+    if (op(code, r->args + 2, template_fd) == 0) return 0;
+    const char *what = code == OP_MOUNT ? r->args[3].p : r->nargs > 2 ? r->args[2].p : "";
+    snprintf(err, ERR, "sandbox step '%s' failed: %s %s: %s", r->args[0].p, OP_NAMES[code], what, strerror(errno));
+    return -1;
+}
+
+/* Every op record of `kind` in `span`, in order; the first failure stops and says which step. */
+int apply_ops(struct slot *s, struct span span, uint32_t kind, int *template_fd, char *err) {
+    for (size_t i = span.from; i < span.to; i++)
+        if (s->recipe.recs[i].kind == kind && apply_op(&s->recipe.recs[i], template_fd, err)) return -1;
+    return 0;
+}
+
+int build_root(struct slot *s, int template_fd, char *err) {
+    struct span all = {0, s->recipe.n};
+    int built = -1;
+    if (template_fd < 0) {
+        if (apply_ops(s, all, K_BUILD, &built, err)) return -2;
+    } else {
+        if (setns(template_fd, CLONE_NEWNS) < 0 || unshare(CLONE_NEWNS) < 0)
+            return snprintf(err, ERR, "sandbox step 'enter a copy of the index's root' failed: %s", strerror(errno)), -2;
+        close(template_fd);
+    }
+    return apply_ops(s, all, K_FINISH, NULL, err) ? -2 : built;
+}
+
+int mount_workspace(struct slot *s, struct span w, char *err) {
+    if (apply_ops(s, w, K_W_MOUNT, NULL, err)) return -1;
+    if ((s->sandbox = open("/sandbox", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+        return snprintf(err, ERR, "sandbox step 'open /sandbox' failed: %s", strerror(errno)), -1;
+    return give_dirs(s, w, err);
+}
