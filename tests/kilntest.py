@@ -14,9 +14,13 @@ import socket
 import subprocess
 import threading
 import time
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+
+from kiln.slots import TITLE
 
 REPO = Path(__file__).resolve().parent.parent
 KILN = REPO / ".venv" / "bin" / "kiln"
@@ -63,6 +67,46 @@ def burst(server: "Server", count: int, **fields) -> list[httpx.Response]:
     for t in threads:
         t.join()
     return answers
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+@dataclass(frozen=True)
+class SlotView:
+    """A slot as `ps` shows it: its init's pid and what its title says (kiln.slots.TITLE, the
+    grammar kiln-init writes)."""
+
+    pid: int
+    index: int
+    state: str  # warming, warm, busy
+    lang: str | None  # the language it is warm for (prestarted) or busy with
+
+
+# runs long enough for `count` of them at once to take `count` different slots (wait_prestarted)
+PAUSE = {
+    "python": "import time\ntime.sleep(0.2)\n",
+    "js": "setTimeout(() => {}, 200);\n",
+    "ts": "setTimeout(() => {}, 200);\n",
+    "elixir": "Process.sleep(200)\n",
+    "clojure": "(Thread/sleep 200)\n",
+}
+
+
+def with_slot_uid(seen: dict) -> dict:
+    """A probe's answer (its /proc/self/status fields under "status") with its slot's own uid
+    (one per slot index, never root, the same for every uid and gid) written as "uid", so that
+    two slots' answers compare."""
+    uid = seen["status"]["Uid"][0]
+    assert int(uid) >= 10001 and seen["status"]["Uid"] == seen["status"]["Gid"] == [uid] * 4
+    seen["status"]["Uid"] = seen["status"]["Gid"] = "uid"
+    return seen
 
 
 def free_port() -> int:
@@ -123,6 +167,55 @@ class Server:
         """Front and zygote pids (the zygote is the front's only child)."""
         children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
         return {"front": self.proc.pid, "zygote": int(children[0])}
+
+    # -- the process view: what the zygote's children are doing -----------------------------
+
+    def slots(self) -> list[SlotView]:
+        """The slots' inits (a slot's init between its spawn and its first title is left out)."""
+        found = []
+        for pid, title in child_titles(self.pids()["zygote"]).items():
+            match = TITLE.fullmatch(title)
+            if match:
+                found.append(SlotView(pid, int(match[1]), match[2], match[3]))
+        return sorted(found, key=lambda slot: slot.index)
+
+    def busy_slots(self) -> list[SlotView]:
+        return [slot for slot in self.slots() if slot.state == "busy"]
+
+    def warm_slots(self, lang: str | None = None) -> list[SlotView]:
+        """The warm slots (with `lang`: those prestarted for it)."""
+        return [slot for slot in self.slots() if slot.state == "warm" and (lang is None or slot.lang == lang)]
+
+    def templates(self) -> list[int]:
+        """The zygote's children running a template command, not counting a slot's init the
+        template is cloning that moment (its copy until it execs kiln-init, but in the slot's
+        own pid namespace: two pids in NSpid)."""
+        found = []
+        for child in child_titles(self.pids()["zygote"]):
+            try:
+                nspid = next(line for line in Path(f"/proc/{child}/status").read_text().splitlines() if line.startswith("NSpid:"))
+                if Path(f"/proc/{child}/cmdline").read_bytes().endswith(b"--template\0") and len(nspid.split()) == 2:
+                    found.append(child)
+            except (OSError, StopIteration):
+                pass
+        return found
+
+    def wait_prestarted(self, slug: str, count: int = 1) -> None:
+        """Until `count` slots are warm for `slug`: a slot's replacement is warmed for the
+        language of the request it served, and `count` requests at once take `count` slots."""
+        deadline = time.monotonic() + 30
+        while len(self.warm_slots(slug)) < count:
+            assert time.monotonic() < deadline, self.slots()
+            burst(self, count, lang_slug=slug, solution_text=PAUSE[slug])
+            time.sleep(0.1)
+
+    def run_logged(self, **fields) -> tuple[dict, dict]:
+        """(the answer, the front's log record of it)."""
+        request_id = uuid.uuid4().hex
+        answer = self.client.post("/run", json=fields, headers={"X-Request-Id": request_id})
+        assert answer.status_code == 200, (answer.text, self.logged("slot warm-up failed"), self.logged("template failed"))
+        assert wait_until(lambda: [r for r in self.logged("request") if r.get("request_id") == request_id], timeout=5)
+        return answer.json(), next(r for r in self.logged("request") if r.get("request_id") == request_id)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 40) -> int:
         self.client.close()

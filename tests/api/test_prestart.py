@@ -5,23 +5,13 @@ is confined the same way, and the pool trades slots between languages."""
 from __future__ import annotations
 
 import json
-import threading
 import time
-import uuid
 
 import pytest
 
-from kilntest import Server, child_titles
+from kilntest import Server, wait_until
 
 ADD = "def solution(a, b):\n    return a + b\n"
-# runs long enough for `count` of them at once to take `count` different slots
-PAUSE = {
-    "python": "import time\ntime.sleep(0.2)\n",
-    "js": "setTimeout(() => {}, 200);\n",
-    "ts": "setTimeout(() => {}, 200);\n",
-    "elixir": "Process.sleep(200)\n",
-    "clojure": "(Thread/sleep 200)\n",
-}
 # a plain program printing 5 (2 + 3), per prestarted language
 FIVE = {"python": "print(2 + 3)\n", "js": "console.log(2 + 3);\n", "ts": "const n: number = 2 + 3;\nconsole.log(n);\n", "elixir": "IO.puts(2 + 3)\n", "clojure": "(println (+ 2 3))\n"}
 RUNNER_PAYLOAD = "import json\n\nwith open('asserts.json') as f:\n    data = json.load(f)\nprint(data['a'] + data['b'])\n"
@@ -34,39 +24,10 @@ def server():
     instance.stop()
 
 
-def warm_titles(server: Server) -> list[str]:
-    return list(child_titles(server.pids()["zygote"]).values())
-
-
-def wait_prestarted(server: Server, slug: str, count: int = 1) -> None:
-    """Until `count` slots are warm for `slug`: a slot's replacement is warmed for the language
-    of the request it served, and `count` requests at once take `count` different slots."""
-    deadline = time.monotonic() + 30
-    while sum(t.endswith(f" warm {slug}") for t in warm_titles(server)) < count:
-        assert time.monotonic() < deadline, warm_titles(server)
-        requests = [threading.Thread(target=server.run, args=(slug, PAUSE[slug])) for _ in range(count)]
-        for request in requests:
-            request.start()
-        for request in requests:
-            request.join()
-        time.sleep(0.1)
-
-
-def run_logged(server: Server, **fields) -> tuple[dict, dict]:
-    """(the answer, the front's log record of it)."""
-    request_id = uuid.uuid4().hex
-    answer = server.client.post("/run", json=fields, headers={"X-Request-Id": request_id})
-    assert answer.status_code == 200, (answer.text, server.logged("slot warm-up failed"), server.logged("template failed"))
-    deadline = time.monotonic() + 5
-    while not (records := [r for r in server.logged("request") if r.get("request_id") == request_id]):
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    return answer.json(), records[0]
-
 
 def run_prestarted(server: Server, solution: str, **fields) -> dict:
-    wait_prestarted(server, "python")
-    body, record = run_logged(server, lang_slug="python", solution_text=solution, **fields)
+    server.wait_prestarted("python")
+    body, record = server.run_logged(lang_slug="python", solution_text=solution, **fields)
     assert record["prestarted"] is True, record
     return body
 
@@ -82,8 +43,8 @@ def test_every_prestarting_workspace_answers_as_its_test_command(server, slug):
     served = {entry["slug"] for entry in server.client.get("/languages").json()["languages"]}
     if slug not in served:
         pytest.skip(f"{slug} is not served on this host")
-    wait_prestarted(server, slug)
-    body, record = run_logged(server, lang_slug=slug, solution_text=FIVE[slug])
+    server.wait_prestarted(slug)
+    body, record = server.run_logged(lang_slug=slug, solution_text=FIVE[slug])
     assert (body["exit_code"], body["stdout"], body["stderr"], body["stats"]["outcome"]) == (0, "5\n", "", "exited"), body["stderr"]
     assert record["prestarted"] is True
 
@@ -142,8 +103,8 @@ def test_the_files_of_one_run_are_not_the_next_s(server):
 
 
 def test_a_request_with_stdin_takes_a_plain_slot(server):
-    wait_prestarted(server, "python", count=2)
-    body, record = run_logged(server, lang_slug="python", solution_text="print(input()[::-1])\n", stdin="olleh\n")
+    server.wait_prestarted("python", count=2)
+    body, record = server.run_logged(lang_slug="python", solution_text="print(input()[::-1])\n", stdin="olleh\n")
     assert body["stdout"] == "hello\n"
     assert record["prestarted"] is False
 
@@ -154,26 +115,26 @@ def metric(server: Server, name: str) -> float:
 
 
 def test_a_language_without_prestart_trades_a_prestarted_slot_in(server):
-    wait_prestarted(server, "python", count=2)  # every warm slot is python's
+    server.wait_prestarted("python", count=2)  # every warm slot is python's
     trades = metric(server, "kiln_prestart_trades_total")
-    body, record = run_logged(server, lang_slug="ruby", solution_text="puts 6 * 7\n")
+    body, record = server.run_logged(lang_slug="ruby", solution_text="puts 6 * 7\n")
     assert (body["exit_code"], body["stdout"]) == (0, "42\n")
     assert record["prestarted"] is False
     assert metric(server, "kiln_prestart_trades_total") == trades + 1
 
 
 def test_metrics_count_prestarted_runs(server):
-    wait_prestarted(server, "python")
+    server.wait_prestarted("python")
     before = metric(server, 'kiln_prestarted_runs_total{lang="python"}')
-    _body, record = run_logged(server, lang_slug="python", solution_text="pass\n")
+    _body, record = server.run_logged(lang_slug="python", solution_text="pass\n")
     assert record["prestarted"] is True
     assert metric(server, 'kiln_prestarted_runs_total{lang="python"}') == before + 1
 
 
 def test_js_runs_prestarted_too(server):
-    wait_prestarted(server, "js", count=1)
+    server.wait_prestarted("js", count=1)
     solution = "const d = JSON.parse(require('fs').readFileSync('asserts.json', 'utf8'));\nconsole.log(d.a + d.b);\n"
-    body, record = run_logged(server, lang_slug="js", solution_text=solution, asserts='{"a": 2, "b": 3}')
+    body, record = server.run_logged(lang_slug="js", solution_text=solution, asserts='{"a": 2, "b": 3}')
     assert (body["exit_code"], body["stdout"], body["stderr"]) == (0, "5\n", "")
     assert record["prestarted"] is True
 
@@ -182,7 +143,7 @@ def test_without_prestart_no_slot_is_prestarted(start_server):
     plain = start_server(RUN_CONCURRENCY="1", RUN_LANGS="python", RUN_PRESTART="false")
     assert plain.client.get("/languages").json()["languages"][0]["prestart"] is False
     for _ in range(3):
-        body, record = run_logged(plain, lang_slug="python", solution_text="print(1)\n")
+        body, record = plain.run_logged(lang_slug="python", solution_text="print(1)\n")
         assert body["stdout"] == "1\n" and record["prestarted"] is False
 
 
@@ -190,7 +151,7 @@ def test_a_prestart_command_that_cannot_start_falls_back_to_plain_slots(start_se
     folder = workspace("@echo plain", targets=".PHONY: prestart\nprestart:\n\t@/nonexistent/prestart\n")
     broken = start_server(RUN_CONCURRENCY="1", RUN_WORKSPACE=str(folder), RUN_LANGS="python")
     for _ in range(4):
-        body, _record = run_logged(broken, lang_slug="python", solution_text="")
+        body, _record = broken.run_logged(lang_slug="python", solution_text="")
         assert body["stdout"] == "plain\n", body
     assert any("prestarting python" in str(r.get("error")) for r in broken.logged("slot warm-up failed"))
 
@@ -202,7 +163,7 @@ def test_a_slot_that_fails_to_warm_has_its_index_build_the_root_afresh(start_ser
     # the test command says when the root was built
     folder = workspace("@stat -c %z /etc/passwd", targets=".PHONY: prestart\nprestart:\n\t@/nonexistent/prestart\n")
     srv = start_server(RUN_CONCURRENCY="1", RUN_WORKSPACE=str(folder), RUN_LANGS="python")
-    roots = [run_logged(srv, lang_slug="python", solution_text="")[0]["stdout"] for _ in range(3)]
+    roots = [srv.run_logged(lang_slug="python", solution_text="")[0]["stdout"] for _ in range(3)]
     assert len(set(roots)) == 3 and all(r.startswith("20") for r in roots), roots
 
 
@@ -228,14 +189,11 @@ def test_a_prestart_command_that_does_not_wait_is_never_trusted_with_a_request(s
     not prestarted again."""
     folder = workspace("@echo plain", targets=".PHONY: prestart\nprestart:\n\t@echo early\n")
     srv = start_server(RUN_CONCURRENCY="1", RUN_WORKSPACE=str(folder), RUN_LANGS="python")
-    run_logged(srv, lang_slug="python", solution_text="")  # its replacement is warmed prestarted
-    wait = time.monotonic() + 30
-    while not any(t.endswith(" warm python") for t in warm_titles(srv)):
-        assert time.monotonic() < wait, warm_titles(srv)
-        time.sleep(0.02)
+    srv.run_logged(lang_slug="python", solution_text="")  # its replacement is warmed prestarted
+    assert wait_until(lambda: srv.warm_slots("python"), timeout=30), srv.slots()
     time.sleep(0.2)  # the prestart command has printed and exited
     for _ in range(3):
-        body, record = run_logged(srv, lang_slug="python", solution_text="")
+        body, record = srv.run_logged(lang_slug="python", solution_text="")
         assert (body["exit_code"], body["stdout"]) == (0, "plain\n"), body
         assert record["prestarted"] is False
     failures = srv.logged("prestart command failed; prestarting stops for this language")

@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from kilntest import KILN, child_titles, free_port, wait_until
+from kilntest import KILN, alive, free_port, wait_until
 
 NAMESPACES = ("mnt", "pid", "ipc", "uts", "net", "cgroup")
 
@@ -23,22 +23,12 @@ def children(pid: int) -> list[int]:
         return []
 
 
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
-
-
-def slot_pids(server) -> list[int]:
-    return [pid for pid, title in child_titles(server.pids()["zygote"]).items() if "kiln: slot" in title]
 
 
 def test_slots_are_warm_in_their_own_namespaces_before_any_request(start_server):
     srv = start_server(RUN_CONCURRENCY="3")
     zygote = srv.pids()["zygote"]
-    slots = slot_pids(srv)
+    slots = [slot.pid for slot in srv.slots()]
     assert len(slots) == 3
     for pid in slots:
         assert "warm" in Path(f"/proc/{pid}/cmdline").read_text()
@@ -64,7 +54,7 @@ def test_a_warm_slot_s_init_handles_no_signal_and_has_an_empty_bounding_set(star
     zygote = srv.pids()["zygote"]
     assert int(status_field(zygote, "SigCgt"), 16) & (1 << signal.SIGTERM - 1)  # what is reset
     ignored = (1 << signal.SIGPIPE - 1) | (1 << signal.SIGXFSZ - 1)
-    for pid in slot_pids(srv):
+    for pid in [slot.pid for slot in srv.slots()]:
         assert int(status_field(pid, "SigCgt"), 16) == 0, pid
         assert int(status_field(pid, "SigIgn"), 16) == ignored, pid
         assert int(status_field(pid, "CapBnd"), 16) == 0, pid
@@ -82,10 +72,10 @@ def test_front_drops_root_and_zygote_keeps_it(server):
 
 def test_one_job_per_slot_then_a_replacement_with_the_same_uid(start_server):
     srv = start_server(RUN_CONCURRENCY="1", RUN_UID_BASE="20000")
-    before = slot_pids(srv)
+    before = [slot.pid for slot in srv.slots()]
     first = srv.run(solution_text="import os\nprint(os.getuid(), os.getgid(), os.getgroups())").json()
     assert first["stdout"] == "20000 20000 []\n"
-    assert wait_until(lambda: slot_pids(srv) and slot_pids(srv) != before)
+    assert wait_until(lambda: [slot.pid for slot in srv.slots()] and [slot.pid for slot in srv.slots()] != before)
     second = srv.run(solution_text="import os\nprint(os.getuid())").json()
     assert second["stdout"] == "20000\n"
 
@@ -111,7 +101,7 @@ def test_bad_configuration_stops_startup_naming_the_variable():
 
 def _everything(server) -> list[int]:
     pids = server.pids()
-    return [pids["front"], pids["zygote"], *slot_pids(server)]
+    return [pids["front"], pids["zygote"], *[slot.pid for slot in server.slots()]]
 
 
 def test_sigterm_when_idle_exits_0_and_leaves_nothing(start_server):

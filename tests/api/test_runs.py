@@ -9,7 +9,6 @@ import time
 import pytest
 
 from kilntest import KILN, Server, burst
-from test_status_codes import busy_slots
 
 
 def test_original_runner_payload_answers_exactly(server):
@@ -129,14 +128,14 @@ def test_client_that_hangs_up_cancels_its_run(server):
     conn = socket.create_connection(("127.0.0.1", server.port), timeout=30)
     conn.sendall(b"POST /run HTTP/1.1\r\nHost: x\r\nX-Request-Id: hang-up-1\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
     deadline = time.monotonic() + 20
-    while not busy_slots(server) and time.monotonic() < deadline:
+    while not server.busy_slots() and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert busy_slots(server)
+    assert server.busy_slots()
     conn.close()
     deadline = time.monotonic() + 20
-    while busy_slots(server) and time.monotonic() < deadline:
+    while server.busy_slots() and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert not busy_slots(server), "the run was not cancelled"
+    assert not server.busy_slots(), "the run was not cancelled"
     deadline = time.monotonic() + 5
     while not any(r.get("request_id") == "hang-up-1" for r in server.logged("request")) and time.monotonic() < deadline:
         time.sleep(0.02)

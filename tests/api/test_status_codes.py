@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import threading
 import time
-from pathlib import Path
 
 import httpx
 import pytest
-
-from kilntest import child_titles
 
 SLOW = "import time\nprint('started', flush=True)\ntime.sleep({seconds})\nprint('done')\n"
 
@@ -186,15 +184,11 @@ def test_429_at_once_when_every_slot_runs_and_there_is_no_queue(start_server):
 def _wait_for_busy(srv, count: int, timeout: float = 20) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if len(busy_slots(srv)) >= count:
+        if len(srv.busy_slots()) >= count:
             return
         time.sleep(0.01)
     raise AssertionError("runs did not start")
 
-
-def busy_slots(srv) -> list[int]:
-    """pids of this server's slots that are running a job (their title says `busy`)."""
-    return [pid for pid, title in child_titles(srv.pids()["zygote"]).items() if " busy " in title]
 
 
 def test_503_while_shutting_down_and_in_flight_run_finishes(start_server):
@@ -223,11 +217,8 @@ def test_500_when_the_slot_is_killed_during_a_run(server):
     runner = threading.Thread(target=lambda: results.update(r=server.run(solution_text=SLOW.format(seconds=20))))
     runner.start()
     _wait_for_busy(server, 1)
-    for pid in busy_slots(server):
-        Path(f"/proc/{pid}")  # the slot's init: PID 1 of its namespace, killed from outside
-        import os
-
-        os.kill(pid, signal.SIGKILL)
+    for slot in server.busy_slots():  # the slot's init: PID 1 of its namespace, killed from outside
+        os.kill(slot.pid, signal.SIGKILL)
     runner.join()
     assert results["r"].status_code == 500
     assert results["r"].json() == {"error": "internal"}

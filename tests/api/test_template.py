@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kilntest import Server, wait_until
-from test_prestart import run_logged, wait_prestarted
+from kilntest import Server, wait_until, with_slot_uid
 
 # What a task can see of its own confinement; printed as one JSON object. Everything here must
 # be the same for a forked task as for one kiln-init spawned.
@@ -49,18 +48,10 @@ def server():
     instance.stop()
 
 
-def with_slot_uid(seen: dict) -> dict:
-    """A probe's answer with its slot's own uid (one per slot index, never root, the same for
-    every uid and gid) written as "uid", so that two slots' answers compare."""
-    uid = seen["status"]["Uid"][0]
-    assert int(uid) >= 10001 and seen["status"]["Uid"] == seen["status"]["Gid"] == [uid] * 4
-    seen["status"]["Uid"] = seen["status"]["Gid"] = "uid"
-    return seen
-
 
 def probe(server: Server, **fields) -> tuple[dict, dict]:
     """What the task saw."""
-    body, record = run_logged(server, lang_slug="python", solution_text=PROBE, **fields)
+    body, record = server.run_logged(lang_slug="python", solution_text=PROBE, **fields)
     assert (body["exit_code"], body["stderr"]) == (0, ""), body
     seen = with_slot_uid(json.loads(body["stdout"]))
     seen["slot_cgroup_counted_it"] = body["stats"]["memory_peak_bytes"] > 0 and body["stats"]["cpu_ms"] > 0
@@ -68,27 +59,12 @@ def probe(server: Server, **fields) -> tuple[dict, dict]:
 
 
 def forked_probe(server: Server) -> dict:
-    wait_prestarted(server, "python")
+    server.wait_prestarted("python")
     seen, record = probe(server)
     assert record["prestarted"] is True
     assert seen["cmdline"] == "--template", seen["cmdline"]  # forked from the template
     return seen
 
-
-def template_pids(server: Server) -> list[int]:
-    """The zygote's children running a template command, not counting a slot's init the template
-    is cloning that moment (its copy until it execs kiln-init, but in the slot's own pid
-    namespace: two pids in NSpid)."""
-    zygote = server.pids()["zygote"]
-    found = []
-    for child in Path(f"/proc/{zygote}/task/{zygote}/children").read_text().split():
-        try:
-            nspid = next(line for line in Path(f"/proc/{child}/status").read_text().splitlines() if line.startswith("NSpid:"))
-            if Path(f"/proc/{child}/cmdline").read_bytes().endswith(b"--template\0") and len(nspid.split()) == 2:
-                found.append(int(child))
-        except (OSError, StopIteration):
-            pass
-    return found
 
 
 def test_a_forked_task_is_confined_as_a_spawned_one(server):
@@ -112,21 +88,21 @@ def test_a_forked_task_is_confined_as_a_spawned_one(server):
 
 
 def test_a_forked_task_answers_as_the_test_command(server):
-    wait_prestarted(server, "python")
-    body, record = run_logged(server, lang_slug="python", solution_text="def solution(a, b):\n    return a + b\n", asserts='{"arguments": [[1, 2], [3, 4]]}')
+    server.wait_prestarted("python")
+    body, record = server.run_logged(lang_slug="python", solution_text="def solution(a, b):\n    return a + b\n", asserts='{"arguments": [[1, 2], [3, 4]]}')
     assert record["prestarted"] is True
     assert json.loads(body["stdout"]) == [
         {"type": "result", "value": 3, "time": json.loads(body["stdout"])[0]["time"], "output": ""},
         {"type": "result", "value": 7, "time": json.loads(body["stdout"])[1]["time"], "output": ""},
     ]
-    wait_prestarted(server, "python")
-    body, _ = run_logged(server, lang_slug="python", solution_text="import sys\nprint(sys.argv)\nraise SystemExit(3)\n")
+    server.wait_prestarted("python")
+    body, _ = server.run_logged(lang_slug="python", solution_text="import sys\nprint(sys.argv)\nraise SystemExit(3)\n")
     assert (body["exit_code"], body["stdout"]) == (3, "['solution.py']\n")
 
 
 def test_the_template_forks_and_keeps_no_child(server):
-    wait_prestarted(server, "python")
-    (template,) = template_pids(server)
+    server.wait_prestarted("python")
+    (template,) = server.templates()
     assert Path(f"/proc/{template}/task/{template}/children").read_text().split() == []
     assert os.stat(f"/proc/{template}").st_uid == 0
     # in a mount namespace of its own, not the host's
@@ -136,14 +112,14 @@ def test_the_template_forks_and_keeps_no_child(server):
 
 def test_a_killed_template_costs_no_run_and_comes_back(start_server):
     srv = start_server(RUN_CONCURRENCY="2", RUN_LANGS="python")
-    wait_prestarted(srv, "python")
-    assert wait_until(lambda: len(template_pids(srv)) == 1)
-    (first,) = template_pids(srv)
+    srv.wait_prestarted("python")
+    assert wait_until(lambda: len(srv.templates()) == 1)
+    (first,) = srv.templates()
     os.kill(first, signal.SIGKILL)
     for _ in range(6):
-        body, _ = run_logged(srv, lang_slug="python", solution_text="print(2 + 3)\n")
+        body, _ = srv.run_logged(lang_slug="python", solution_text="print(2 + 3)\n")
         assert (body["exit_code"], body["stdout"]) == (0, "5\n"), body
-    assert wait_until(lambda: template_pids(srv) not in ([], [first]))
+    assert wait_until(lambda: srv.templates() not in ([], [first]))
     assert any(r.get("slug") == "python" for r in srv.logged("template failed"))
     # slots warmed while there was none spawned their prestart command; the next are forked
     deadline = time.monotonic() + 20
@@ -155,7 +131,7 @@ def test_a_template_that_cannot_start_leaves_prestarted_slots_working(start_serv
     folder = workspace("@echo plain", targets=".PHONY: prestart template\nprestart:\n\t@head -c 1 <&3 >/dev/null && echo prestarted\ntemplate:\n\t@/nonexistent/template\n")
     srv = start_server(RUN_CONCURRENCY="1", RUN_WORKSPACE=str(folder), RUN_LANGS="python")
     for _ in range(4):
-        body, _record = run_logged(srv, lang_slug="python", solution_text="")
+        body, _record = srv.run_logged(lang_slug="python", solution_text="")
         assert body["stdout"] in ("plain\n", "prestarted\n"), body
     assert wait_until(lambda: any("/nonexistent/template" in str(r.get("error")) for r in srv.logged("template failed")))
     wait_prestarted_shell(srv)
@@ -163,5 +139,5 @@ def test_a_template_that_cannot_start_leaves_prestarted_slots_working(start_serv
 
 def wait_prestarted_shell(srv: Server) -> None:
     deadline = time.monotonic() + 20
-    while run_logged(srv, lang_slug="python", solution_text="")[0]["stdout"] != "prestarted\n":
+    while srv.run_logged(lang_slug="python", solution_text="")[0]["stdout"] != "prestarted\n":
         assert time.monotonic() < deadline

@@ -14,9 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kilntest import Server
-from test_prestart import run_logged, wait_prestarted
-from test_template import template_pids, with_slot_uid
+from kilntest import Server, with_slot_uid
 
 # What a task can see of itself; printed as one JSON object.
 PROBE = r"""
@@ -75,21 +73,21 @@ def server():
     warmed before the template was ready)."""
     instance = Server({"RUN_CONCURRENCY": "2", "RUN_LANGS": "js"}).wait_ready()
     deadline = time.monotonic() + 20
-    while (wait_prestarted(instance, "js"), probe(instance)["cmdline"])[1] != "--template":
+    while (instance.wait_prestarted("js"), probe(instance)["cmdline"])[1] != "--template":
         assert time.monotonic() < deadline, "no js task was forked from the template"
     yield instance
     instance.stop()
 
 
 def forked_run(server: Server, **fields) -> dict:
-    wait_prestarted(server, "js")
-    body, record = run_logged(server, lang_slug="js", **fields)
+    server.wait_prestarted("js")
+    body, record = server.run_logged(lang_slug="js", **fields)
     assert record["prestarted"] is True
     return body
 
 
 def probe(server: Server, **fields) -> dict:
-    body, _ = run_logged(server, lang_slug="js", solution_text=PROBE, **fields)
+    body, _ = server.run_logged(lang_slug="js", solution_text=PROBE, **fields)
     assert (body["exit_code"], body["stderr"]) == (0, ""), body
     seen = with_slot_uid(json.loads(body["stdout"]))
     seen["slot_cgroup_counted_it"] = body["stats"]["memory_peak_bytes"] > 0 and body["stats"]["cpu_ms"] > 0
@@ -97,7 +95,7 @@ def probe(server: Server, **fields) -> dict:
 
 
 def test_a_forked_js_task_is_confined_as_a_spawned_one(server):
-    wait_prestarted(server, "js")
+    server.wait_prestarted("js")
     forked = probe(server)
     assert forked["cmdline"] == "--template"  # forked from the template
     spawned = probe(server, stdin="")  # with stdin: a plain slot, its task spawned by init
@@ -115,9 +113,9 @@ def test_a_forked_js_task_is_confined_as_a_spawned_one(server):
 def test_a_forked_js_task_holds_nothing_of_the_template(server):
     """The template's descriptors were replaced by the task's own (same numbers, same kinds):
     no pipe, socket, epoll or eventfd of the template's is reachable from a run."""
-    wait_prestarted(server, "js")
+    server.wait_prestarted("js")
     forked = probe(server)
-    (template,) = template_pids(server)
+    (template,) = server.templates()
     theirs = set()
     for fd in Path(f"/proc/{template}/fd").iterdir():
         try:
@@ -149,7 +147,7 @@ def test_forked_js_tasks_draw_their_own_random_numbers(server):
 )
 def test_a_forked_js_task_ends_as_a_spawned_one(server, solution, exit_code, stdout):
     forked = forked_run(server, solution_text=solution)
-    spawned, record = run_logged(server, lang_slug="js", solution_text=solution, stdin="")
+    spawned, record = server.run_logged(lang_slug="js", solution_text=solution, stdin="")
     assert record["prestarted"] is False
     assert (forked["exit_code"], forked["stdout"]) == (spawned["exit_code"], spawned["stdout"]) == (exit_code, stdout), (forked, spawned)
     assert forked["stderr"] == spawned["stderr"]  # node's own report of an uncaught error, word for word
@@ -173,8 +171,8 @@ def test_a_forked_ts_task_compiles_and_runs_its_typescript(start_server):
     solution = "const n: number = 2;\nconsole.log(n + 1, require('fs').readFileSync('/proc/self/cmdline', 'latin1').split('\\0').slice(-2)[0]);\n"
     deadline = time.monotonic() + 20
     while True:
-        wait_prestarted(srv, "ts")
-        body, _ = run_logged(srv, lang_slug="ts", solution_text=solution)
+        srv.wait_prestarted("ts")
+        body, _ = srv.run_logged(lang_slug="ts", solution_text=solution)
         assert body["exit_code"] == 0 and body["stdout"] in ("3 --template\n", "3 --prestarted\n", "3 check/harness.js\n"), body
         if body["stdout"] == "3 --template\n":
             break

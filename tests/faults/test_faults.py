@@ -13,7 +13,7 @@ import httpx
 import psutil
 import pytest
 
-from kilntest import KILN, REPO, Server, wait_until
+from kilntest import KILN, REPO, Server, alive, wait_until
 
 
 def own_cgroup(controller: str) -> Path:
@@ -29,28 +29,7 @@ def slot_cgroups(instance: str) -> list[Path]:
     return sorted(p for p in subtree.glob("slot-*")) if subtree.exists() else []
 
 
-def busy_slot(server: Server) -> int | None:
-    for child in psutil.Process(server.pids()["zygote"]).children():
-        try:
-            if " busy " in " ".join(child.cmdline()):
-                return child.pid
-        except psutil.Error:
-            pass  # ended as we looked
-    return None
 
-
-def alive(pid: int) -> bool:
-    return psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-
-
-def warm_slots(srv) -> int:
-    count = 0
-    for child in psutil.Process(srv.pids()["zygote"]).children():
-        try:
-            count += "warm" in " ".join(child.cmdline())
-        except psutil.Error:
-            pass  # the killed slot, a zombie until the zygote reaps it
-    return count
 
 
 def test_slot_killed_during_a_run(start_server):
@@ -58,15 +37,15 @@ def test_slot_killed_during_a_run(start_server):
     results = {}
     runner = threading.Thread(target=lambda: results.update(r=srv.run(solution_text="import time\ntime.sleep(30)\n", timeout="1m")))
     runner.start()
-    assert wait_until(lambda: busy_slot(srv) is not None)
-    victim = busy_slot(srv)
+    assert wait_until(lambda: srv.busy_slots())
+    victim = srv.busy_slots()[0].pid
     cgroups_before = slot_cgroups(srv.instance)
     os.kill(victim, signal.SIGKILL)
     runner.join(30)
     response = results["r"]
     assert response.status_code == 500 and response.json() == {"error": "internal"}
     # replaced, and its cgroup removed
-    assert wait_until(lambda: warm_slots(srv) == 2)
+    assert wait_until(lambda: len(srv.warm_slots()) == 2)
     assert wait_until(lambda: len(slot_cgroups(srv.instance)) == 2)
     if cgroups_before:
         assert set(slot_cgroups(srv.instance)) != set(cgroups_before)

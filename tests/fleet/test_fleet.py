@@ -32,7 +32,7 @@ import httpx
 import psutil
 import pytest
 
-from kilntest import KILN, REPO, Server, free_port, wait_until
+from kilntest import KILN, REPO, Server, alive, free_port, wait_until
 
 SHIPPED = REPO / "deploy" / "haproxy.cfg"
 HAPROXY = shutil.which("haproxy", path="/usr/sbin:/usr/bin:/sbin:/bin")
@@ -53,12 +53,6 @@ pytestmark = [
 def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(argv, check=check, capture_output=True, text=True)
 
-
-def alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def kill_pids(pids: list[int]) -> None:

@@ -145,13 +145,6 @@ def children(pid: int) -> list[int]:
         return []
 
 
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
-
 
 def slot_inits(srv) -> list[dict]:
     """The server's slots (children of its zygote titled "kiln: slot ...")."""

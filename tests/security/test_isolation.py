@@ -9,8 +9,8 @@ import signal
 import threading
 import time
 
-from kilntest import wait_until
-from seclib import alive, assert_exited, processes_of_uids, slot_inits
+from kilntest import alive, wait_until
+from seclib import assert_exited, processes_of_uids, slot_inits
 
 DEFAULT_UIDS = range(10001, 10001 + 4)  # tests/conftest.py's `server`: uid base 10001, 4 slots
 

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from kilntest import child_titles, wait_until
+from kilntest import wait_until
 from seclib import c_program, processes_of_uids
 
 UID_BASE = 24000
@@ -120,15 +120,9 @@ def test_a_run_that_starves_its_supervisor_still_ends_at_its_timeout(srv, kind):
 
 
 def _busy_init(srv) -> int:
-    """The pid of the one slot init of `srv` running a job (title `kiln: slot N busy ...`)."""
-    found: list[int] = []
-
-    def one_busy() -> bool:
-        found[:] = [pid for pid, title in child_titles(srv.pids()["zygote"]).items() if " busy " in title]
-        return len(found) == 1
-
-    assert wait_until(one_busy, timeout=20), found
-    return found[0]
+    """The pid of the one slot init of `srv` running a job."""
+    assert wait_until(lambda: len(srv.busy_slots()) == 1, timeout=20), srv.slots()
+    return srv.busy_slots()[0].pid
 
 
 def test_a_task_reaped_after_its_deadline_timed_out_whatever_it_printed(kiln_server):
@@ -164,5 +158,5 @@ def test_a_slot_that_overstays_is_killed_from_outside_before_its_capacity_is_fre
     assert results["r"].status_code == 500 and results["r"].json() == {"error": "internal"}
     # its init, stopped, kills nothing: what ends the run's processes is the kill from outside
     assert wait_until(lambda: processes_of_uids([uid]) == [], timeout=10), processes_of_uids([uid])
-    assert srv.logged("killing a slot that outstayed its run")
+    assert wait_until(lambda: srv.logged("killing a slot that outstayed its run"), timeout=5)
     assert srv.run(solution_text="print('next')").json()["stdout"] == "next\n"
