@@ -166,7 +166,7 @@ def _systemd(environ: Mapping[str, str], pid: int) -> Systemd:
 
     def number(variable: str) -> int | None:
         text = environ.get(variable, "")
-        return int(text) if text.isdigit() else None
+        return int(text) if _WHOLE_NUMBER.fullmatch(text) else None  # isdigit() takes "¹", int() does not
 
     return Systemd(
         notify_socket=environ.get("NOTIFY_SOCKET") or None,

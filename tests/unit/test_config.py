@@ -584,3 +584,10 @@ def test_run_prestart_is_all_none_or_some_languages(repo, text, expected):
 def test_run_prestart_names_what_it_accepts(repo):
     with pytest.raises(ConfigError, match=r"RUN_PRESTART='cobol': must be true, false or language slugs"):
         load(repo, RUN_PRESTART="cobol")
+
+
+def test_systemd_numbers_are_ascii_digits_only(repo):
+    """WATCHDOG_USEC and LISTEN_FDS come from the service manager; anything but ASCII digits is
+    ignored, never a crash at startup (hypothesis found "¹", which isdigit() accepts)."""
+    cfg = config.load({"WATCHDOG_USEC": "¹", "LISTEN_FDS": "٣", "LISTEN_PID": "0"}, repo)
+    assert cfg.systemd.watchdog_usec is None and cfg.systemd.listen_fds == 0
