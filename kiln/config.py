@@ -3,6 +3,9 @@
 `load()` is the only code in kiln that reads environment variables; the rest of kiln receives the
 Config. A value that does not parse stops startup: every problem is collected and reported at
 once, one per line, so an operator fixes them all in one go.
+
+Longer than kiln's ~400 lines on purpose: every setting's field, parser, default and summary line
+are here and nowhere else.
 """
 
 from __future__ import annotations
@@ -75,6 +78,14 @@ class Config:
     connections_max: int
     queue_wait_ms: int
     queue_max: int
+    judge_input_max: int
+    judge_tests_max: int
+    judge_time_max_ms: int
+    judge_parallel: int
+    build_cache_max: int  # 0: no build cache
+    file_max: int
+    file_store: pathlib.Path
+    file_store_max: int
     instance: str
     log_format: str
     warnings: tuple[str, ...]
@@ -145,6 +156,14 @@ class Config:
             "connections_max": self.connections_max,
             "queue_wait": duration(self.queue_wait_ms),
             "queue_max": self.queue_max,
+            "judge_input_max": size(self.judge_input_max),
+            "judge_tests_max": self.judge_tests_max,
+            "judge_time_max": duration(self.judge_time_max_ms),
+            "judge_parallel": self.judge_parallel,
+            "build_cache_max": size(self.build_cache_max) if self.build_cache_max else "off",
+            "file_max": size(self.file_max),
+            "file_store": str(self.file_store),
+            "file_store_max": size(self.file_store_max),
             "instance": self.instance,
             "log_format": self.log_format,
             "systemd": {"notify": self.systemd.notify_socket is not None, "watchdog_usec": self.systemd.watchdog_usec, "listen_fds": self.systemd.listen_fds},
@@ -334,6 +353,12 @@ def _directory(text: str) -> pathlib.Path:
     return path
 
 
+def _absolute_path(text: str) -> pathlib.Path:
+    if not text.startswith("/") or "\0" in text or any(part == ".." for part in text.split("/")):
+        raise ValueError("must be an absolute path without '..'")
+    return pathlib.Path(posixpath.normpath(text))
+
+
 @dataclass(frozen=True)
 class _Setting:
     variable: str
@@ -381,6 +406,17 @@ _SETTINGS = (
     # a queue of this many; 0 s: refused at once (429), as the original runner did
     _Setting("RUN_QUEUE_WAIT", "queue_wait_ms", _duration(0), "5s"),
     _Setting("RUN_QUEUE_MAX", "queue_max", _whole_number(0, 65536), None),  # load(): 4 x RUN_CONCURRENCY
+    # POST /judge (DESIGN.md "Judge API"): its body, its tests, a test's CPU time, how many slots
+    # one judge request's tests take at a time (default: half the slots, at least one)
+    _Setting("RUN_JUDGE_INPUT_MAX", "judge_input_max", _size(1), "16m"),
+    _Setting("RUN_JUDGE_TESTS_MAX", "judge_tests_max", _whole_number(1, 100_000), "1000"),
+    _Setting("RUN_JUDGE_TIME_MAX", "judge_time_max_ms", _duration(1), "10s"),
+    _Setting("RUN_JUDGE_PARALLEL", "judge_parallel", _whole_number(1, 256), None),  # load(): RUN_CONCURRENCY / 2
+    _Setting("RUN_BUILD_CACHE_MAX", "build_cache_max", _size(0, note="; 0 turns the build cache off"), "512m"),
+    # the file store (/files): one file's size, where the files are kept, their total
+    _Setting("RUN_FILE_MAX", "file_max", _size(0), "64m"),
+    _Setting("RUN_FILE_STORE", "file_store", _absolute_path, None),  # load(): /var/lib/<instance>/files
+    _Setting("RUN_FILE_STORE_MAX", "file_store_max", _size(0), "4g"),
     _Setting("RUN_INSTANCE", "instance", _instance, "kiln"),
     _Setting("RUN_LOG_FORMAT", "log_format", _log_format, "logfmt"),
 )
@@ -440,6 +476,10 @@ def load(environ: Mapping[str, str], repo_root: pathlib.Path, pid: int = 0) -> C
         raise ConfigError(problems)
     if values["queue_max"] is None:
         values["queue_max"] = 4 * values["concurrency"]
+    if values["judge_parallel"] is None:
+        values["judge_parallel"] = max(1, values["concurrency"] // 2)
+    if values["file_store"] is None:
+        values["file_store"] = pathlib.Path("/var/lib", values["instance"], "files")
     inherited = dict.fromkeys(INHERITED_ENV + values["env_allow"])
     values["sandbox_env"] = tuple((name, environ[name]) for name in inherited if name in environ)
     values["warnings"] = _unknown_variable_warnings(environ, values["env_allow"])

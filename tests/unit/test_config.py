@@ -37,7 +37,8 @@ def test_config_has_exactly_the_documented_fields():
         "workspace", "timeout_max_ms", "cgroup", "cgroup_memory_max", "cgroup_memory_max_by_slug",
         "pids_max", "tmp_inodes", "readonly_paths", "front_user", "langs", "prestart", "templates", "api_keys",
         "sandbox_path", "shutdown_grace_ms", "read_timeout_ms", "idle_timeout_ms", "connections_max",
-        "queue_wait_ms", "queue_max", "instance", "log_format", "warnings", "systemd",
+        "queue_wait_ms", "queue_max", "judge_input_max", "judge_tests_max", "judge_time_max_ms",
+        "judge_parallel", "build_cache_max", "file_max", "file_store", "file_store_max", "instance", "log_format", "warnings", "systemd",
     ]  # fmt: skip
 
 
@@ -77,6 +78,14 @@ def test_defaults_with_an_empty_environment(repo):
         connections_max=1000,
         queue_wait_ms=5_000,
         queue_max=40,
+        judge_input_max=16 * MiB,
+        judge_tests_max=1000,
+        judge_time_max_ms=10_000,
+        judge_parallel=5,
+        build_cache_max=512 * MiB,
+        file_max=64 * MiB,
+        file_store=pathlib.Path("/var/lib/kiln/files"),
+        file_store_max=4 * GiB,
         instance="kiln",
         log_format="logfmt",
         warnings=(),
@@ -88,6 +97,16 @@ def test_defaults_with_an_empty_environment(repo):
 def test_the_queue_holds_four_runs_a_slot_unless_told(repo):
     assert load(repo, RUN_CONCURRENCY="3").queue_max == 12
     assert load(repo, RUN_CONCURRENCY="3", RUN_QUEUE_MAX="5").queue_max == 5
+
+
+def test_the_judge_takes_half_the_slots_and_the_store_follows_the_instance(repo):
+    assert load(repo, RUN_CONCURRENCY="1").judge_parallel == 1
+    assert load(repo, RUN_CONCURRENCY="7").judge_parallel == 3
+    assert load(repo, RUN_INSTANCE="blue").file_store == pathlib.Path("/var/lib/blue/files")
+    assert load(repo, RUN_FILE_STORE="/srv/kiln//files/").file_store == pathlib.Path("/srv/kiln/files")
+    for bad in ("files", "/srv/../etc", ""):
+        with pytest.raises(ConfigError, match="RUN_FILE_STORE"):
+            load(repo, RUN_FILE_STORE=bad)
 
 
 def test_load_reads_only_the_mapping_it_is_given(repo, monkeypatch):
@@ -273,6 +292,8 @@ NOT_LIST_LIKE = [
     "RUN_CGROUP", "RUN_CGROUP_MEMORY_MAX", "RUN_PIDS_MAX", "RUN_TMP_INODES", "RUN_FRONT_USER",
     "RUN_SANDBOX_PATH", "RUN_SHUTDOWN_GRACE", "RUN_INSTANCE", "RUN_LOG_FORMAT",
     "RUN_READ_TIMEOUT", "RUN_IDLE_TIMEOUT", "RUN_CONNECTIONS_MAX", "RUN_QUEUE_WAIT", "RUN_QUEUE_MAX",
+    "RUN_JUDGE_INPUT_MAX", "RUN_JUDGE_TESTS_MAX", "RUN_JUDGE_TIME_MAX", "RUN_JUDGE_PARALLEL",
+    "RUN_BUILD_CACHE_MAX", "RUN_FILE_MAX", "RUN_FILE_STORE", "RUN_FILE_STORE_MAX",
     "RUN_TMP_SIZE_PYTHON", "RUN_CGROUP_MEMORY_MAX_JS", "RUN_PRESTART",
 ]  # fmt: skip
 
