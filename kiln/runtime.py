@@ -79,6 +79,12 @@ class Runtime:
         return posixpath.dirname(self.staging_dir)
 
     @property
+    def layers_dir(self) -> str:
+        """The judge's builds, one folder each, written by the front; every slot sees it
+        read-only (a test's overlay takes its build as a lower layer). Gone with the service."""
+        return posixpath.join(self.runtime_dir, "layers")
+
+    @property
     def zygote_pidfile(self) -> str:
         return zygote_pidfile(self.config.instance)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import shutil
 import socket
 import sys
 from pathlib import Path
@@ -57,6 +58,18 @@ def listen(config: Config) -> socket.socket:
     return listener
 
 
+def prepare_directories(runtime, uid: int, gid: int) -> None:
+    """/run/<instance> (the zygote's), and the folders the front writes as RUN_FRONT_USER: the
+    judge's build layers (emptied: a build cache does not outlive the service) and the file
+    store (kept: it survives a restart)."""
+    os.makedirs(runtime.runtime_dir, 0o755, exist_ok=True)
+    shutil.rmtree(runtime.layers_dir, ignore_errors=True)
+    for path, mode in ((runtime.layers_dir, 0o755), (str(runtime.config.file_store), 0o750)):
+        os.makedirs(path, mode, exist_ok=True)
+        os.chown(path, uid, gid)
+        os.chmod(path, mode)
+
+
 def serve(environ: dict[str, str]) -> int:
     try:
         config = config_module.load(environ, REPO_ROOT, os.getpid())
@@ -99,7 +112,11 @@ def serve(environ: dict[str, str]) -> int:
         log.warning(f"CGROUPS UNAVAILABLE: runs have no memory or pids limit and report no OOM: {cgroup_driver.reason}")
     elif not cgroup_detect.read_migrations_favoured():
         log.info("cgroup migrations are not favoured: after a pause a run may wait 3-8 ms to join its cgroup; mount the cgroup hierarchy with favordynmods (mount -o remount,favordynmods /sys/fs/cgroup)")
-    os.makedirs(runtime.runtime_dir, 0o755, exist_ok=True)
+    try:
+        prepare_directories(runtime, uid, gid)
+    except OSError as error:
+        log.error("cannot start", error=f"{error.filename}: {error.strerror}")
+        return 1
     from kiln.zygote import boot  # noqa: PLC0415
 
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -127,6 +128,8 @@ class Server:
             "HOST": "127.0.0.1",
             "PORT": str(self.port),
             "RUN_INSTANCE": self.instance,
+            # the file store survives the service, so a test server's is its own and removed at stop
+            "RUN_FILE_STORE": f"/tmp/{self.instance}-files",
             "RUN_CONCURRENCY": "4",
             "RUN_LOG_FORMAT": "json",
             **env,
@@ -228,3 +231,5 @@ class Server:
             return self.proc.wait()
         finally:
             self._reader.join(5)
+            if self.env["RUN_FILE_STORE"] == f"/tmp/{self.instance}-files":
+                shutil.rmtree(self.env["RUN_FILE_STORE"], ignore_errors=True)

@@ -20,6 +20,7 @@ end-of-file when the front is gone; both stop the zygote.
 from __future__ import annotations
 
 import os
+import shutil
 import select
 import signal
 import socket
@@ -350,6 +351,7 @@ class Zygote:
             self.cgroups.remove_slot(s.cgroup)
             self.indexes[s.index].slot = None
         self.cgroups.teardown()
+        shutil.rmtree(self.runtime.layers_dir, ignore_errors=True)  # the judge's builds
         for remove, path in ((os.unlink, self.runtime.zygote_pidfile), (os.rmdir, self.runtime.staging_dir), (os.rmdir, self.runtime.runtime_dir)):
             try:
                 remove(path)
