@@ -45,6 +45,9 @@ class App:
         self.url_map = Map(
             [
                 Rule("/run", endpoint="run", methods=["POST"]),
+                Rule("/judge", endpoint="judge", methods=["POST"]),
+                Rule("/files", endpoint="files", methods=["POST"]),
+                Rule("/files/<path:file_id>", endpoint="file", methods=["GET", "DELETE"]),
                 Rule("/health", endpoint="health", methods=["GET"]),
                 Rule("/languages", endpoint="languages", methods=["GET"]),
                 Rule("/metrics", endpoint="metrics", methods=["GET"]),
@@ -60,9 +63,9 @@ class App:
         info: dict = {}
         route = "unknown"
         try:
-            endpoint, _args = self.url_map.bind_to_environ(environ).match()
+            endpoint, args = self.url_map.bind_to_environ(environ).match()
             route = endpoint
-            response = getattr(self, f"on_{endpoint}")(environ, info)
+            response = getattr(self, f"on_{endpoint}")(environ, info, **args)
         except ApiError as error:
             response = error_response(error.status, error.error)
             response.headers.update(error.headers)
@@ -127,6 +130,23 @@ class App:
         finally:
             watch.stop()
         return self._result_response(ran, request, info)
+
+    def on_judge(self, environ, info) -> Response:
+        from kiln.http import judge_api  # noqa: PLC0415
+
+        return judge_api.on_judge(self, environ, info)
+
+    def on_files(self, environ, info) -> Response:
+        """POST /files: one file into the store (kiln/http/files_api.py)."""
+        from kiln.http import files_api  # noqa: PLC0415
+
+        return files_api.on_upload(self, environ, info)
+
+    def on_file(self, environ, info, file_id: str) -> Response:
+        """GET or DELETE /files/<id> (kiln/http/files_api.py)."""
+        from kiln.http import files_api  # noqa: PLC0415
+
+        return files_api.on_file(self, environ, info, file_id)
 
     def on_health(self, environ, info) -> Response:
         if self.shutting_down:
