@@ -1,0 +1,4 @@
+const { add } = require('./adder');
+
+const [a, b] = require('fs').readFileSync(0, 'utf8').trim().split(/\s+/).map(Number);
+console.log(add(a, b));

@@ -1,0 +1,5 @@
+<?php
+function add(int $a, int $b): int
+{
+    return $a + $b;
+}
