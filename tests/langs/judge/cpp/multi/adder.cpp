@@ -1,0 +1,3 @@
+long long add(long long a, long long b) {
+    return a + b;
+}
