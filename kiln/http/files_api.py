@@ -1,0 +1,144 @@
+"""POST /files, GET and DELETE /files/<id>: the judge's file store over HTTP (DESIGN.md, Judge
+API, "File store"; the store itself is kiln/judge/files.py).
+
+Same rules as /run for what comes before the body: 401 (RUN_API_KEYS), 415 (a Content-Encoding
+other than identity), 400 (a Content-Length that is not a number), 413 (a Content-Length over
+the limit: refused before reading). The body is streamed to the store in chunks, never whole in
+memory, and must arrive within what is left of the request's RUN_READ_TIMEOUT (408 after); a
+chunked body is refused (413) as soon as it passes the limit. Whatever ends an upload early (a
+refusal, a timeout, a client that hangs up) removes what was written of it.
+"""
+
+from __future__ import annotations
+
+import errno
+import time
+
+import gevent
+from gevent import pywsgi
+from werkzeug.wrappers import Response
+
+from kiln.http.api import CLIENT_GONE, CLOSE, ReadTimeout, json_response
+from kiln.http.validate import ApiError
+from kiln.judge.files import FILE_ID, FileStore, StoreFull, TooLarge, UnknownFile
+
+CHUNK = 1 << 16
+BAD_ID = "file id must be sha256:<64 lowercase hex digits>"
+OCTETS = "application/octet-stream"
+_BAD_CHUNKS = getattr(pywsgi, "_InvalidClientInput", ())  # a malformed chunked body (an OSError too)
+
+
+def store_of(app) -> FileStore:
+    """The App's store, made on first use: after the front has dropped to RUN_FRONT_USER, so
+    that what it creates in RUN_FILE_STORE is the front's own. The index is rebuilt then."""
+    store = getattr(app, "file_store", None)
+    if store is None:
+        config = app.config
+        store = app.file_store = FileStore(config.file_store, config.file_max, config.file_store_max, app.log)
+    return store
+
+
+def on_upload(app, environ, info) -> Response:
+    app._authorize(environ)
+    encoding = environ.get("HTTP_CONTENT_ENCODING", "").strip().lower()
+    if encoding not in ("", "identity"):
+        raise ApiError(415, "content-encoding not supported")
+    store = store_of(app)
+    length = environ.get("CONTENT_LENGTH") or None
+    if length is not None:
+        if not length.isdigit():
+            raise ApiError(400, "Content-Length is not a number")
+        length = int(length)
+        if length > store.limit:
+            raise ApiError(413, "payload too large", headers=CLOSE)
+    deadline = environ.get("kiln.read_deadline")
+    with store.upload() as upload:
+        try:
+            with gevent.Timeout(max(0.0, deadline - time.monotonic()) if deadline else None, ReadTimeout):
+                _receive(environ["wsgi.input"], upload, length, store.limit)
+        except ReadTimeout:
+            raise ApiError(408, "request timeout", headers=CLOSE) from None
+        except _BodyEnded as ended:
+            if ended.gone:
+                info["status"] = CLIENT_GONE
+            raise ApiError(400, str(ended), headers=CLOSE) from None
+        except TooLarge:
+            raise ApiError(413, "payload too large", headers=CLOSE) from None
+        except StoreFull:
+            raise ApiError(507, "file store full", headers=CLOSE) from None
+        except OSError as error:  # the disk's, not the client's (those are _BodyEnded)
+            if error.errno in (errno.ENOSPC, errno.EDQUOT):
+                app.log.error("file store: the disk is full", path=str(store.folder), error=str(error))
+                raise ApiError(507, "file store full", headers=CLOSE) from None
+            raise
+        stored = upload.commit()
+    info["bytes_in"] = stored.size
+    return json_response(201 if stored.created else 200, {"id": stored.id, "size": stored.size})
+
+
+def on_file(app, environ, info, file_id: str) -> Response:
+    app._authorize(environ)
+    if not FILE_ID.fullmatch(file_id):
+        raise ApiError(400, BAD_ID)
+    store = store_of(app)
+    if environ["REQUEST_METHOD"] == "DELETE":
+        if not store.delete(file_id):
+            raise ApiError(404, "not found")
+        response = Response(status=204)
+        del response.headers["Content-Type"]
+        return response
+    try:
+        file, size = store.open(file_id)
+    except UnknownFile:
+        raise ApiError(404, "not found") from None
+    response = Response(_FileBody(file), 200, mimetype=OCTETS, direct_passthrough=True)
+    response.headers["Content-Length"] = str(size)
+    response.headers["ETag"] = f'"{file_id}"'  # content-addressed: the id is the content
+    return response
+
+
+class _BodyEnded(Exception):
+    """The body could not be read whole: the client hung up (gone) or sent malformed chunks."""
+
+    def __init__(self, message: str, gone: bool):
+        super().__init__(message)
+        self.gone = gone
+
+
+def _receive(stream, upload, length: int | None, limit: int) -> None:
+    """The body into `upload`, CHUNK bytes at a time: `length` bytes, or (chunked, or neither
+    header: empty) up to its end, stopping once it passes `limit`."""
+    while True:
+        if length is None:
+            want = min(CHUNK, limit - upload.size + 1)  # one byte past the limit tells it is over
+        elif upload.size == length:
+            return
+        else:
+            want = min(CHUNK, length - upload.size)
+        try:
+            chunk = stream.read(want)
+        except _BAD_CHUNKS as error:
+            gone = str(error).startswith("EOF")
+            raise _BodyEnded("the request body ended before its last chunk" if gone else "the request body is not valid chunked encoding", gone) from None
+        except OSError:  # pywsgi: "unexpected end of file while reading request" (or chunked data)
+            raise _BodyEnded("the request body ended before its length" if length is not None else "the request body ended before its last chunk", True) from None
+        if not chunk:
+            if length is not None:  # a WSGI stream that ends short instead of raising
+                raise _BodyEnded("the request body ended before its length", True)
+            return
+        upload.write(chunk)
+
+
+class _FileBody:
+    """A stored file as a WSGI body, CHUNK bytes at a time; closed by the server (also for HEAD,
+    where it is never read)."""
+
+    def __init__(self, file):
+        self.file = file
+
+    def __iter__(self):
+        while chunk := self.file.read(CHUNK):
+            yield chunk
+
+    def close(self) -> None:
+        self.file.close()
