@@ -1,0 +1,11 @@
+using System;
+
+class Program
+{
+    static void Main()
+    {
+        var t = Console.In.ReadToEnd().Split((char[]) null, StringSplitOptions.RemoveEmptyEntries);
+        int sum = long.Parse(t[0]) + long.Parse(t[1]);
+        Console.WriteLine(sum);
+    }
+}

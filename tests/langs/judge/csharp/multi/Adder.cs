@@ -1,0 +1,7 @@
+static class Adder
+{
+    public static long Add(long a, long b)
+    {
+        return a + b;
+    }
+}

@@ -1,0 +1,4 @@
+fun main() {
+    val (a, b) = System.`in`.bufferedReader().readText().trim().split(Regex("\\s+")).map(String::toLong)
+    println(a + b)
+}
