@@ -54,8 +54,9 @@ def on_upload(app, environ, info) -> Response:
     deadline = environ.get("kiln.read_deadline")
     with store.upload() as upload:
         try:
+            info["bytes_in"] = 0
             with gevent.Timeout(max(0.0, deadline - time.monotonic()) if deadline else None, ReadTimeout):
-                _receive(environ["wsgi.input"], upload, length, store.limit)
+                _receive(environ["wsgi.input"], upload, length, store.limit, info)
         except ReadTimeout:
             raise ApiError(408, "request timeout", headers=CLOSE) from None
         except _BodyEnded as ended:
@@ -72,7 +73,6 @@ def on_upload(app, environ, info) -> Response:
                 raise ApiError(507, "file store full", headers=CLOSE) from None
             raise
         stored = upload.commit()
-    info["bytes_in"] = stored.size
     return json_response(201 if stored.created else 200, {"id": stored.id, "size": stored.size})
 
 
@@ -105,9 +105,10 @@ class _BodyEnded(Exception):
         self.gone = gone
 
 
-def _receive(stream, upload, length: int | None, limit: int) -> None:
+def _receive(stream, upload, length: int | None, limit: int, info: dict) -> None:
     """The body into `upload`, CHUNK bytes at a time: `length` bytes, or (chunked, or neither
-    header: empty) up to its end, stopping once it passes `limit`."""
+    header: empty) up to its end, stopping once it passes `limit`; info["bytes_in"]: how much
+    was read (for the access log, whatever ends the upload)."""
     while True:
         if length is None:
             want = min(CHUNK, limit - upload.size + 1)  # one byte past the limit tells it is over
@@ -126,6 +127,7 @@ def _receive(stream, upload, length: int | None, limit: int) -> None:
             if length is not None:  # a WSGI stream that ends short instead of raising
                 raise _BodyEnded("the request body ended before its length", True)
             return
+        info["bytes_in"] += len(chunk)
         upload.write(chunk)
 
 
