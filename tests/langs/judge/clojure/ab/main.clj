@@ -1,0 +1,2 @@
+(let [a (read) b (read)]
+  (println (+ a b)))

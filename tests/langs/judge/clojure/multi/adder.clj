@@ -1,0 +1,4 @@
+(ns adder)
+
+(defn add [a b]
+  (+ a b))

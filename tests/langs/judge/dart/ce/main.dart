@@ -1,0 +1,11 @@
+import 'dart:io';
+
+void main() {
+  final numbers = <int>[];
+  String? line;
+  while ((line = stdin.readLineSync()) != null) {
+    numbers.addAll(line!.split(' ').where((s) => s.isNotEmpty).map(int.parse));
+  }
+  String sum = numbers[0] + numbers[1];
+  print(sum);
+}

@@ -1,0 +1,3 @@
+defmodule Adder do
+  def add(a, b), do: a + b
+end

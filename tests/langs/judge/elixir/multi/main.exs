@@ -1,0 +1,2 @@
+[a, b] = IO.read(:stdio, :eof) |> String.split() |> Enum.map(&String.to_integer/1)
+IO.puts(Adder.add(a, b))

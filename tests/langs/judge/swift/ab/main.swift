@@ -1,0 +1,5 @@
+var numbers: [Int] = []
+while let line = readLine() {
+    numbers += line.split(separator: " ").compactMap { Int($0) }
+}
+print(numbers[0] + numbers[1])
