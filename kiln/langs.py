@@ -2,7 +2,9 @@
 
 A slug's workspace is `<RUN_WORKSPACE>/<slug>/` (a Makefile whose `test` target is the test
 command, and a harness in `check/`). The request's texts are written below `/sandbox`, at the
-paths given here, and `asserts.json` goes next to the solution file.
+paths given here, and `asserts.json` goes next to the solution file. A judge request's files go
+in JUDGE_DIR: its solution as the language's `judge_file`, built by the workspace's `build`
+target and run by its `exec` target.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 KiB = 1024
 MiB = 1024 * KiB
 GiB = 1024 * MiB
+JUDGE_DIR = "judge"  # below /sandbox: a judge request's files, and what its build makes of them
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,8 @@ class Language:
     # the runtime whose template module (kiln.native.TEMPLATE_MODULES) a workspace's `template`
     # command loads: None, the language cannot have a template
     template_module: str | None = None
+    judge_file: str = ""  # the name a judge request's solution is written as, in JUDGE_DIR
+    judge_time_ms: int = 1000  # a judge test's default CPU time: more where the runtime starts slowly
 
     @property
     def has_checker(self) -> bool:
@@ -49,6 +54,7 @@ class Language:
 
 def _lang(slug, solution, checker, tmp_size, toolchain, version=(), **extra) -> Language:
     folder = "lib" if slug == "dart" else "check"
+    extra.setdefault("judge_file", JUDGE_FILES[slug])
     return Language(
         slug=slug,
         solution_file=f"{folder}/{solution}",
@@ -60,19 +66,26 @@ def _lang(slug, solution, checker, tmp_size, toolchain, version=(), **extra) -> 
     )
 
 
+JUDGE_FILES = {
+    "clojure": "main.clj", "cpp": "main.cpp", "csharp": "Main.cs", "dart": "main.dart", "elixir": "main.exs",
+    "golang": "main.go", "haskell": "Main.hs", "java": "Main.java", "js": "main.js", "kotlin": "Main.kt",
+    "php": "main.php", "python": "main.py", "ruby": "main.rb", "rust": "main.rs", "swift": "main.swift",
+    "ts": "main.ts", "zig": "main.zig",
+}  # fmt: skip
+
 LANGUAGES: dict[str, Language] = {
     lang.slug: lang
     for lang in (
-        _lang("clojure", "solution.clj", None, 256 * MiB, ["clojure", "java"], ["clojure", "-e", "(print (clojure-version))"], readonly_paths=("/etc/java-17-openjdk",)),
+        _lang("clojure", "solution.clj", None, 256 * MiB, ["clojure", "java"], ["clojure", "-e", "(print (clojure-version))"], readonly_paths=("/etc/java-17-openjdk",), judge_time_ms=3000),
         _lang("cpp", "solution.cpp", "checker.cpp", 512 * MiB, ["g++"], ["g++", "--version"]),
         _lang("csharp", "Solution.cs", "Checker.cs", 1 * GiB, ["mcs", "mono"], ["mono", "--version"], readonly_paths=("/etc/mono",)),
         _lang("dart", "solution.dart", "checker.dart", 128 * MiB, ["dart"], ["dart", "--version"]),
-        _lang("elixir", "solution.exs", None, 128 * MiB, ["elixir", "erl"], ["elixir", "--short-version"]),
+        _lang("elixir", "solution.exs", None, 128 * MiB, ["elixir", "erl"], ["elixir", "--short-version"], judge_time_ms=2000),
         _lang("golang", "solution.go", "checker.go", 512 * MiB, ["go"], ["go", "version"], env=(("GOCACHE", "/sandbox/.cache/go-build"), ("CGO_ENABLED", "0"), ("GOMAXPROCS", "2"), ("GOPROXY", "off"), ("GOSUMDB", "off"), ("GOTOOLCHAIN", "local"), ("GOTELEMETRY", "off"), ("GOFLAGS", "")), pids_max=512),
         _lang("haskell", "Solution.hs", "Checker.hs", 256 * MiB, ["ghc", "gcc", "ld.lld"], ["ghc", "--numeric-version"], readonly_paths=("/var/lib/ghc",), env=(("LANG", "C.UTF-8"), ("LC_ALL", "C.UTF-8"))),
-        _lang("java", "Solution.java", "Checker.java", 256 * MiB, ["javac", "java"], ["javac", "-version"], readonly_paths=("/etc/java-17-openjdk",)),
+        _lang("java", "Solution.java", "Checker.java", 256 * MiB, ["javac", "java"], ["javac", "-version"], readonly_paths=("/etc/java-17-openjdk",), judge_time_ms=2000),
         _lang("js", "solution.js", None, 64 * MiB, ["node"], ["node", "--version"], template_module="node"),
-        _lang("kotlin", "solution.kt", "checker.kt", 256 * MiB, ["kotlinc", "java"], ["cat", "/usr/local/lib/node_modules/kotlin-compiler/build.txt"], readonly_paths=("/etc/java-17-openjdk",), memory_max=1536 * MiB),
+        _lang("kotlin", "solution.kt", "checker.kt", 256 * MiB, ["kotlinc", "java"], ["cat", "/usr/local/lib/node_modules/kotlin-compiler/build.txt"], readonly_paths=("/etc/java-17-openjdk",), memory_max=1536 * MiB, judge_time_ms=2000),
         _lang("php", "solution.php", None, 64 * MiB, ["php"], ["php", "-r", "echo PHP_VERSION;"], readonly_paths=("/etc/php",)),
         _lang("python", "solution.py", None, 256 * MiB, ["python3"], ["python3", "--version"], template_module="python"),
         _lang("ruby", "solution.rb", None, 64 * MiB, ["ruby"], ["ruby", "--version"]),

@@ -16,6 +16,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from kiln import langs, native
 from kiln.config import Config
@@ -43,6 +44,14 @@ class Workload:
     prestart_argv: tuple[str, ...] | None = None
     # the workspace's `template` command: prestarted tasks forked from it (see read_commands)
     template_argv: tuple[str, ...] | None = None
+    # the workspace's `build` and `exec` commands: a judge request's build, and each of its tests
+    build_argv: tuple[str, ...] | None = None
+    exec_argv: tuple[str, ...] | None = None
+
+    @property
+    def judges(self) -> bool:
+        """Whether /judge takes this language (its workspace has `build` and `exec`)."""
+        return self.build_argv is not None and self.exec_argv is not None
 
     @property
     def slug(self) -> str:
@@ -99,11 +108,23 @@ def single_workspace(config: Config) -> bool:
     return (config.workspace / "Makefile").is_file()
 
 
-def read_commands(folder: Path) -> tuple[str, str | None, str | None]:
-    """The lines of `make -n -s test`, and of `make -n -s prestart` and `make -n -s template`
-    when the workspace has those targets (else None). Each target must be phony with phony
-    prerequisites only: the commands are taken once, so a file target would make them depend
-    on the host.
+class Commands(NamedTuple):
+    """A workspace's commands: the lines `make -n -s <target>` printed (None: no such target)."""
+
+    test: str
+    prestart: str | None = None
+    template: str | None = None
+    build: str | None = None  # a judge request's build (needs `exec` too)
+    exec: str | None = None  # each judge test: the built program, reading the test's stdin
+
+
+OPTIONAL_TARGETS = ("prestart", "template", "build", "exec")
+
+
+def read_commands(folder: Path) -> Commands:
+    """The lines of `make -n -s test`, and of the optional targets (prestart, template, build,
+    exec) the workspace has. Each target must be phony with phony prerequisites only: the
+    commands are taken once, so a file target would make them depend on the host.
 
     A workspace opts in to prestarted slots this way: kiln starts the prestart command while a
     slot warms, in the finished sandbox (workspace mounted, no request files yet), with
@@ -119,13 +140,13 @@ def read_commands(folder: Path) -> tuple[str, str | None, str | None]:
     `kiln_template`, a Node-API addon); where serve returns true, it is in a forked task and
     goes on as the prestart command does at its wait."""
     database = _make(folder, "-p", "-n", "-s", "-r", "-R", "test")
-    test = _phony_command(folder, "test", database)
-    has = {target: re.search(rf"^{target}:", database, re.MULTILINE) is not None for target in ("prestart", "template")}
+    has = {target: re.search(rf"^{target}:", database, re.MULTILINE) is not None for target in OPTIONAL_TARGETS}
     if has["template"] and not has["prestart"]:
         raise StartupError(f"{folder}/Makefile: `template` needs a `prestart` target (a forked task is a prestarted one)")
-    prestart = _phony_command(folder, "prestart", database) if has["prestart"] else None
-    template = _phony_command(folder, "template", database) if has["template"] else None
-    return test, prestart, template
+    if has["build"] != has["exec"]:
+        raise StartupError(f"{folder}/Makefile: `build` and `exec` go together (a judge builds once, then runs each test)")
+    optional = {target: _phony_command(folder, target, database) for target in OPTIONAL_TARGETS if has[target]}
+    return Commands(_phony_command(folder, "test", database), **optional)
 
 
 def _phony_command(folder: Path, target: str, database: str) -> str:
@@ -291,11 +312,11 @@ def survey(config: Config, slugs) -> tuple[dict[str, Workload], list[Unserved]]:
             reason = workspace_problem(folder) or find_toolchain(language, config)
         if reason is None:
             try:
-                script, prestart, template = shared or read_commands(folder)
+                commands = shared or read_commands(folder)
             except StartupError as error:
                 reason = str(error)
             else:
-                if template and language.template_module is None:
+                if commands.template and language.template_module is None:
                     reason = f"{folder}/Makefile has a `template` target, but kiln has no template module for {slug}'s runtime (kiln/langs.py: template_module)"
         if reason is not None:
             unserved.append(Unserved(slug, reason))
@@ -303,13 +324,15 @@ def survey(config: Config, slugs) -> tuple[dict[str, Workload], list[Unserved]]:
         workloads[slug] = Workload(
             language=language,
             lower=WORKSPACES_DIR if single else f"{WORKSPACES_DIR}/{slug}",
-            script=script,
-            argv=task_argv(script, config),
+            script=commands.test,
+            argv=task_argv(commands.test, config),
             tmp_size=config.tmp_size_for(slug),
             memory_max=config.memory_max_for(slug),
             pids_max=config.pids_max_for(slug),
-            prestart_argv=task_argv(prestart, config) if prestart and config.prestarts(slug) else None,
-            template_argv=task_argv(template, config) if template and config.prestarts(slug) and config.forks(slug) else None,
+            prestart_argv=task_argv(commands.prestart, config) if commands.prestart and config.prestarts(slug) else None,
+            template_argv=task_argv(commands.template, config) if commands.template and config.prestarts(slug) and config.forks(slug) else None,
+            build_argv=task_argv(commands.build, config) if commands.build else None,
+            exec_argv=task_argv(commands.exec, config) if commands.exec else None,
         )
     return workloads, unserved
 

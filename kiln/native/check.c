@@ -8,20 +8,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* solution, checker, asserts and stdin, each at most RUN_INPUT_MAX, plus the header */
+/* a test job's solution, checker, asserts and stdin, each at most RUN_INPUT_MAX; a judge job's
+ * files or stdin, RUN_JUDGE_INPUT_MAX in all (the front's bound on a judge request's body);
+ * plus the header */
 size_t job_frame_max(const struct slot *s) {
-    return 4 * s->recipe.input_max + 64 * 1024 + 64;
+    long long judge = s->recipe.judge_input_max, test = 4 * s->recipe.input_max;
+    return (judge > test ? judge : test) + 64 * 1024 + 64;
 }
 
-/* a prestarted slot serves its language's requests without stdin (its task's stdin is /dev/null) */
+/* a prestarted slot serves its language's test jobs without stdin (its task's stdin is /dev/null) */
 int refused_here(const struct slot *s, const struct job *job, char *err) {
-    if (s->prestarted.workload < 0 || (job->workload == s->prestarted.workload && !job->has_stdin)) return 0;
+    if (s->prestarted.workload < 0 || (job->workload == s->prestarted.workload && !job->has_stdin && job->command == CMD_TEST)) return 0;
     snprintf(err, ERR, "slot warmed for %s requests without stdin", s->recipe.recs[s->prestarted.workload].args[0].p);
     return -1;
 }
 
 int check_job(struct slot *s) {
-    char err[ERR], *body, json[ERR];
+    char err[ERR], *body, json[8192];
     size_t len;
     struct job job;
     const char *prestart = getenv("KILN_PRESTART");
@@ -33,8 +36,11 @@ int check_job(struct slot *s) {
         send_error(s->sock, "error", err);
         return 0;
     }
-    int n = snprintf(json, sizeof json, "{\"op\":\"job\",\"slug\":\"%s\",\"timeout_ms\":%lld,\"stdin\":%s,\"files\":[",
-                     s->recipe.recs[job.workload].args[0].p, job.timeout_ms, job.has_stdin ? "true" : "false");
+    static const char *commands[] = {[CMD_TEST] = "test", [CMD_BUILD] = "build", [CMD_EXEC] = "exec"};
+    int n = snprintf(json, sizeof json, "{\"op\":\"job\",\"slug\":\"%s\",\"command\":\"%s\",\"timeout_ms\":%lld,\"limits\":[%lld,%lld,%lld,%lld],"
+                     "\"layer\":\"%s\",\"stdin\":%s,\"files\":[",
+                     s->recipe.recs[job.workload].args[0].p, commands[job.command], job.timeout_ms, job.cpu_ms, job.memory, job.pids, job.output,
+                     job.layer, job.has_stdin ? "true" : "false");
     for (int i = 0; i < job.nparts; i++) n += snprintf(json + n, sizeof json - n, "%s\"%s\"", i ? "," : "", job.part_names[i]);
     snprintf(json + n, sizeof json - n, "]}");
     send_json(s->sock, json, -1);

@@ -3,7 +3,7 @@
  *     u32 size of the rest | u32 size of the header | header (compact JSON) | blobs
  *
  * (big-endian). init reads one job frame and answers with one frame. A job header is accepted
- * only in the one form the front writes (api.py: keys in that order, no spaces); anything else
+ * only in the one form the front writes (protocol.py encode_job: keys in that order, no spaces); anything else
  * is answered with an error frame: the root side trusts nothing from the front. */
 #include "kiln.h"
 
@@ -86,7 +86,66 @@ static int number(struct cursor *c, long long *value) {
     return digits ? 0 : -1;
 }
 
+/* A build's file name: [A-Za-z0-9_][A-Za-z0-9_.-]{0,99} (kiln.judge.request checks the same). */
+static int file_name(struct cursor *c, char *out) {
+    if (expect(c, "\"")) return -1;
+    size_t n = 0;
+    while (c->at < c->end && *c->at != '"') {
+        char ch = *c->at++;
+        int word_char = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_';
+        if (!(word_char || (n && (ch == '.' || ch == '-'))) || n >= FILE_NAME_MAX) return -1;
+        out[n++] = ch;
+    }
+    out[n] = '\0';
+    return n ? expect(c, "\"") : -1;
+}
+
 static const char *PART_NAMES[] = {"solution", "checker", "asserts"};
+static const char *COMMAND_NAMES[] = {[CMD_TEST] = "test", [CMD_BUILD] = "build", [CMD_EXEC] = "exec"};
+
+static int is_layer_name(const char *name) {
+    size_t n = strspn(name, "0123456789abcdef");
+    return n == LAYER_NAME_MAX && !name[n];
+}
+
+/* A test's parts: each of PART_NAMES at most once, the solution always, the checker exactly for
+ * a language that has one; a build's files: distinct names. */
+static int check_files(const struct recipe *r, struct job *job, int nfiles, char names[][FILE_NAME_MAX + 1], char *err, size_t errlen) {
+    if (job->command == CMD_BUILD) {
+        if (!nfiles) return snprintf(err, errlen, "a build job without files"), -1;
+        for (int i = 0; i < nfiles; i++) {
+            for (int k = 0; k < i; k++)
+                if (!strcmp(names[i], names[k])) return snprintf(err, errlen, "bad files"), -1;
+            job->part_names[i] = names[i];
+        }
+        return 0;
+    }
+    if (job->command == CMD_EXEC) return nfiles ? (snprintf(err, errlen, "an exec job with files"), -1) : 0;
+    int seen = 0, with_checker = 0, has_checker = arg_int(&r->recs[job->workload].args[1]) != 0;
+    for (int i = 0; i < nfiles; i++) {
+        int k = 0;
+        while (k < 3 && strcmp(names[i], PART_NAMES[k])) k++;
+        if (k == 3 || seen & (1 << k)) return snprintf(err, errlen, "bad files"), -1;
+        seen |= 1 << k;
+        job->part_names[i] = PART_NAMES[k];
+        with_checker |= k == 1;
+    }
+    if (!(seen & 1)) return snprintf(err, errlen, "no solution"), -1;
+    if (has_checker != with_checker) return snprintf(err, errlen, "checker present for a language without one, or missing"), -1;
+    return 0;
+}
+
+/* the job's own limits: none above the language's (its K_WORKLOAD record) or the service's */
+static int check_limits(const struct recipe *r, const struct job *job, char *err, size_t errlen) {
+    const struct rec *w = &r->recs[job->workload];
+    long long memory_max = w->nargs > 2 ? arg_int(&w->args[2]) : 0, pids_max = w->nargs > 3 ? arg_int(&w->args[3]) : 0;
+    if (job->cpu_ms > r->timeout_max_ms || (memory_max && job->memory > memory_max) || (pids_max && job->pids > pids_max) || job->output > r->output_max)
+        return snprintf(err, errlen, "a job limit above its maximum"), -1;
+    if ((job->command == CMD_EXEC) != (*job->layer != '\0') || (*job->layer && !is_layer_name(job->layer)))
+        return snprintf(err, errlen, "bad layer"), -1;
+    if (job->command == CMD_BUILD && job->has_stdin) return snprintf(err, errlen, "a build job with stdin"), -1;
+    return 0;
+}
 
 int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, char *err, size_t errlen) {
     uint32_t head_size;
@@ -97,53 +156,48 @@ int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, c
         return -1;
     }
     struct cursor c = {body + 4, body + 4 + head_size};
-    char slug[64], names[MAX_PARTS][16];
-    long long sizes[MAX_PARTS + 1];
+    char slug[64], command[16], (*names)[FILE_NAME_MAX + 1] = job->file_names;
+    long long sizes[MAX_PARTS + 1], *limits[] = {&job->cpu_ms, &job->memory, &job->pids, &job->output};
     int nfiles = 0, nblobs = 0;
     memset(job, 0, sizeof *job);
-    if (expect(&c, "{\"op\":\"job\",\"slug\":") || word(&c, slug, sizeof slug) || expect(&c, ",\"timeout_ms\":") ||
-        number(&c, &job->timeout_ms) || expect(&c, ",\"files\":["))
+    if (expect(&c, "{\"op\":\"job\",\"slug\":") || word(&c, slug, sizeof slug) || expect(&c, ",\"command\":") || word(&c, command, sizeof command))
         goto form;
+    while (job->command <= CMD_EXEC && strcmp(command, COMMAND_NAMES[job->command])) job->command++;
+    if (job->command > CMD_EXEC || expect(&c, ",\"timeout_ms\":") || number(&c, &job->timeout_ms) || expect(&c, ",\"limits\":[")) goto form;
+    for (int i = 0; i < 4; i++)
+        if ((i && expect(&c, ",")) || number(&c, limits[i])) goto form;
+    if (expect(&c, "],\"layer\":") || word(&c, job->layer, sizeof job->layer) || expect(&c, ",\"files\":[")) goto form;
     while (expect(&c, "]")) {
-        if ((nfiles && expect(&c, ",")) || nfiles == 3 || word(&c, names[nfiles], sizeof names[0])) goto form;
+        if ((nfiles && expect(&c, ",")) || nfiles == MAX_PARTS - 1) goto form;
+        if (job->command == CMD_BUILD ? file_name(&c, names[nfiles]) : word(&c, names[nfiles], sizeof names[0])) goto form;
         nfiles++;
     }
     if (expect(&c, ",\"stdin\":")) goto form;
     if (!expect(&c, "true")) job->has_stdin = 1;
     else if (expect(&c, "false")) goto form;
-    if (expect(&c, ",\"blobs\":[")) goto form;
-    while (expect(&c, "]")) {
-        if ((nblobs && expect(&c, ",")) || nblobs == MAX_PARTS || number(&c, &sizes[nblobs])) goto form;
-        nblobs++;
-    }
+    if (!expect(&c, ",\"blobs\":[")) /* absent when the job carries none (protocol.encode) */
+        while (expect(&c, "]")) {
+            if ((nblobs && expect(&c, ",")) || nblobs == MAX_PARTS || number(&c, &sizes[nblobs])) goto form;
+            nblobs++;
+        }
     if (expect(&c, "}") || c.at != c.end) goto form;
 
     job->workload = find_workload(r, slug);
     if (job->workload < 0) return snprintf(err, errlen, "unknown slug '%s'", slug), -1;
-    int has_checker = arg_int(&r->recs[job->workload].args[1]) != 0;
     if (job->timeout_ms <= 0 || job->timeout_ms > r->timeout_max_ms)
         return snprintf(err, errlen, "bad timeout_ms %lld", job->timeout_ms), -1;
-    int seen = 0, with_checker = 0;
-    for (int i = 0; i < nfiles; i++) {
-        int k = 0;
-        while (k < 3 && strcmp(names[i], PART_NAMES[k])) k++;
-        if (k == 3 || seen & (1 << k)) return snprintf(err, errlen, "bad files"), -1;
-        seen |= 1 << k;
-        job->part_names[i] = PART_NAMES[k];
-        with_checker |= k == 1;
-    }
+    if (check_limits(r, job, err, errlen) || check_files(r, job, nfiles, names, err, errlen)) return -1;
     if (nblobs != nfiles + job->has_stdin) return snprintf(err, errlen, "blob count does not match the job"), -1;
+    long long blob_max = job->command == CMD_TEST ? r->input_max : r->judge_input_max;
     size_t offset = 4 + head_size;
     for (int i = 0; i < nblobs; i++) {
-        if (sizes[i] > r->input_max) return snprintf(err, errlen, "a part is larger than RUN_INPUT_MAX"), -1;
+        if (sizes[i] > blob_max) return snprintf(err, errlen, "a part is larger than %s", job->command == CMD_TEST ? "RUN_INPUT_MAX" : "RUN_JUDGE_INPUT_MAX"), -1;
         if ((size_t)sizes[i] > len - offset) return snprintf(err, errlen, "blob sizes do not add up to the frame size"), -1;
         if (i < nfiles) job->blob[i] = body + offset, job->blob_len[i] = sizes[i];
         else job->stdin_data = body + offset, job->stdin_len = sizes[i];
         offset += sizes[i];
     }
     if (offset != len) return snprintf(err, errlen, "blob sizes do not add up to the frame size"), -1;
-    if (!(seen & 1)) return snprintf(err, errlen, "no solution"), -1;
-    if (has_checker != with_checker) return snprintf(err, errlen, "checker present for a language without one, or missing"), -1;
     job->nparts = nfiles;
     return 0;
 form:
@@ -207,14 +261,15 @@ int send_json(int fd, const char *json, int pass_fd) {
 }
 
 /* fields: the header's members without braces and blobs, e.g. "\"op\":\"result\",...". */
-int send_result(int fd, const char *fields, const char *out, size_t out_len, const char *err, size_t err_len) {
+int send_result(int fd, const char *fields, const char *out, size_t out_len, const char *err, size_t err_len, const char *layer, size_t layer_len) {
     char head[1024];
-    int n = snprintf(head, sizeof head, "{%s,\"blobs\":[%zu,%zu]}", fields, out_len, err_len);
+    int n = layer ? snprintf(head, sizeof head, "{%s,\"blobs\":[%zu,%zu,%zu]}", fields, out_len, err_len, layer_len)
+                  : snprintf(head, sizeof head, "{%s,\"blobs\":[%zu,%zu]}", fields, out_len, err_len);
     char start[8];
-    prefix(start, out_len + err_len, n);
-    struct iovec iov[4] = {{start, 8}, {head, n}, {(void *)out, out_len}, {(void *)err, err_len}};
-    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 4};
-    size_t left = 8 + n + out_len + err_len;
+    prefix(start, out_len + err_len + (layer ? layer_len : 0), n);
+    struct iovec iov[5] = {{start, 8}, {head, n}, {(void *)out, out_len}, {(void *)err, err_len}, {(void *)layer, layer_len}};
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = layer ? 5 : 4};
+    size_t left = 8 + n + out_len + err_len + (layer ? layer_len : 0);
     while (left) {
         ssize_t sent = sendmsg(fd, &msg, MSG_NOSIGNAL);
         if (sent < 0 && errno == EINTR) continue;

@@ -78,7 +78,7 @@ static int prestart_ends(struct slot *s, int task[4], char *err) {
  * neither a mount nor more than root's file access */
 static int start_prestarted(struct slot *s, struct span w, char *err) {
     int task[4];
-    if (mount_workspace(s, w, err) || apply_cgroup_limits(s, w, K_W_PRESTART_LIMIT, err) || take_limits(s, w, s->recipe.timeout_max_ms, err) ||
+    if (mount_workspace(s, w, NULL, err) || apply_cgroup_limits(s, w, K_W_PRESTART_LIMIT, err) || take_limits(s, w, s->recipe.timeout_max_ms, 0, err) ||
         prestart_ends(s, task, err) || spawn_task(s, w, K_W_PRESTART_ARGV, task, 4, &s->prestarted.pid, err) || take_filter(s, err))
         return -1;
     for (int i = 0; i < 4; i++) close(task[i]);
@@ -102,7 +102,7 @@ static int send_fds(int sock, const char *text, const int *fds, int n) {
  * have entered; then takes its own limits and filter as in start_prestarted. */
 static int start_forked(struct slot *s, struct span w, int task_sock, pid_t task, char *err) {
     int fds[6 + MAX_FDS], n = 6;
-    if (mount_workspace(s, w, err) || apply_cgroup_limits(s, w, K_W_PRESTART_LIMIT, err) || prestart_ends(s, fds + 2, err)) return -1;
+    if (mount_workspace(s, w, NULL, err) || apply_cgroup_limits(s, w, K_W_PRESTART_LIMIT, err) || prestart_ends(s, fds + 2, err)) return -1;
     if ((fds[0] = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC)) < 0 || (fds[1] = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) < 0)
         return snprintf(err, ERR, "sandbox step 'hand the forked task its slot' failed: %s", strerror(errno)), -1;
     for (int i = 0; i < s->n_procs; i++) fds[n++] = s->cg_procs[i];
@@ -120,7 +120,7 @@ static int start_forked(struct slot *s, struct span w, int task_sock, pid_t task
         return snprintf(err, ERR, "sandbox step 'the forked task enters its slot' failed: %s", got > 0 ? said : "no answer"), -1;
     }
     s->prestarted.pid = task;
-    return take_limits(s, w, s->recipe.timeout_max_ms, err) || take_filter(s, err) ? -1 : 0;
+    return take_limits(s, w, s->recipe.timeout_max_ms, 0, err) || take_filter(s, err) ? -1 : 0;
 }
 
 /* become init -> the root: the index's template built, or a private copy of it entered -> the
@@ -149,32 +149,44 @@ static void warm(struct slot *s, const struct start *start) {
 static void supervise_and_answer(struct slot *s, struct run *run, const struct job *job, struct span w, double started, double cpu_before_ms, const char *title) {
     run->task_fd = syscall(SYS_pidfd_open, run->pid, 0); /* a zombie has one too: no race */
     run->cancel_fd = s->sock;
-    run->output_max = s->recipe.output_max;
+    run->output_max = job->output > 0 ? job->output : s->recipe.output_max;
+    run->stderr_cut = job->command == CMD_EXEC;
+    run->cpu_limit_ms = job->cpu_ms, run->cpu_before_ms = cpu_before_ms;
     supervise(s, run, started + job->timeout_ms / 1000.0, title);
-    if (!run->cancelled) send_result_of(s, run, started, cpu_limit_s(s, w, job->timeout_ms) * 1000, cpu_before_ms);
+    if (run->cancelled) return;
+    char *layer = NULL, err[ERR];
+    size_t layer_len = 0;
+    int built = job->command == CMD_BUILD && run->has_status && WIFEXITED(run->status) && WEXITSTATUS(run->status) == 0 && !run->timed_out && !run->overflow;
+    if (built && collect_layer(s, &layer, &layer_len, err)) return send_failure(s, err);
+    send_result_of(s, run, started, cpu_limit_s(s, w, job->timeout_ms, job->cpu_ms) * 1000, cpu_before_ms, layer, layer_len);
 }
 
-/* a plain slot: workspace, files, limits, stdin and pipes (the task's own), rlimits, the task
- * spawned (it takes its user and filter in its own process) -> supervise -> the result. Init
- * stays root, beyond the task's reach (another uid, no capability, pid 1 hidden), and, unlike
- * a prestarted slot's, without a filter of its own: its mounts and writes are done, and a
- * second load of the filter (~0.1 ms) would be on the request's path */
+static const uint32_t COMMAND_ARGV[] = {[CMD_TEST] = K_W_ARGV, [CMD_BUILD] = K_W_BUILD_ARGV, [CMD_EXEC] = K_W_EXEC_ARGV};
+
+/* a plain slot: workspace (on the job's build layer, for a judge's test), files, limits, stdin
+ * and pipes (the task's own), rlimits, the task spawned (it takes its user and filter in its
+ * own process) -> supervise -> the result (with what a judge's build left). Init stays root,
+ * beyond the task's reach (another uid, no capability, pid 1 hidden), and, unlike a prestarted
+ * slot's, without a filter of its own: its mounts and writes are done, and a second load of
+ * the filter (~0.1 ms) would be on the request's path */
 static void execute(struct slot *s, const struct job *job, struct span w, const char *title) {
     char err[ERR];
     int stdio[3], out[2], errp[2];
     struct run run = {0};
-    if (mount_workspace(s, w, err) || write_parts(s, w, job, err) || apply_cgroup_limits(s, w, K_W_LIMIT, err)) return send_failure(s, err);
+    if (mount_workspace(s, w, job->layer, err) || (job->command == CMD_TEST ? write_parts(s, w, job, err) : give_judge_files(s, job, err)) ||
+        apply_cgroup_limits(s, w, K_W_LIMIT, err) || apply_job_limits(s, job, err))
+        return send_failure(s, err);
     make_as_task(s, 1);
     int failed = (stdio[0] = open_stdin(job)) < 0 || output_pipe(out) || output_pipe(errp);
     make_as_task(s, 0);
     if (failed) return snprintf(err, ERR, "sandbox step 'open stdin and pipes' failed: %s", strerror(errno)), send_failure(s, err);
     stdio[1] = out[1], stdio[2] = errp[1];
-    if (take_limits(s, w, job->timeout_ms, err)) return send_failure(s, err);
-    double started = monotonic_s();
-    if (spawn_task(s, w, K_W_ARGV, stdio, 3, &run.pid, err)) return send_failure(s, err);
+    if (take_limits(s, w, job->timeout_ms, job->cpu_ms, err)) return send_failure(s, err);
+    double cpu_before_ms = job->cpu_ms > 0 ? cgroup_cpu_ms(s) : 0, started = monotonic_s();
+    if (spawn_task(s, w, COMMAND_ARGV[job->command], stdio, 3, &run.pid, err)) return send_failure(s, err);
     for (int i = 0; i < 3; i++) close(stdio[i]);
     run.out_fd = out[0], run.err_fd = errp[0];
-    supervise_and_answer(s, &run, job, w, started, 0, title);
+    supervise_and_answer(s, &run, job, w, started, cpu_before_ms > 0 ? cpu_before_ms : 0, title);
 }
 
 /* A prestart command found gone when its request comes (a stale build that does not wait, a

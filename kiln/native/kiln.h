@@ -38,6 +38,9 @@ enum {
     K_W_PRESTART_ARGV = 16,  /* argv...: the workspace's prestart command */
     K_W_PRESTART_LIMIT = 17, /* dir_index file value: a prestarted slot's limits, from fresh */
     K_W_TEMPLATE_ARGV = 18,  /* argv...: the workspace's template command (template.c) */
+    K_JOB_LIMIT = 19,        /* what dir_index file: where a job's own memory or pids limit goes */
+    K_W_BUILD_ARGV = 20,     /* argv...: the workspace's build command (a judge's build job) */
+    K_W_EXEC_ARGV = 21,      /* argv...: the workspace's exec command (a judge's test job) */
 };
 
 struct arg {
@@ -58,7 +61,11 @@ struct recipe {
     /* its K_CONST records, read once by recipe_load (absent: index -1, the others 0 or NULL) */
     long index, uid;
     long long input_max, output_max, timeout_max_ms;
+    long long judge_input_max, layer_max; /* a judge job's files or stdin; what a build may leave */
     const char *cwd;
+    const char *judge_dir;  /* below /sandbox: where a build job's files go */
+    const char *upper;      /* the workspace overlay's upper layer: what a build job leaves */
+    const char *layers;     /* where the builds' layers are, while the root is the slot's */
 };
 
 /* a language's records: from its K_WORKLOAD up to the next */
@@ -80,6 +87,7 @@ struct slot {
     int cg_dirs[MAX_FDS], cg_procs[MAX_FDS];     /* SlotCgroup.fd_groups() */
     int n_dirs, n_procs;
     int sandbox;                                 /* /sandbox, once mount_workspace opened it */
+    const char *layer;                           /* the job's build layer, for OP_OVERLAY; NULL none */
     struct {                                     /* a slot warmed for one language */
         long workload;                           /* its K_WORKLOAD record; -1: a plain slot */
         pid_t pid;                               /* the prestart command, waiting on its fd 3 */
@@ -98,27 +106,32 @@ static inline double monotonic_s(void) {
 /* --- mounts.c: the slot's mount namespace ------------------------------------------------- */
 
 /* Ops of the K_BUILD, K_FINISH and K_W_MOUNT records: recipe.py's OPS, codes from 1. */
-enum op { OP_MOUNT = 1, OP_SETATTR, OP_MKDIR, OP_MKDIRS, OP_TOUCH, OP_WRITE, OP_SYMLINK, OP_MKNOD, OP_PIVOT, OP_SAVE_NS, OP_UNSHARE_NS, OP_HOSTNAME, OP_DETACH };
+enum op { OP_MOUNT = 1, OP_SETATTR, OP_MKDIR, OP_MKDIRS, OP_TOUCH, OP_WRITE, OP_SYMLINK, OP_MKNOD, OP_PIVOT, OP_SAVE_NS, OP_UNSHARE_NS, OP_HOSTNAME, OP_DETACH, OP_OVERLAY };
 
 int apply_ops(struct slot *s, struct span span, uint32_t kind, int *template_fd, char *err);
 /* the index's template root built (its descriptor: >= 0) or a copy of it entered (-1), then the
  * slot's own; -2 on error */
 int build_root(struct slot *s, int template_fd, char *err);
-/* the workspace overlay and /tmp at the language's sizes, its writable dirs given; opens s->sandbox */
-int mount_workspace(struct slot *s, struct span w, char *err);
+/* the workspace overlay (on the build `layer` when not NULL) and /tmp at the language's sizes,
+ * its writable dirs given; opens s->sandbox */
+int mount_workspace(struct slot *s, struct span w, const char *layer, char *err);
 
 /* --- files.c: what the request writes below /sandbox --------------------------------------- */
 
 struct job;
 int give_dirs(const struct slot *s, struct span w, char *err); /* the language's K_W_DIR, made and the task's */
 int write_parts(const struct slot *s, struct span w, const struct job *job, char *err);
+/* a judge job's: /sandbox given to the task; a build's files written in the judge dir */
+int give_judge_files(const struct slot *s, const struct job *job, char *err);
 int open_stdin(const struct job *job); /* a sealed memfd, or /dev/null */
 
 /* --- limits.c: rlimits and cgroup limits -------------------------------------------------- */
 
 int apply_cgroup_limits(struct slot *s, struct span span, uint32_t kind, char *err);
-long cpu_limit_s(const struct slot *s, struct span w, long long timeout_ms);
-int take_limits(struct slot *s, struct span w, long long timeout_ms, char *err); /* and the cwd */
+int apply_job_limits(struct slot *s, const struct job *job, char *err); /* its own memory and pids, if any */
+/* RLIMIT_CPU: from the job's CPU limit (cpu_ms > 0), else from its timeout */
+long cpu_limit_s(const struct slot *s, struct span w, long long timeout_ms, long long cpu_ms);
+int take_limits(struct slot *s, struct span w, long long timeout_ms, long long cpu_ms, char *err); /* and the cwd */
 
 /* --- identity.c: who a process is, what it holds, what it may call ------------------------- */
 
@@ -142,12 +155,24 @@ int spawn_task(struct slot *s, struct span w, uint32_t argv_kind, const int *fds
 
 /* --- frames.c ------------------------------------------------------------------------------ */
 
-#define MAX_PARTS 4
+#define MAX_PARTS 66     /* a build's judge file and up to 64 more; a test's three parts */
+#define FILE_NAME_MAX 100
+#define LAYER_NAME_MAX 64
+
+/* what a job runs: the workspace's test command (POST /run), or a judge's build or test */
+enum command { CMD_TEST, CMD_BUILD, CMD_EXEC };
+
 struct job {
     int workload;        /* index of its K_WORKLOAD record */
+    enum command command;
     long long timeout_ms;
+    /* its own limits, each 0 for the language's: CPU time of the whole run, memory, pids,
+     * stdout (stderr is cut there without a verdict) */
+    long long cpu_ms, memory, pids, output;
+    char layer[LAYER_NAME_MAX + 1]; /* the build (a folder of recipe.layers) below the workspace; "" none */
     int nparts;          /* files, then stdin if any */
-    const char *part_names[MAX_PARTS];
+    const char *part_names[MAX_PARTS]; /* a test's parts, a build's file names */
+    char file_names[MAX_PARTS][FILE_NAME_MAX + 1];
     const char *blob[MAX_PARTS];
     size_t blob_len[MAX_PARTS];
     const char *stdin_data;
@@ -158,7 +183,8 @@ int read_frame(int fd, size_t max, char **body, size_t *len, char *err, size_t e
 int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, char *err, size_t errlen);
 int send_json(int fd, const char *json, int pass_fd);
 void json_escape(char *out, size_t cap, const char *text);
-int send_result(int fd, const char *header_fields, const char *out, size_t out_len, const char *err, size_t err_len);
+/* the result's fields, then its blobs: stdout, stderr, and a build's layer when `layer` is not NULL */
+int send_result(int fd, const char *header_fields, const char *out, size_t out_len, const char *err, size_t err_len, const char *layer, size_t layer_len);
 void send_error(int fd, const char *op, const char *error); /* {"op": op, "error": error} */
 
 /* --- supervise.c ----------------------------------------------------------------------------- */
@@ -167,6 +193,9 @@ struct run {
     pid_t pid;
     int task_fd, out_fd, err_fd, cancel_fd;
     size_t output_max;
+    int stderr_cut;            /* stderr past output_max is dropped, the run goes on (a judge's test) */
+    double cpu_limit_ms, cpu_before_ms; /* > 0: killed once the cgroup's CPU passes it */
+    int cpu_exceeded;
     char *out, *err;
     size_t out_len, err_len;
     int status, has_status, timed_out, overflow, cancelled;
@@ -181,7 +210,13 @@ void kill_all(void);
 
 double cgroup_cpu_ms(const struct slot *s); /* < 0: no cgroup CPU figure */
 void send_failure(const struct slot *s, const char *message);
-void send_result_of(const struct slot *s, const struct run *run, double started, long cpu_limit_ms, double cpu_before_ms);
+void send_result_of(const struct slot *s, const struct run *run, double started, long cpu_limit_ms, double cpu_before_ms, const char *layer, size_t layer_len);
+
+/* --- layer.c: what a build job left, sent back as its layer ------------------------------------ */
+
+/* The upper layer's directories, regular files and symbolic links, walked without following
+ * anything, as LAYER entries (kiln/zygote/protocol.py reads them); *out malloc'd. */
+int collect_layer(const struct slot *s, char **out, size_t *len, char *err);
 
 /* --- title.c --------------------------------------------------------------------------------- */
 

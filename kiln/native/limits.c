@@ -27,8 +27,28 @@ int apply_cgroup_limits(struct slot *s, struct span span, uint32_t kind, char *e
     return 0;
 }
 
-/* plan.cpu_rlimit_terms: RLIMIT_CPU from the run's timeout */
-long cpu_limit_s(const struct slot *s, struct span w, long long timeout_ms) {
+/* A job's own memory and pids limits, lower than its language's (parse_job checked), written
+ * where the K_JOB_LIMIT records say, in their order (the order that lowers a limit). */
+int apply_job_limits(struct slot *s, const struct job *job, char *err) {
+    for (size_t i = 0; i < s->recipe.n; i++) {
+        const struct rec *r = &s->recipe.recs[i];
+        if (r->kind != K_JOB_LIMIT || r->nargs != 3) continue;
+        long long value = !strcmp(r->args[0].p, "memory") ? job->memory : !strcmp(r->args[0].p, "pids") ? job->pids : 0;
+        if (value <= 0) continue;
+        char text[32];
+        int n = snprintf(text, sizeof text, "%lld", value);
+        struct arg args[3] = {r->args[1], r->args[2], {text, (uint32_t)n}};
+        struct rec write = {K_JOB_LIMIT, 3, args};
+        if (write_cgroup(s, &write, err)) return -1;
+    }
+    return 0;
+}
+
+/* plan.cpu_rlimit_terms: RLIMIT_CPU from the run's timeout; a job with its own CPU limit (a
+ * judge's test, which the supervisor stops at that limit for the whole cgroup) gets a second
+ * more, as a backstop */
+long cpu_limit_s(const struct slot *s, struct span w, long long timeout_ms, long long cpu_ms) {
+    if (cpu_ms > 0) return (cpu_ms + 999) / 1000 + 1;
     for (size_t i = w.from; i < w.to; i++)
         if (s->recipe.recs[i].kind == K_W_RLIMIT_CPU)
             return (timeout_ms + 999) / 1000 * arg_int(&s->recipe.recs[i].args[0]) + arg_int(&s->recipe.recs[i].args[1]);
@@ -50,8 +70,8 @@ static int fail(char *err, const char *step, const char *what) {
     return -1;
 }
 
-int take_limits(struct slot *s, struct span w, long long timeout_ms, char *err) {
-    long cpu = cpu_limit_s(s, w, timeout_ms);
+int take_limits(struct slot *s, struct span w, long long timeout_ms, long long cpu_ms, char *err) {
+    long cpu = cpu_limit_s(s, w, timeout_ms, cpu_ms);
     if (cpu > 0 && set_rlimit(RLIMIT_CPU, cpu)) return fail(err, "set rlimits", "RLIMIT_CPU");
     for (size_t i = w.from; i < w.to; i++)
         if (s->recipe.recs[i].kind == K_W_RLIMIT && set_rlimit(arg_int(&s->recipe.recs[i].args[0]), arg_int(&s->recipe.recs[i].args[1])))

@@ -18,12 +18,12 @@
 static const char *const OP_NAMES[] = {
     [OP_MOUNT] = "mount", [OP_SETATTR] = "setattr", [OP_MKDIR] = "mkdir", [OP_MKDIRS] = "mkdirs", [OP_TOUCH] = "touch",
     [OP_WRITE] = "write", [OP_SYMLINK] = "symlink", [OP_MKNOD] = "mknod", [OP_PIVOT] = "pivot", [OP_SAVE_NS] = "save_ns",
-    [OP_UNSHARE_NS] = "unshare_ns", [OP_HOSTNAME] = "hostname", [OP_DETACH] = "detach",
+    [OP_UNSHARE_NS] = "unshare_ns", [OP_HOSTNAME] = "hostname", [OP_DETACH] = "detach", [OP_OVERLAY] = "overlay",
 };
 /* how many args each op takes after step and op */
 static const int OP_ARGS[] = {
     [OP_MOUNT] = 5, [OP_SETATTR] = 3, [OP_MKDIR] = 4, [OP_MKDIRS] = 1, [OP_TOUCH] = 2, [OP_WRITE] = 3, [OP_SYMLINK] = 2,
-    [OP_MKNOD] = 4, [OP_PIVOT] = 1, [OP_SAVE_NS] = 0, [OP_UNSHARE_NS] = 0, [OP_HOSTNAME] = 1, [OP_DETACH] = 1,
+    [OP_MKNOD] = 4, [OP_PIVOT] = 1, [OP_SAVE_NS] = 0, [OP_UNSHARE_NS] = 0, [OP_HOSTNAME] = 1, [OP_DETACH] = 1, [OP_OVERLAY] = 5,
 };
 #define N_OPS ((long)(sizeof OP_NAMES / sizeof OP_NAMES[0]))
 
@@ -60,7 +60,16 @@ static int write_new_file(const char *path, mode_t mode, const struct arg *conte
     return rc;
 }
 
-static int op(enum op code, const struct arg *a, int *template_fd) {
+/* args: target lower upper work flags; a job's build layer, if any, goes above the lower layer */
+static int overlay(const struct slot *s, const struct arg *a) {
+    char data[4096];
+    int n = s->layer ? snprintf(data, sizeof data, "lowerdir=%s/%s:%s,upperdir=%s,workdir=%s", s->recipe.layers, s->layer, a[1].p, a[2].p, a[3].p)
+                     : snprintf(data, sizeof data, "lowerdir=%s,upperdir=%s,workdir=%s", a[1].p, a[2].p, a[3].p);
+    if (n < 0 || (size_t)n >= sizeof data || (s->layer && !s->recipe.layers)) return errno = ENAMETOOLONG, -1;
+    return mount("kiln", a[0].p, "overlay", (unsigned long)arg_int(&a[4]), data);
+}
+
+static int op(const struct slot *s, enum op code, const struct arg *a, int *template_fd) {
     switch (code) {
     case OP_MOUNT:
         return mount(or_null(&a[0]), a[1].p, or_null(&a[2]), (unsigned long)arg_int(&a[3]), or_null(&a[4]));
@@ -101,16 +110,18 @@ static int op(enum op code, const struct arg *a, int *template_fd) {
         return sethostname(a[0].p, a[0].len);
     case OP_DETACH:
         return umount2(a[0].p, MNT_DETACH);
+    case OP_OVERLAY:
+        return overlay(s, a);
     }
     return errno = EINVAL, -1;
 }
 
-static int apply_op(const struct rec *r, int *template_fd, char *err) {
+static int apply_op(const struct slot *s, const struct rec *r, int *template_fd, char *err) {
     long code = r->nargs >= 2 ? arg_int(&r->args[1]) : 0;
     if (code < OP_MOUNT || code >= N_OPS || (long)r->nargs - 2 != OP_ARGS[code])
         return snprintf(err, ERR, "recipe: a bad op record (op %ld, %u args)", code, r->nargs), -1;
-    if (op(code, r->args + 2, template_fd) == 0) return 0;
-    const char *what = code == OP_MOUNT ? r->args[3].p : r->nargs > 2 ? r->args[2].p : "";
+    if (op(s, code, r->args + 2, template_fd) == 0) return 0;
+    const char *what = code == OP_MOUNT ? r->args[3].p : code == OP_OVERLAY && s->layer ? s->layer : r->nargs > 2 ? r->args[2].p : "";
     snprintf(err, ERR, "sandbox step '%s' failed: %s %s: %s", r->args[0].p, OP_NAMES[code], what, strerror(errno));
     return -1;
 }
@@ -118,7 +129,7 @@ static int apply_op(const struct rec *r, int *template_fd, char *err) {
 /* Every op record of `kind` in `span`, in order; the first failure stops and says which step. */
 int apply_ops(struct slot *s, struct span span, uint32_t kind, int *template_fd, char *err) {
     for (size_t i = span.from; i < span.to; i++)
-        if (s->recipe.recs[i].kind == kind && apply_op(&s->recipe.recs[i], template_fd, err)) return -1;
+        if (s->recipe.recs[i].kind == kind && apply_op(s, &s->recipe.recs[i], template_fd, err)) return -1;
     return 0;
 }
 
@@ -135,8 +146,11 @@ int build_root(struct slot *s, int template_fd, char *err) {
     return apply_ops(s, all, K_FINISH, NULL, err) ? -2 : built;
 }
 
-int mount_workspace(struct slot *s, struct span w, char *err) {
-    if (apply_ops(s, w, K_W_MOUNT, NULL, err)) return -1;
+int mount_workspace(struct slot *s, struct span w, const char *layer, char *err) {
+    s->layer = layer && *layer ? layer : NULL;
+    int failed = apply_ops(s, w, K_W_MOUNT, NULL, err);
+    s->layer = NULL;
+    if (failed) return -1;
     if ((s->sandbox = open("/sandbox", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)) < 0)
         return snprintf(err, ERR, "sandbox step 'open /sandbox' failed: %s", strerror(errno)), -1;
     return give_dirs(s, w, err);

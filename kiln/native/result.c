@@ -71,11 +71,11 @@ void send_failure(const struct slot *s, const char *message) {
     char text[ERR + 16];
     int n = snprintf(text, sizeof text, "kiln: %s\n", message);
     send_result(s->sock, "\"op\":\"result\",\"exit_code\":null,\"outcome\":\"infrastructure_failure\",\"wall_ms\":0.0,\"cpu_ms\":0.0,"
-                        "\"memory_peak_bytes\":0,\"signal\":null,\"output_overflow\":false", "", 0, text, n);
+                        "\"memory_peak_bytes\":0,\"signal\":null,\"output_overflow\":false", "", 0, text, n, NULL, 0);
 }
 
 /* timed_out > out_of_memory > policy_violation > pids_limit > signaled > exited (DESIGN.md) */
-void send_result_of(const struct slot *slot, const struct run *run, double started, long cpu_limit_ms, double cpu_before_ms) {
+void send_result_of(const struct slot *slot, const struct run *run, double started, long cpu_limit_ms, double cpu_before_ms, const char *layer, size_t layer_len) {
     struct stats s = cgroup_stats(slot);
     int killed_by = run->has_status && WIFSIGNALED(run->status) ? WTERMSIG(run->status) : 0;
     int exit_code = run->has_status && WIFEXITED(run->status) ? WEXITSTATUS(run->status) : -1;
@@ -88,7 +88,7 @@ void send_result_of(const struct slot *slot, const struct run *run, double start
     int rlimit_cpu = cpu_ms >= cpu_limit_ms - 50 && (killed_by == SIGXCPU || killed_by == SIGKILL || exit_code == 128 + SIGXCPU || exit_code == 128 + SIGKILL);
     const char *outcome = "exited";
     int signal_out = killed_by;
-    if (run->timed_out || !run->has_status || rlimit_cpu) outcome = "timed_out", exit_code = -1;
+    if (run->timed_out || run->cpu_exceeded || !run->has_status || rlimit_cpu) outcome = "timed_out", exit_code = -1;
     else if (s.oom_kills) outcome = "out_of_memory";
     else if (killed_by == SIGSYS || exit_code == 128 + SIGSYS) outcome = "policy_violation", signal_out = SIGSYS; /* 159: under sh -c */
     else if (s.pids_hits) outcome = "pids_limit";
@@ -100,5 +100,5 @@ void send_result_of(const struct slot *slot, const struct run *run, double start
     snprintf(fields, sizeof fields, "\"op\":\"result\",\"exit_code\":%s,\"outcome\":\"%s\",\"wall_ms\":%.1f,\"cpu_ms\":%.1f,"
              "\"memory_peak_bytes\":%lld,\"signal\":%s,\"output_overflow\":%s",
              code, outcome, (ended - started) * 1000, cpu_ms, memory, sig, run->overflow ? "true" : "false");
-    send_result(slot->sock, fields, run->out, run->out_len, run->err, run->err_len);
+    send_result(slot->sock, fields, run->out, run->out_len, run->err, run->err_len, layer, layer_len);
 }

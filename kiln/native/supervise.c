@@ -15,6 +15,7 @@
 #define TITLE_EVERY_S 1.0 /* kiln.slots.TITLE_EVERY_S */
 #define REAP_EVERY_S 0.1  /* init has no SIGCHLD handler: orphans' zombies are reaped this often */
 #define DRAIN_GRACE_S 2.0
+#define CPU_EVERY_S 0.01  /* a run with a CPU limit has its cgroup's figure read this often */
 
 /* From PID 1 of the namespace: every process of the run, and nothing else. */
 void kill_all(void) {
@@ -41,7 +42,9 @@ static void read_stream(struct run *run, struct pollfd *fds, int which) {
         return;
     }
     *len += n;
-    if (*len > run->output_max) {
+    if (*len > run->output_max && which == P_ERR && run->stderr_cut) {
+        *len = run->output_max; /* kept to the cap; the run goes on */
+    } else if (*len > run->output_max) {
         *len = run->output_max;
         run->overflow = 1;
         kill_all();
@@ -87,9 +90,14 @@ void supervise(struct slot *s, struct run *run, double deadline, const char *tit
             kill_all();
             continue;
         }
-        double wait_s = limit - now < REAP_EVERY_S ? limit - now : REAP_EVERY_S;
+        double every = run->cpu_limit_ms > 0 && !drain_until ? CPU_EVERY_S : REAP_EVERY_S;
+        double wait_s = limit - now < every ? limit - now : every;
         int ready = poll(fds, 4, (int)(wait_s * 1000) + 1);
         reap(run, deadline);
+        if (run->cpu_limit_ms > 0 && !drain_until && cgroup_cpu_ms(s) - run->cpu_before_ms >= run->cpu_limit_ms) {
+            run->cpu_exceeded = 1;
+            kill_all();
+        }
         if (ready <= 0) continue;
         if (fds[P_TASK].revents) fds[P_TASK].fd = -1; /* reaped above; stays readable */
         if (fds[P_CANCEL].revents) {

@@ -42,6 +42,13 @@ class V1Slot(SlotCgroup):
             writes = [LimitWrite(memory, "memory.limit_in_bytes", str(memory_max)), LimitWrite(memory, "memory.swappiness", "0")]
         return (*writes, LimitWrite(pids, "pids.max", str(pids_max)))
 
+    def job_limit_files(self) -> tuple[tuple[str, int, str], ...]:
+        memory, pids = self._hierarchy_of["memory"], self._hierarchy_of["pids"]
+        swap = cgroupfs.exists("memory.memsw.limit_in_bytes", self._dir_fds[memory])
+        # lowering: the memory limit first (memsw may not go below it)
+        files = [("memory", memory, "memory.limit_in_bytes"), *([("memory", memory, "memory.memsw.limit_in_bytes")] if swap else [])]
+        return (*files, ("pids", pids, "pids.max"))
+
     def stat_sources(self) -> tuple[StatSource, ...]:
         memory, pids = self._hierarchy_of["memory"], self._hierarchy_of["pids"]
         return (

@@ -35,6 +35,9 @@ class V2Slot(SlotCgroup):
             writes.append(LimitWrite(0, "memory.oom.group", "1"))
         return (*writes, LimitWrite(0, "pids.max", str(pids_max)))
 
+    def job_limit_files(self) -> tuple[tuple[str, int, str], ...]:
+        return (("memory", 0, "memory.max"), ("pids", 0, "pids.max"))
+
     def stat_sources(self) -> tuple[StatSource, ...]:
         return (
             StatSource("memory_peak", 0, "memory.peak"),  # kernel >= 5.19

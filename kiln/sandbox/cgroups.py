@@ -109,6 +109,11 @@ class SlotCgroup:
         cgroup) to these. kiln-init is handed them precomputed (recipe.py)."""
         raise NotImplementedError
 
+    def job_limit_files(self) -> tuple[tuple[str, int, str], ...]:
+        """(what, dir_index, file), in the order that lowers a limit: where a job's own
+        "memory" or "pids" limit (below its language's) is written by kiln-init."""
+        return ()
+
     def stat_sources(self) -> tuple[StatSource, ...]:
         return ()
 

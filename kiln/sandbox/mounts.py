@@ -48,5 +48,4 @@ PRIVATE_ARGS: MountArgs = (None, "/", None, MS_REC | libc.MS_PRIVATE, None)
 PROC_ARGS: MountArgs = ("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "subset=pid,hidepid=invisible")
 
 
-def overlay_args(target: str, lower: str, upper: str, work: str) -> MountArgs:
-    return ("kiln", target, "overlay", MS_NOSUID | MS_NODEV, f"lowerdir={lower},upperdir={upper},workdir={work}")
+OVERLAY_FLAGS = MS_NOSUID | MS_NODEV  # the workspace overlay's (kiln-init's OP_OVERLAY composes its data)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 # upper layer. overlayfs needs its layers visible in the mounting process's mount namespace.
 KILN_DIR = "/.kiln"
 WORKSPACES_DIR = f"{KILN_DIR}/ws"
+LAYERS_DIR = f"{KILN_DIR}/layers"  # the judge's builds (Runtime.layers_dir), read-only
 UPPER_DIR = f"{KILN_DIR}/upper"
 OVERLAY_UPPER = f"{UPPER_DIR}/upper"  # the overlay's upper layer: /sandbox's own files
 OVERLAY_WORK = f"{UPPER_DIR}/work"
@@ -103,6 +104,7 @@ class RootPlan:
     upper: Tmpfs  # at UPPER_DIR: the overlay's upper and work dirs, resized per job
     uid: int
     gid: int
+    layers: Bind | None = None  # the judge's builds folder, at LAYERS_DIR
     hostname: str = HOSTNAME
 
 
@@ -137,6 +139,7 @@ def root_plan(
     workspaces: str,
     tmp_size: int,
     tmp_inodes: int,
+    layers: str | None = None,
 ) -> RootPlan:
     """The root filesystem of a slot whose task runs as uid/gid.
 
@@ -154,6 +157,7 @@ def root_plan(
         Directory(KILN_DIR, 0o700),
         Directory(WORKSPACES_DIR, 0o700),
         Directory(UPPER_DIR, 0o700),
+        *([Directory(LAYERS_DIR, 0o700)] if layers else []),
     ]
     links: list[Link] = []
     binds: list[Bind] = []
@@ -203,6 +207,7 @@ def root_plan(
         upper=Tmpfs(UPPER_DIR, size=tmp_size, inodes=tmp_inodes, mode=0o700),
         uid=uid,
         gid=gid,
+        layers=Bind(layers, LAYERS_DIR, is_dir=True, recursive=False) if layers else None,
     )
 
 

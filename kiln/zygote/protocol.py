@@ -127,18 +127,37 @@ def send_frame(sock: socket.socket, header: dict, blobs: tuple[bytes, ...] | lis
 
 # --- one job, one result: the front <-> kiln-init contract ------------------------------------
 
-JOB_KEYS = ("op", "slug", "timeout_ms", "files", "stdin")  # then "blobs" (encode): frames.c's order
-PARTS = ("solution", "checker", "asserts")  # the files a job may carry (frames.c PART_NAMES)
+JOB_KEYS = ("op", "slug", "command", "timeout_ms", "limits", "layer", "files", "stdin")  # then "blobs" (encode): frames.c's order
+PARTS = ("solution", "checker", "asserts")  # the files a test job may carry (frames.c PART_NAMES)
+# what a job runs (frames.c COMMAND_NAMES): the workspace's test command (POST /run), or a
+# judge's build of its files (answered with the build's layer) or one test on that layer
+COMMANDS = ("test", "build", "exec")
 # what kiln-init reports (result.c), in DESIGN.md's precedence
 OUTCOMES = ("timed_out", "out_of_memory", "policy_violation", "pids_limit", "signaled", "exited", "infrastructure_failure")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """A job's own limits, each 0 for its language's (and the service's) own."""
+
+    cpu_ms: int = 0  # CPU time of the whole run: stopped there, as timed_out
+    memory: int = 0  # bytes, the slot's cgroup limit
+    pids: int = 0
+    output: int = 0  # bytes of stdout (a judge's test: stderr is cut there without a verdict)
+
+    def as_list(self) -> list[int]:
+        return [self.cpu_ms, self.memory, self.pids, self.output]
 
 
 @dataclass(frozen=True)
 class Job:
     slug: str
     timeout_ms: int
-    files: tuple[tuple[str, bytes], ...]  # (part, content), parts of PARTS
+    files: tuple[tuple[str, bytes], ...]  # (part, content): parts of PARTS, or a build's file names
     stdin: bytes | None = None  # None: the task's stdin is /dev/null
+    command: str = "test"  # one of COMMANDS
+    limits: Limits = Limits()
+    layer: str = ""  # an exec job's build (its layer's name: 64 hex digits)
 
 
 @dataclass(frozen=True)
@@ -149,9 +168,10 @@ class RunResult:
     cpu_ms: float
     memory_peak_bytes: int
     signal: int | None
-    output_overflow: bool  # killed at once for output over RUN_OUTPUT_MAX
+    output_overflow: bool  # killed at once for output over RUN_OUTPUT_MAX (or the job's own)
     stdout: bytes
     stderr: bytes
+    layer: bytes | None = None  # a build job that exited 0: what it left (LAYER entries)
 
 
 class PrestartFailed(Exception):
@@ -160,7 +180,8 @@ class PrestartFailed(Exception):
 
 def encode_job(job: Job) -> tuple[dict, list[bytes]]:
     """The job frame's header and blobs (send_frame adds the blob sizes)."""
-    header = dict(zip(JOB_KEYS, ("job", job.slug, job.timeout_ms, [name for name, _ in job.files], job.stdin is not None)))
+    values = ("job", job.slug, job.command, job.timeout_ms, job.limits.as_list(), job.layer, [name for name, _ in job.files], job.stdin is not None)
+    header = dict(zip(JOB_KEYS, values))
     blobs = [content for _, content in job.files] + ([job.stdin] if job.stdin is not None else [])
     return header, blobs
 
@@ -176,9 +197,53 @@ def decode_result(frame: tuple[dict, list[bytes]]) -> RunResult:
     header, blobs = frame
     if header.get("op") == "prestart_failed":
         raise PrestartFailed(str(header.get("error")))
-    if header.get("op") != "result" or len(blobs) != 2:
+    if header.get("op") != "result" or len(blobs) not in (2, 3):
         raise ProtocolError(f"the slot answered {header!r}")
     wrong = [key for key, types in _RESULT_TYPES.items() if key not in header or type(header[key]) not in types]
     if wrong or header["outcome"] not in OUTCOMES:
         raise ProtocolError(f"the slot's result has a bad {', '.join(wrong) or 'outcome'}: {header!r}")
-    return RunResult(**{key: header[key] for key in _RESULT_TYPES}, stdout=blobs[0], stderr=blobs[1])
+    return RunResult(**{key: header[key] for key in _RESULT_TYPES}, stdout=blobs[0], stderr=blobs[1], layer=blobs[2] if len(blobs) == 3 else None)
+
+
+# --- a build's layer: what a judge's build job left in the workspace (kiln-init's layer.c) -----
+#
+#     entry = u8 type | u16 mode | u16 path length | u32 data length | path | data   (big-endian)
+#
+# type: b"d" a directory, b"f" a regular file (data: its bytes), b"l" a symbolic link (data: its
+# target); paths relative to /sandbox, parents before their children.
+LAYER_ENTRY = struct.Struct(">cHHI")
+LAYER_TYPES = (b"d", b"f", b"l")
+LAYER_MAX = 256 * 1024 * 1024  # what one build may leave (a bigger one is an infrastructure failure)
+
+
+@dataclass(frozen=True)
+class LayerEntry:
+    type: bytes  # one of LAYER_TYPES
+    mode: int
+    path: str
+    data: memoryview
+
+
+def read_layer(layer: bytes) -> list[LayerEntry]:
+    """The entries of a layer, checked for shape: every path relative, without "." or "..",
+    below a directory of the layer met before it. Raises ProtocolError."""
+    view, at, entries, dirs = memoryview(layer), 0, [], {""}
+    while at < len(view):
+        if len(view) - at < LAYER_ENTRY.size:
+            raise ProtocolError("layer: an entry cut short")
+        kind, mode, path_len, size = LAYER_ENTRY.unpack_from(view, at)
+        at += LAYER_ENTRY.size
+        if kind not in LAYER_TYPES or len(view) - at < path_len + size:
+            raise ProtocolError("layer: a bad entry")
+        try:
+            path = str(view[at : at + path_len], "utf-8", "surrogateescape")
+        except UnicodeDecodeError:
+            raise ProtocolError("layer: a path that is not text") from None
+        parts = path.split("/")
+        if any(part in ("", ".", "..") or "\0" in part for part in parts) or "/".join(parts[:-1]) not in dirs:
+            raise ProtocolError(f"layer: a bad path {path!r}")
+        if kind == b"d":
+            dirs.add(path)
+        entries.append(LayerEntry(kind, mode & 0o777, path, view[at + path_len : at + path_len + size]))
+        at += path_len + size
+    return entries

@@ -17,21 +17,24 @@ import os
 import posixpath
 import struct
 
+from kiln import langs
 from kiln.runtime import Runtime, Workload
 from kiln.sandbox import mounts, plan
 from kiln.sandbox.cgroups import LimitWrite, SlotCgroup
 from kiln.sandbox.mounts import READONLY_ATTRS, MountArgs, under
-from kiln.sandbox.plan import OVERLAY_UPPER, OVERLAY_WORK, SANDBOX_DIR, WORKSPACES_DIR, RootPlan, Tmpfs, cpu_rlimit_terms, fixed_rlimits, upper_layer_dirs
+from kiln.zygote import protocol
+from kiln.sandbox.plan import LAYERS_DIR, OVERLAY_UPPER, OVERLAY_WORK, SANDBOX_DIR, WORKSPACES_DIR, RootPlan, Tmpfs, cpu_rlimit_terms, fixed_rlimits, upper_layer_dirs
 
 MAGIC = b"KILNRCP1"
 K_CONST, K_SECCOMP, K_STAT, K_BUILD, K_FINISH, K_WARM_LIMIT = 1, 2, 3, 4, 5, 6
 K_WORKLOAD, K_W_MOUNT, K_W_DIR, K_W_PART, K_W_LIMIT, K_W_ARGV, K_W_ENV, K_W_RLIMIT, K_W_RLIMIT_CPU = 7, 8, 9, 10, 11, 12, 13, 14, 15
 K_W_PRESTART_ARGV, K_W_PRESTART_LIMIT, K_W_TEMPLATE_ARGV = 16, 17, 18
+K_JOB_LIMIT, K_W_BUILD_ARGV, K_W_EXEC_ARGV = 19, 20, 21
 
 Op = tuple  # (step, op name, *args): one kiln-init op (mounts.c)
 # the ops kiln-init knows, written as their codes (from 1: kiln.h's enum op, checked by
 # tests/unit/test_contract.py)
-OPS = ("mount", "setattr", "mkdir", "mkdirs", "touch", "write", "symlink", "mknod", "pivot", "save_ns", "unshare_ns", "hostname", "detach")
+OPS = ("mount", "setattr", "mkdir", "mkdirs", "touch", "write", "symlink", "mknod", "pivot", "save_ns", "unshare_ns", "hostname", "detach", "overlay")
 
 
 def compile_recipe(index: int, root: RootPlan, runtime: Runtime, cgroup: SlotCgroup) -> bytes:
@@ -44,7 +47,12 @@ def compile_recipe(index: int, root: RootPlan, runtime: Runtime, cgroup: SlotCgr
         _record(K_CONST, "input_max", config.input_max),
         _record(K_CONST, "output_max", config.output_max),
         _record(K_CONST, "timeout_max_ms", config.timeout_max_ms),
+        _record(K_CONST, "judge_input_max", config.judge_input_max),
+        _record(K_CONST, "layer_max", protocol.LAYER_MAX),
         _record(K_CONST, "cwd", SANDBOX_DIR),
+        _record(K_CONST, "judge_dir", langs.JUDGE_DIR),
+        _record(K_CONST, "upper", OVERLAY_UPPER),
+        *([_record(K_CONST, "layers", LAYERS_DIR)] if root.layers else []),
     ]
     if runtime.seccomp_filter is not None:
         records.append(_record(K_SECCOMP, runtime.seccomp_filter))
@@ -53,6 +61,7 @@ def compile_recipe(index: int, root: RootPlan, runtime: Runtime, cgroup: SlotCgr
     records += [_op(K_FINISH, *op) for op in finish_ops(root)]
     common = runtime.common_limits
     records += [_limit(K_WARM_LIMIT, w) for w in cgroup.limit_writes(*common, previous=None)]
+    records += [_record(K_JOB_LIMIT, what, dir_index, file) for what, dir_index, file in cgroup.job_limit_files()]
     for workload in runtime.workloads.values():
         records += _workload(workload, runtime, root, cgroup, common)
     return MAGIC + b"".join(records)
@@ -85,6 +94,8 @@ def build_ops(root: RootPlan, staging: str) -> list[Op]:
     ops += [("mount /sys", "mount", *mounts.tmpfs_args(sys_dir, root.sys)), ("mount /sys", "mount", *mounts.readonly_args(sys_dir, root.sys))]
     ws = root.workspaces
     ops += _bind_readonly("bind the workspaces", ws.source, under(staging, ws.path), ws.recursive)
+    if root.layers:
+        ops += _bind_readonly("bind the builds' layers", root.layers.source, under(staging, root.layers.path), root.layers.recursive)
     ops += [
         ("pivot_root", "pivot", staging),
         ("make the root read-only", "mount", *mounts.readonly_args("/", root.root)),
@@ -131,15 +142,17 @@ def _workload(workload: Workload, runtime: Runtime, root: RootPlan, cgroup: Slot
     # resized per request only for a language that has less
     mount_ops: list[tuple[str, str, MountArgs | tuple[str]]] = [
         *_resize("mount the workspace", workspace.upper, root.upper),
-        ("mount the workspace", "mount", mounts.overlay_args(SANDBOX_DIR, workspace.lower, OVERLAY_UPPER, OVERLAY_WORK)),
-        # the overlay holds its own reference to its lower layer: the workspaces bind, whose
-        # mount root in /proc/self/mountinfo is its host path, leaves the task's view
+        # on a judge's test, its build's layer goes above the workspace (kiln-init adds it)
+        ("mount the workspace", "overlay", (SANDBOX_DIR, workspace.lower, OVERLAY_UPPER, OVERLAY_WORK, mounts.OVERLAY_FLAGS)),
+        # the overlay holds its own reference to its lower layers: the workspaces bind and the
+        # layers bind, whose mount roots in /proc/self/mountinfo are host paths, leave the task's view
         ("hide the workspaces folder", "detach", (WORKSPACES_DIR,)),
+        *([("hide the builds' layers", "detach", (LAYERS_DIR,))] if root.layers else []),
         *_resize("size /tmp", workspace.tmp, root.tmp),
     ]
     parts = {"solution": language.solution_file, "checker": language.checker_file, "asserts": language.asserts_file}
     return [
-        _record(K_WORKLOAD, workload.slug, int(language.has_checker)),
+        _record(K_WORKLOAD, workload.slug, int(language.has_checker), workload.memory_max, workload.pids_max),
         *(_op(K_W_MOUNT, step, op, *args) for step, op, args in mount_ops),
         *(_record(K_W_DIR, d) for d in workspace.writable_dirs),
         *(_record(K_W_PART, part, path) for part, path in parts.items() if path),
@@ -149,6 +162,7 @@ def _workload(workload: Workload, runtime: Runtime, root: RootPlan, cgroup: Slot
         *(_record(K_W_RLIMIT, which, limit) for which, limit in fixed_rlimits(workload.pids_max)),
         _record(K_W_RLIMIT_CPU, *cpu_rlimit_terms(runtime.cpus)),
         *_prestart(workload, cgroup),
+        *([_record(K_W_BUILD_ARGV, *workload.build_argv), _record(K_W_EXEC_ARGV, *workload.exec_argv)] if workload.judges else []),
     ]
 
 

@@ -126,6 +126,7 @@ class Zygote:
             workspaces=str(config.workspace),
             tmp_size=max(w.tmp_size for w in self.runtime.workloads.values()),
             tmp_inodes=config.tmp_inodes,
+            layers=self.runtime.layers_dir,
         )
         return slot.SlotSpec(index=index, root=root)
 

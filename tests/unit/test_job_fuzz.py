@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import struct
 import subprocess
@@ -29,21 +30,24 @@ from kiln.zygote import protocol, recipe
 
 REPO = Path(__file__).resolve().parents[2]
 INPUT_MAX = 1024
+JUDGE_INPUT_MAX = 2048
 TIMEOUT_MAX_MS = 10_000
+OUTPUT_MAX = 4096
 FILE_PARTS = protocol.PARTS
 FRONT_KEYS = list(protocol.JOB_KEYS)  # protocol.encode_job's header, in its order
 
 
 @pytest.fixture(scope="module")
 def rt():
-    built = runtime.build(config.load({"RUN_INPUT_MAX": str(INPUT_MAX), "RUN_TIMEOUT_MAX": f"{TIMEOUT_MAX_MS}ms"}, REPO))
+    settings = {"RUN_INPUT_MAX": str(INPUT_MAX), "RUN_JUDGE_INPUT_MAX": str(JUDGE_INPUT_MAX), "RUN_TIMEOUT_MAX": f"{TIMEOUT_MAX_MS}ms", "RUN_OUTPUT_MAX": str(OUTPUT_MAX)}
+    built = runtime.build(config.load(settings, REPO))
     assert "python" in built.workloads
     return built
 
 
 @pytest.fixture(scope="module")
 def recipe_fd(rt):
-    root = plan.root_plan(uid=10001, gid=10001, host_paths=rt.host_paths, workspaces=str(rt.config.workspace), tmp_size=1 << 20, tmp_inodes=64)
+    root = plan.root_plan(uid=10001, gid=10001, host_paths=rt.host_paths, workspaces=str(rt.config.workspace), tmp_size=1 << 20, tmp_inodes=64, layers="/run/x/layers")
     fd = recipe.sealed_memfd(recipe.compile_recipe(0, root, rt, NoSlot("fuzz")))
     yield fd
     os.close(fd)
@@ -69,23 +73,50 @@ def native_check(frame: bytes, recipe_fd: int, prestart: str | None = None) -> l
     return replies
 
 
+FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
+LAYER = re.compile(r"[0-9a-f]{64}")
+
+
+def files_verdict(command: str, names, has_checker: bool) -> bool:
+    """A test's parts (each at most once, the solution, the checker exactly when the language has
+    one), a build's file names (distinct, at least one, at most 65), an exec job's none."""
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or len(set(names)) != len(names):
+        return False
+    if command == "build":
+        return 0 < len(names) <= 65 and all(FILE_NAME.fullmatch(n) for n in names)
+    if command == "exec":
+        return names == []
+    return all(n in FILE_PARTS for n in names) and "solution" in names and has_checker == ("checker" in names)
+
+
+def limits_verdict(limits, workload) -> bool:
+    if not isinstance(limits, list) or len(limits) != 4 or not all(type(n) is int and 0 <= n < 10**15 for n in limits):
+        return False
+    cpu_ms, memory, pids, output = limits
+    return cpu_ms <= TIMEOUT_MAX_MS and memory <= workload.memory_max and pids <= workload.pids_max and output <= OUTPUT_MAX
+
+
 def verdict(header: dict, blobs: list[bytes], rt) -> dict | None:
     """The rules: what kiln-init must answer for this job, None for an error frame. The header is
     taken only in the one form the front writes."""
     if list(header) != FRONT_KEYS or header["op"] != "job":
         return None
-    slug, timeout_ms, parts, stdin = header["slug"], header["timeout_ms"], header["files"], header["stdin"]
-    if not isinstance(slug, str) or slug not in rt.workloads:
+    slug, command, timeout_ms, limits, layer = header["slug"], header["command"], header["timeout_ms"], header["limits"], header["layer"]
+    parts, stdin = header["files"], header["stdin"]
+    if not isinstance(slug, str) or slug not in rt.workloads or command not in protocol.COMMANDS:
         return None
     if type(timeout_ms) is not int or not 0 < timeout_ms <= TIMEOUT_MAX_MS:
         return None
-    if not isinstance(parts, list) or not all(isinstance(p, str) and p in FILE_PARTS for p in parts) or len(set(parts)) != len(parts):
+    if not limits_verdict(limits, rt.workloads[slug]) or not isinstance(layer, str) or (command == "exec") != bool(LAYER.fullmatch(layer)):
         return None
-    if type(stdin) is not bool or len(blobs) != len(parts) + stdin or any(len(b) > INPUT_MAX for b in blobs):
+    if layer and command != "exec":
         return None
-    if "solution" not in parts or rt.workloads[slug].language.has_checker != ("checker" in parts):
+    if not files_verdict(command, parts, rt.workloads[slug].language.has_checker):
         return None
-    return {"op": "job", "slug": slug, "timeout_ms": timeout_ms, "stdin": stdin, "files": parts}
+    blob_max = INPUT_MAX if command == "test" else JUDGE_INPUT_MAX
+    if type(stdin) is not bool or (stdin and command == "build") or len(blobs) != len(parts) + stdin or any(len(b) > blob_max for b in blobs):
+        return None
+    return {"op": "job", "slug": slug, "command": command, "timeout_ms": timeout_ms, "limits": limits, "layer": layer, "stdin": stdin, "files": parts}
 
 
 def check_front_frame(header: dict, blobs: list[bytes], rt, recipe_fd: int) -> dict | None:
@@ -122,12 +153,17 @@ timeouts = (
     | json_values
 )
 parts = st.sampled_from(FILE_PARTS) | st.sampled_from(["../checker", "solution ", "Solution", "stdin", ""]) | scalars
-file_lists = st.lists(st.sampled_from(FILE_PARTS), max_size=4) | st.lists(parts, max_size=5) | json_values
+file_names = st.sampled_from(["main.py", "Main.java", "a-b.h", "x_1", "-a", ".hidden", "a/b", "..", "é.py", "A" * 100, "A" * 101])
+file_lists = st.lists(st.sampled_from(FILE_PARTS), max_size=4) | st.lists(parts, max_size=5) | st.lists(file_names, max_size=4) | json_values
 stdin_flags = st.booleans() | json_values
+commands = st.sampled_from(protocol.COMMANDS) | st.sampled_from(["Test", "run", ""]) | json_values
+limit_values = st.integers(0, 3) | st.integers(OUTPUT_MAX - 1, OUTPUT_MAX + 1) | st.integers(TIMEOUT_MAX_MS - 1, TIMEOUT_MAX_MS + 1) | st.integers(-1, 2**70) | st.floats() | json_values
+limit_lists = st.lists(limit_values, min_size=4, max_size=4) | st.lists(st.integers(0, 10), max_size=5) | json_values
+layers = st.just("") | st.just("a" * 64) | st.just("A" * 64) | st.just("a" * 63) | st.just("../" + "a" * 61) | text | json_values
 
 headers = st.builds(
     lambda known, extra: {**extra, **known},
-    st.fixed_dictionaries({}, optional={"op": st.just("job") | json_values, "slug": slugs, "timeout_ms": timeouts, "files": file_lists, "stdin": stdin_flags}),
+    st.fixed_dictionaries({}, optional={"op": st.just("job") | json_values, "slug": slugs, "command": commands, "timeout_ms": timeouts, "limits": limit_lists, "layer": layers, "files": file_lists, "stdin": stdin_flags}),
     st.dictionaries(text, json_values, max_size=3),
 )
 blob = st.binary(max_size=24) | st.integers(INPUT_MAX - 1, INPUT_MAX + 1).map(lambda n: b"x" * n)
@@ -135,15 +171,23 @@ blob_lists = st.lists(blob, max_size=5)
 
 
 @st.composite
-def valid_jobs(draw, served: tuple[str, ...]):
+def valid_jobs(draw, served: tuple[str, ...], rt=None):
     """Well-formed jobs for the served languages, as the front writes them."""
     slug = draw(st.sampled_from(served))
-    has_checker = langs.LANGUAGES[slug].has_checker
-    names = ["solution", *(["checker"] if has_checker else []), *draw(st.lists(st.just("asserts"), max_size=1))]
-    names = draw(st.permutations(names))
-    stdin = draw(st.booleans())
-    header = {"op": "job", "slug": slug, "timeout_ms": draw(st.integers(1, TIMEOUT_MAX_MS)), "files": names, "stdin": stdin}
-    return header, draw(st.lists(st.binary(max_size=INPUT_MAX), min_size=len(names) + stdin, max_size=len(names) + stdin))
+    command = draw(st.sampled_from(protocol.COMMANDS))
+    if command == "test":
+        has_checker = langs.LANGUAGES[slug].has_checker
+        names = draw(st.permutations(["solution", *(["checker"] if has_checker else []), *draw(st.lists(st.just("asserts"), max_size=1))]))
+    elif command == "build":
+        names = draw(st.lists(st.from_regex(FILE_NAME, fullmatch=True), min_size=1, max_size=3, unique=True))
+    else:
+        names = []
+    stdin = command != "build" and draw(st.booleans())
+    limits = [draw(st.integers(0, TIMEOUT_MAX_MS)), draw(st.integers(0, 16 << 20)), draw(st.integers(0, 8)), draw(st.integers(0, OUTPUT_MAX))]
+    layer = draw(st.from_regex(LAYER, fullmatch=True)) if command == "exec" else ""
+    header = {"op": "job", "slug": slug, "command": command, "timeout_ms": draw(st.integers(1, TIMEOUT_MAX_MS)), "limits": limits, "layer": layer, "files": names, "stdin": stdin}
+    blob_max = INPUT_MAX if command == "test" else JUDGE_INPUT_MAX
+    return header, draw(st.lists(st.binary(max_size=blob_max), min_size=len(names) + stdin, max_size=len(names) + stdin))
 
 
 @st.composite
@@ -151,9 +195,15 @@ def near_misses(draw, served: tuple[str, ...]):
     """A valid job with one thing wrong, so that every rule gets its turn: the slug, the timeout,
     the file parts (any subset or repeat), the stdin flag, the blob count, a blob's size."""
     header, blobs = draw(valid_jobs(served))
-    fault = draw(st.sampled_from(["slug", "timeout_ms", "files", "stdin", "count", "size"]))
+    fault = draw(st.sampled_from(["slug", "command", "timeout_ms", "limits", "layer", "files", "stdin", "count", "size"]))
     if fault == "slug":
         header["slug"] = draw(slugs)
+    elif fault == "command":
+        header["command"] = draw(commands)
+    elif fault == "limits":
+        header["limits"][draw(st.integers(0, 3))] = draw(limit_values)
+    elif fault == "layer":
+        header["layer"] = draw(layers)
     elif fault == "timeout_ms":
         header["timeout_ms"] = draw(timeouts)
     elif fault == "files":
@@ -162,8 +212,9 @@ def near_misses(draw, served: tuple[str, ...]):
         header["stdin"] = draw(stdin_flags)
     elif fault == "count":
         blobs = blobs[:-1] if blobs and draw(st.booleans()) else [*blobs, draw(blob)]
-    else:
-        blobs[draw(st.integers(0, len(blobs) - 1))] = b"x" * draw(st.integers(INPUT_MAX, INPUT_MAX + 1))
+    elif blobs:
+        limit = INPUT_MAX if header["command"] == "test" else JUDGE_INPUT_MAX
+        blobs[draw(st.integers(0, len(blobs) - 1))] = b"x" * draw(st.integers(limit, limit + 1))
     return header, blobs
 
 
@@ -211,7 +262,8 @@ def test_every_valid_job_is_accepted(rt, recipe_fd, data):
 
 
 def job_header(**overrides) -> dict:
-    return {"op": "job", "slug": "python", "timeout_ms": 1000, "files": ["solution"], "stdin": False, **overrides}
+    header = {"op": "job", "slug": "python", "command": "test", "timeout_ms": 1000, "limits": [0, 0, 0, 0], "layer": "", "files": ["solution"], "stdin": False}
+    return {**header, **overrides}
 
 
 @pytest.mark.parametrize(
@@ -232,6 +284,20 @@ def job_header(**overrides) -> dict:
         (job_header(stdin=True), [b""], "blob count"),
         (job_header(), [b"x" * 1025], "RUN_INPUT_MAX"),
         ({**job_header(), "x": 1}, [b""], "not in the form"),
+        (job_header(command="run"), [b""], "not in the form"),
+        (job_header(limits=[0, 0, 0]), [b""], "not in the form"),
+        (job_header(limits=[0, 0, 0, OUTPUT_MAX + 1]), [b""], "a job limit above its maximum"),
+        (job_header(limits=[TIMEOUT_MAX_MS + 1, 0, 0, 0]), [b""], "a job limit above its maximum"),
+        (job_header(limits=[0, (1 << 30) + 1, 0, 0]), [b""], "a job limit above its maximum"),
+        (job_header(layer="a" * 64), [b""], "bad layer"),
+        (job_header(command="exec", files=[], layer="a" * 63), [], "bad layer"),
+        (job_header(command="exec", files=[]), [], "bad layer"),
+        (job_header(command="exec", files=["solution"], layer="a" * 64), [b""], "an exec job with files"),
+        (job_header(command="build", files=[]), [], "a build job without files"),
+        (job_header(command="build", files=["../x"]), [b""], "not in the form"),
+        (job_header(command="build", files=["main.py", "main.py"]), [b"", b""], "bad files"),
+        (job_header(command="build", files=["main.py"], stdin=True), [b"", b""], "a build job with stdin"),
+        (job_header(command="build", files=["main.py"]), [b"x" * (JUDGE_INPUT_MAX + 1)], "RUN_JUDGE_INPUT_MAX"),
     ],
 )
 def test_bad_jobs_are_refused_with_a_reason(rt, recipe_fd, header, blobs, message):
@@ -297,6 +363,13 @@ def test_a_prestarted_slot_serves_only_its_language_without_stdin(recipe_fd, slu
         assert reply["op"] == "job"
     else:
         assert reply == {"op": "error", "error": "slot warmed for python requests without stdin"}
+
+
+@pytest.mark.parametrize("command", ["build", "exec"])
+def test_a_prestarted_slot_runs_no_judge_job(recipe_fd, command):
+    header = job_header(command=command, files=["main.py"] if command == "build" else [], layer="a" * 64 if command == "exec" else "")
+    [reply] = native_check(protocol.encode(header, [b"x"] if command == "build" else []), recipe_fd, prestart="python")
+    assert reply == {"op": "error", "error": "slot warmed for python requests without stdin"}
 
 
 def test_a_plain_slot_is_warmed_with_the_limits_most_languages_have(rt):

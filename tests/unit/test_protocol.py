@@ -121,9 +121,47 @@ RESULT = {"op": "result", "exit_code": 0, "outcome": "exited", "wall_ms": 1.5, "
 def test_a_job_is_encoded_in_the_one_form_kiln_init_accepts():
     job = protocol.Job("cpp", 2500, (("solution", b"int main"), ("checker", b"chk")), stdin=b"1 2\n")
     header, blobs = protocol.encode_job(job)
-    assert header == {"op": "job", "slug": "cpp", "timeout_ms": 2500, "files": ["solution", "checker"], "stdin": True}
+    assert header == {"op": "job", "slug": "cpp", "command": "test", "timeout_ms": 2500, "limits": [0, 0, 0, 0], "layer": "", "files": ["solution", "checker"], "stdin": True}
+    assert list(header) == list(protocol.JOB_KEYS)
     assert blobs == [b"int main", b"chk", b"1 2\n"]
     assert protocol.encode_job(protocol.Job("python", 1, (("solution", b""),)))[0]["stdin"] is False
+    judged = protocol.Job("cpp", 3000, (), stdin=b"1 2", command="exec", limits=protocol.Limits(cpu_ms=1000, memory=1 << 26, pids=8, output=100), layer="f" * 64)
+    header, blobs = protocol.encode_job(judged)
+    assert (header["command"], header["limits"], header["layer"], header["files"], blobs) == ("exec", [1000, 1 << 26, 8, 100], "f" * 64, [], [b"1 2"])
+
+
+def test_a_builds_result_carries_its_layer():
+    layer = protocol.LAYER_ENTRY.pack(b"d", 0o755, 5, 0) + b"judge" + protocol.LAYER_ENTRY.pack(b"f", 0o755, 10, 2) + b"judge/main" + b"\x7fE"
+    result = protocol.decode_result((RESULT, [b"", b"", layer]))
+    entries = protocol.read_layer(result.layer)
+    assert [(e.type, e.mode, e.path, bytes(e.data)) for e in entries] == [(b"d", 0o755, "judge", b""), (b"f", 0o755, "judge/main", b"\x7fE")]
+
+
+@pytest.mark.parametrize(
+    ("entries", "problem"),
+    [
+        ([(b"f", "../x", b"")], "bad path"),
+        ([(b"f", "/etc/x", b"")], "bad path"),
+        ([(b"f", "a/./b", b"")], "bad path"),
+        ([(b"f", "missing/x", b"")], "bad path"),  # a parent not met before
+        ([(b"l", "a", b"/etc"), (b"f", "a/x", b"")], "bad path"),  # below a link, not a directory
+        ([(b"c", "x", b"")], "bad entry"),
+    ],
+)
+def test_a_layer_with_a_bad_entry_is_refused(entries, problem):
+    layer = b"".join(protocol.LAYER_ENTRY.pack(kind, 0o644, len(path), len(data)) + path.encode() + data for kind, path, data in entries)
+    with pytest.raises(protocol.ProtocolError, match=problem):
+        protocol.read_layer(layer)
+
+
+def test_a_layer_cut_anywhere_is_refused():
+    layer = protocol.LAYER_ENTRY.pack(b"d", 0o755, 1, 0) + b"j" + protocol.LAYER_ENTRY.pack(b"f", 0o644, 3, 3) + b"j/x" + b"abc"
+    assert len(protocol.read_layer(layer)) == 2
+    for cut in range(1, len(layer)):
+        if cut == protocol.LAYER_ENTRY.size + 1:
+            continue  # between the entries: a whole layer of one directory
+        with pytest.raises(protocol.ProtocolError, match="cut short|bad entry"):
+            protocol.read_layer(layer[:cut])
 
 
 def test_a_result_decodes_to_a_run_result():

@@ -14,7 +14,7 @@ from kiln import config, runtime
 from kiln.sandbox import mounts, plan
 from kiln.sandbox.cgroup_v1 import V1Slot
 from kiln.sandbox.cgroups import NoSlot
-from kiln.zygote import recipe
+from kiln.zygote import protocol, recipe
 
 REPO = Path(__file__).resolve().parents[2]
 UID = 10007
@@ -27,7 +27,7 @@ def rt():
 
 @pytest.fixture(scope="module")
 def root(rt):
-    return plan.root_plan(uid=UID, gid=UID, host_paths=rt.host_paths, workspaces=str(rt.config.workspace), tmp_size=1 << 20, tmp_inodes=64)
+    return plan.root_plan(uid=UID, gid=UID, host_paths=rt.host_paths, workspaces=str(rt.config.workspace), tmp_size=1 << 20, tmp_inodes=64, layers=rt.layers_dir)
 
 
 @pytest.fixture
@@ -83,7 +83,12 @@ def workload_records(records, slug: str) -> list[tuple[int, list[bytes]]]:
 def test_constants_and_the_seccomp_filter(rt, root):
     records = decode(recipe.compile_recipe(3, root, rt, NoSlot("s")))
     consts = dict(of_kind(records, recipe.K_CONST))
-    assert consts == {"index": "3", "uid": str(UID), "input_max": str(rt.config.input_max), "output_max": str(rt.config.output_max), "timeout_max_ms": str(rt.config.timeout_max_ms), "cwd": "/sandbox"}
+    assert consts == {
+        "index": "3", "uid": str(UID), "input_max": str(rt.config.input_max), "output_max": str(rt.config.output_max),
+        "timeout_max_ms": str(rt.config.timeout_max_ms), "judge_input_max": str(rt.config.judge_input_max),
+        "layer_max": str(protocol.LAYER_MAX), "cwd": "/sandbox", "judge_dir": "judge", "upper": plan.OVERLAY_UPPER,
+        "layers": plan.LAYERS_DIR,
+    }  # fmt: skip
     [(kind, [program])] = [(k, a) for k, a in records if k == recipe.K_SECCOMP]
     assert program == rt.seccomp_filter and len(program) % 8 == 0
 
@@ -119,12 +124,16 @@ def test_each_language_gets_its_workspace_files_command_and_limits(rt, root, v1_
     records = decode(recipe.compile_recipe(0, root, rt, v1_slot))
     for slug, workload in rt.workloads.items():
         mine = workload_records(records, slug)
-        assert texts(mine[0][1]) == (slug, str(int(workload.language.has_checker)))
+        assert texts(mine[0][1]) == (slug, str(int(workload.language.has_checker)), str(workload.memory_max), str(workload.pids_max))
         steps = [texts(a, k) for k, a in mine if k == recipe.K_W_MOUNT]
-        overlay = [step for step in steps if step[1] == "mount" and step[4] == "overlay"]
-        assert overlay == [mount_record("mount the workspace", mounts.overlay_args("/sandbox", workload.lower, plan.OVERLAY_UPPER, plan.OVERLAY_WORK))]
-        # then the workspaces folder's bind leaves the task's mount table (it shows a host path)
-        assert steps[steps.index(overlay[0]) + 1] == ("hide the workspaces folder", "detach", plan.WORKSPACES_DIR)
+        overlay = [step for step in steps if step[1] == "overlay"]
+        assert overlay == [("mount the workspace", "overlay", "/sandbox", workload.lower, plan.OVERLAY_UPPER, plan.OVERLAY_WORK, str(mounts.OVERLAY_FLAGS))]
+        # then the binds of the workspaces and the layers leave the task's mount table (they show host paths)
+        after = steps.index(overlay[0])
+        assert steps[after + 1 : after + 3] == [("hide the workspaces folder", "detach", plan.WORKSPACES_DIR), ("hide the builds' layers", "detach", plan.LAYERS_DIR)]
+        # a judging workspace's build and exec commands
+        assert of_kind(mine, recipe.K_W_BUILD_ARGV) == ([workload.build_argv] if workload.judges else [])
+        assert of_kind(mine, recipe.K_W_EXEC_ARGV) == ([workload.exec_argv] if workload.judges else [])
         parts = dict(of_kind(mine, recipe.K_W_PART))
         assert parts["solution"] == workload.language.solution_file
         assert ("checker" in parts) == bool(workload.language.checker_file)
@@ -135,6 +144,13 @@ def test_each_language_gets_its_workspace_files_command_and_limits(rt, root, v1_
         writes = of_kind(mine, recipe.K_W_LIMIT)
         assert bool(writes) == ((workload.memory_max, workload.pids_max) != rt.common_limits)
         assert of_kind(mine, recipe.K_W_RLIMIT) == [(str(r), str(v)) for r, v in plan.fixed_rlimits(workload.pids_max)]
+
+
+def test_a_jobs_own_limits_go_where_they_lower_the_slots(rt, root, v1_slot):
+    records = decode(recipe.compile_recipe(0, root, rt, v1_slot))
+    # v1 with swap accounting: memory before memory+swap (the kernel refuses memsw below memory)
+    assert of_kind(records, recipe.K_JOB_LIMIT) == [("memory", "0", "memory.limit_in_bytes"), ("memory", "0", "memory.memsw.limit_in_bytes"), ("pids", "1", "pids.max")]
+    assert of_kind(decode(recipe.compile_recipe(0, root, rt, NoSlot("s"))), recipe.K_JOB_LIMIT) == []
 
 
 def test_a_prestarting_language_gets_its_prestart_and_template_commands(rt, root, v1_slot):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kiln import config, native, runtime
-from kiln.runtime import StartupError, exec_last_command, read_commands
+from kiln.runtime import Commands, StartupError, exec_last_command, read_commands
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -57,8 +57,8 @@ def makefile(tmp_path: Path, text: str) -> Path:
 
 
 def test_test_command_is_the_recipe(tmp_path):
-    folder = makefile(tmp_path, ".PHONY: test build\ntest: build\n\t@echo one\n\tpython3 run.py\nbuild:\n\t@cc -o x x.c\n")
-    assert read_commands(folder)[0] == "cc -o x x.c\necho one\nexec python3 run.py"
+    folder = makefile(tmp_path, ".PHONY: test compile\ntest: compile\n\t@echo one\n\tpython3 run.py\ncompile:\n\t@cc -o x x.c\n")
+    assert read_commands(folder).test == "cc -o x x.c\necho one\nexec python3 run.py"
 
 
 def test_test_must_be_phony(tmp_path):
@@ -77,17 +77,28 @@ def test_missing_test_target(tmp_path):
 
 
 def test_a_workspace_without_prestart_has_none(tmp_path):
-    assert read_commands(makefile(tmp_path, ".PHONY: test\ntest:\n\t@true\n")) == ("exec true", None, None)
+    assert read_commands(makefile(tmp_path, ".PHONY: test\ntest:\n\t@true\n")) == Commands("exec true")
 
 
 def test_the_prestart_command_is_read_like_the_test_command(tmp_path):
     folder = makefile(tmp_path, ".PHONY: test prestart\ntest:\n\t@run\nprestart:\n\t@run --prestarted\n")
-    assert read_commands(folder) == ("exec run", "exec run --prestarted", None)
+    assert read_commands(folder) == Commands("exec run", prestart="exec run --prestarted")
 
 
 def test_the_template_command_is_read_like_the_others(tmp_path):
     folder = makefile(tmp_path, ".PHONY: test prestart template\ntest:\n\t@run\nprestart:\n\t@run --prestarted\ntemplate:\n\t@run --template\n")
-    assert read_commands(folder) == ("exec run", "exec run --prestarted", "exec run --template")
+    assert read_commands(folder) == Commands("exec run", prestart="exec run --prestarted", template="exec run --template")
+
+
+def test_the_judge_commands_are_read_like_the_others(tmp_path):
+    folder = makefile(tmp_path, ".PHONY: test build exec\ntest:\n\t@run\nbuild:\n\t@cc -o judge/main judge/*.c\nexec:\n\t@judge/main\n")
+    assert read_commands(folder) == Commands("exec run", build="cc -o judge/main judge/*.c", exec="exec judge/main")
+
+
+@pytest.mark.parametrize("target", ["build", "exec"])
+def test_a_build_without_exec_or_the_reverse_is_refused(tmp_path, target):
+    with pytest.raises(StartupError, match="`build` and `exec` go together"):
+        read_commands(makefile(tmp_path, f".PHONY: test {target}\ntest:\n\t@run\n{target}:\n\t@run\n"))
 
 
 def test_a_template_without_prestart_is_refused(tmp_path):
