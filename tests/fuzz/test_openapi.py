@@ -45,6 +45,9 @@ CONTRACT = {
     ("/metrics", "get"): {200, 500},
     ("/shutdown", "post"): {200, 401, 404, 500},
     ("/openapi.json", "get"): {200, 500},
+    ("/files", "post"): {200, 201, 400, 401, 408, 413, 415, 500, 507},
+    ("/files/{file_id}", "get"): {200, 400, 401, 404, 500},
+    ("/files/{file_id}", "delete"): {204, 400, 401, 404, 500},
 }
 
 
@@ -125,7 +128,7 @@ def test_run_request_fields_are_exactly_the_contracts():
 def test_the_security_scheme_is_optional_bearer_on_the_guarded_routes():
     bearer = DOC["components"]["securitySchemes"]["bearer"]
     assert (bearer["type"], bearer["scheme"]) == ("http", "bearer") and "RUN_API_KEYS" in bearer["description"]
-    guarded = {("/run", "post"), ("/languages", "get"), ("/shutdown", "post")}
+    guarded = {("/run", "post"), ("/languages", "get"), ("/shutdown", "post"), ("/files", "post"), ("/files/{file_id}", "get"), ("/files/{file_id}", "delete")}
     for key, op in operations().items():
         assert op["security"] == ([{}, {"bearer": []}] if key in guarded else []), key
 
@@ -194,8 +197,9 @@ def quiet_log():
 
 
 @pytest.fixture
-def make_app(rt, quiet_log):
+def make_app(rt, quiet_log, tmp_path):
     def make(**settings) -> tuple[App, Pool, Client]:
+        settings = {"file_store": tmp_path / "files", **settings}
         pool = Pool()
         app = App(dataclasses.replace(rt, config=dataclasses.replace(rt.config, **settings)), pool, quiet_log, lambda: None)
         return app, pool, Client(app)
@@ -222,6 +226,10 @@ class Observed:
             assert given == request_id
         else:
             assert re.fullmatch(r"[0-9a-f]{32}", given)
+        if "content" not in documented:  # 204
+            assert response.get_data() == b"" and "Content-Type" not in response.headers
+            self.seen.add((path, method, status))
+            return
         media_types = documented["content"]
         assert response.mimetype in media_types, (path, method, status, response.content_type)
         if response.mimetype == "application/json":
@@ -314,6 +322,41 @@ def test_other_statuses_are_documented(make_app, observed):
     observed.check("/openapi.json", "get", client.get("/openapi.json"))  # never needs a key
 
 
+def test_files_statuses_are_documented(make_app, observed):
+    from kiln.http import files_api
+
+    app, pool, client = make_app(file_max=1000, file_store_max=2000)
+    post = lambda data=b"", **kw: client.post("/files", data=data, **kw)
+    one = lambda method, file_id: client.open(f"/files/{file_id}", method=method)
+    check = lambda method, path, response, status: (observed.check(path, method, response), assert_status(response, status))
+    check("post", "/files", post(b"x" * 1000, headers={"Content-Type": "text/plain"}), 201)
+    check("post", "/files", post(b"x" * 1000), 200)
+    file_id = post(b"x" * 1000).get_json()["id"]
+    check("post", "/files", post(environ_overrides={"CONTENT_LENGTH": "12a"}), 400)
+    check("post", "/files", post(environ_overrides={"CONTENT_LENGTH": "10", "wsgi.input": io.BytesIO(b"short")}), 400)
+    check("post", "/files", post(b"x" * 1001), 413)
+    check("post", "/files", post(b"x", headers={"Content-Encoding": "gzip"}), 415)
+    data = b"slow"
+    check("post", "/files", client.post("/files", data=data, environ_overrides={"wsgi.input": SlowBody(data), "kiln.read_deadline": time.monotonic() + 0.05}), 408)
+    other = post(b"y" * 1000).get_json()["id"]
+    with files_api.store_of(app).pinned([file_id, other]):
+        check("post", "/files", post(b"z" * 10), 507)
+    check("get", "/files/{file_id}", one("GET", file_id), 200)
+    check("get", "/files/{file_id}", one("GET", "sha256:" + "A" * 64), 400)
+    check("get", "/files/{file_id}", one("GET", "sha256:" + "1" * 64), 404)
+    check("delete", "/files/{file_id}", one("DELETE", file_id), 204)
+    check("delete", "/files/{file_id}", one("DELETE", file_id), 404)
+    check("delete", "/files/{file_id}", one("DELETE", "nope"), 400)
+    app, pool, client = make_app(api_keys=("k1",))
+    check("post", "/files", client.post("/files", data=b"x"), 401)
+    check("get", "/files/{file_id}", client.get(f"/files/{file_id}"), 401)
+    check("delete", "/files/{file_id}", client.delete(f"/files/{file_id}"), 401)
+
+
+def assert_status(response, status):
+    assert response.status_code == status, (response.status_code, response.get_data())
+
+
 def test_any_route_that_fails_answers_the_documented_500(make_app, observed):
     app, pool, client = make_app(allow_shutdown=True)
 
@@ -323,7 +366,7 @@ def test_any_route_that_fails_answers_the_documented_500(make_app, observed):
     for (path, method) in operations():
         endpoint = app.url_map.bind("localhost").match(path, method=method.upper())[0]
         setattr(app, f"on_{endpoint}", broken)
-        response = client.open(path, method=method.upper())
+        response = client.open(path.replace("{file_id}", "sha256:" + "0" * 64), method=method.upper())
         observed.check(path, method, response)
         assert response.status_code == 500
 
@@ -342,7 +385,7 @@ def test_every_route_of_the_implementation_is_documented_and_nothing_else(make_a
         methods = set(rule.methods)
         if "GET" in methods:
             methods.discard("HEAD")  # werkzeug serves HEAD wherever GET is: implicit, not an operation
-        implemented |= {(rule.rule, method.lower()) for method in methods}
+        implemented |= {(re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", rule.rule), method.lower()) for method in methods}
     assert implemented == set(operations())
     assert {endpoint for endpoint in dir(app) if endpoint.startswith("on_")} == {f"on_{rule.endpoint}" for rule in app.url_map.iter_rules()}
 
