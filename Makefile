@@ -19,6 +19,7 @@ run: setup
 	$(VENV)/bin/kiln serve
 
 test: langs
+	@scripts/install-deploy-tools.sh
 	$(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
 
 # the soak test for longer than the 60 s `make test` gives it (SOAK_SECONDS=...)
