@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
 import hmac
-import json
 import time
 import uuid
 from pathlib import Path
@@ -13,19 +13,21 @@ from werkzeug.exceptions import MethodNotAllowed, NotFound
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Response
 
+from kiln.http import files_api
 from kiln.http.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from kiln.http.metrics import Metrics
 from kiln.http.pool import Busy, NoWarmSlot, ShuttingDown, SlotPool
+from kiln.http.responses import CLIENT_GONE, CLOSE, JSON, ReadTimeout, error_response, json_response
 from kiln.http.runner import Cancelled, Ran, Runner, SlotLost
 from kiln.http.validate import ApiError, RunRequest, parse_run
 from kiln.http.watch import ClientWatch
+from kiln.judge.builds import Builds
+from kiln.judge.files import UnknownFile
+from kiln.judge.judge import Judge
+from kiln.judge.request import parse_judge
 from kiln.log import Log
 from kiln.runtime import Runtime
 
-JSON = "application/json"
-_compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-CLIENT_GONE = 499  # logged only: nobody is left to read it
-CLOSE = {"Connection": "close"}  # what is left of the request is not read: the connection ends
 OPENAPI_DOCUMENT = Path(__file__).with_name("openapi.json")
 
 
@@ -41,6 +43,7 @@ class App:
         self.health_note = f" (NO CGROUPS: memory and pids limits are not enforced: {no_cgroups_reason})" if no_cgroups_reason else ""
         self.shutting_down = False
         self.runner = Runner(pool, runtime, log)
+        self.judge = Judge(self.runner, runtime, Builds(runtime.layers_dir, runtime.config.build_cache_max, log), log, runtime.config.judge_parallel)
         self.openapi = OPENAPI_DOCUMENT.read_bytes()  # GET /openapi.json: read once, served as is
         self.url_map = Map(
             [
@@ -91,6 +94,8 @@ class App:
             duration_ms=round((time.monotonic() - started) * 1000, 2),
             slot=info.get("slot"),
             prestarted=info.get("prestarted"),
+            tests=info.get("tests"),
+            passed=info.get("passed"),
             bytes_in=info.get("bytes_in"),
             bytes_out=response.content_length,
             request_id=request_id,
@@ -112,40 +117,59 @@ class App:
         watch = ClientWatch(environ)
         try:
             ran = self.runner.run(request.job, watch.gone)
-        except Busy as busy:
-            self.metrics.busy_refusals.labels(busy.reason).inc()
-            raise ApiError(429, "runner busy", headers={"Retry-After": "1"}) from None
-        except NoWarmSlot as error:
-            self.log.error("no warm slot", error=str(error))
-            raise ApiError(503, "no warm slot") from None
-        except ShuttingDown:
-            raise ApiError(503, "shutting down") from None
-        except Cancelled:
-            info.update(status=CLIENT_GONE, outcome="cancelled")
-            return error_response(500, "internal")  # never read: the client is gone
-        except SlotLost:
-            if self.shutting_down:  # killed at the end of the grace period: let a balancer retry it
-                raise ApiError(503, "shutting down") from None
-            raise
+        except (Busy, NoWarmSlot, ShuttingDown, Cancelled, SlotLost) as failure:
+            return self._run_failure(failure, info)
         finally:
             watch.stop()
         return self._result_response(ran, request, info)
 
-    def on_judge(self, environ, info) -> Response:
-        from kiln.http import judge_api  # noqa: PLC0415
+    def _run_failure(self, failure: Exception, info) -> Response:
+        """What the Runner could not do, as the contract's answer (a SlotLost is a 500)."""
+        if isinstance(failure, Busy):
+            self.metrics.busy_refusals.labels(failure.reason).inc()
+            raise ApiError(429, "runner busy", headers={"Retry-After": "1"})
+        if isinstance(failure, NoWarmSlot):
+            self.log.error("no warm slot", error=str(failure))
+            raise ApiError(503, "no warm slot")
+        if isinstance(failure, ShuttingDown):
+            raise ApiError(503, "shutting down")
+        if isinstance(failure, Cancelled):
+            info.update(status=CLIENT_GONE, outcome="cancelled")
+            return error_response(500, "internal")  # never read: the client is gone
+        if self.shutting_down:  # SlotLost: killed at the end of the grace period: let a balancer retry it
+            raise ApiError(503, "shutting down")
+        raise failure
 
-        return judge_api.on_judge(self, environ, info)
+    def on_judge(self, environ, info) -> Response:
+        """parse -> judge -> respond (kiln/judge/)"""
+        self._authorize(environ)
+        raw = self._read_body(environ, info, self.config.judge_input_max)
+        info["bytes_in"] = len(raw)
+        request = parse_judge(raw, self.runtime)
+        info["lang"] = request.slug
+        if self.shutting_down:
+            raise ApiError(503, "shutting down")
+        files = files_api.store_of(self) if request.file_ids else None
+        watch = ClientWatch(environ)
+        try:
+            with files.pinned(request.file_ids) if files else contextlib.nullcontext():
+                answer = self.judge.run(request, files, watch.gone)
+        except UnknownFile as unknown:
+            raise ApiError(400, f"unknown file {unknown} (upload it to /files and retry)") from None
+        except (Busy, NoWarmSlot, ShuttingDown, Cancelled, SlotLost) as failure:
+            return self._run_failure(failure, info)
+        finally:
+            watch.stop()
+        info.update(outcome=answer["verdict"], wall_ms=answer["stats"]["wall_ms"], tests=answer["total"], passed=answer["passed"])
+        self.metrics.judged(request.slug, answer)
+        return json_response(200, answer)
 
     def on_files(self, environ, info) -> Response:
         """POST /files: one file into the store (kiln/http/files_api.py)."""
-        from kiln.http import files_api  # noqa: PLC0415
-
         return files_api.on_upload(self, environ, info)
 
     def on_file(self, environ, info, file_id: str) -> Response:
         """GET or DELETE /files/<id> (kiln/http/files_api.py)."""
-        from kiln.http import files_api  # noqa: PLC0415
-
         return files_api.on_file(self, environ, info, file_id)
 
     def on_health(self, environ, info) -> Response:
@@ -199,13 +223,14 @@ class App:
         if scheme.lower() != "bearer" or not any(hmac.compare_digest(given, key.encode()) for key in keys):
             raise ApiError(401, "unauthorized")
 
-    def _read_body(self, environ, info) -> bytes:
-        """The whole body, within what is left of the request's RUN_READ_TIMEOUT (408 after, the
-        connection closed). A client that hangs up mid-body is a client error (logged 499)."""
+    def _read_body(self, environ, info, limit: int | None = None) -> bytes:
+        """The whole body, at most `limit` bytes (RUN_INPUT_MAX unless told; 413 past it), within
+        what is left of the request's RUN_READ_TIMEOUT (408 after, the connection closed). A
+        client that hangs up mid-body is a client error (logged 499)."""
         encoding = environ.get("HTTP_CONTENT_ENCODING", "").strip().lower()
         if encoding not in ("", "identity"):
             raise ApiError(415, "content-encoding not supported")
-        limit = self.config.input_max
+        limit = self.config.input_max if limit is None else limit
         length = environ.get("CONTENT_LENGTH") or None
         if length is not None:
             if not length.isdigit():
@@ -251,20 +276,8 @@ class App:
         return json_response(200, body)
 
 
-class ReadTimeout(Exception):
-    """A request (its line and headers: server.Handler; its body: App._read_body) did not
-    arrive within RUN_READ_TIMEOUT of its first byte."""
-
-
 def _request_id(given: str | None) -> str:
     if given and len(given) <= 200 and given.isascii() and given.isprintable():
         return given
     return uuid.uuid4().hex
 
-
-def json_response(status: int, body) -> Response:
-    return Response(_compact(body), status, content_type=JSON)
-
-
-def error_response(status: int, error: str) -> Response:
-    return json_response(status, {"error": error})

@@ -18,7 +18,7 @@ import gevent
 from gevent import pywsgi
 from werkzeug.wrappers import Response
 
-from kiln.http.api import CLIENT_GONE, CLOSE, ReadTimeout, json_response
+from kiln.http.responses import CLIENT_GONE, CLOSE, ReadTimeout, json_response
 from kiln.http.validate import ApiError
 from kiln.judge.files import FILE_ID, FileStore, StoreFull, TooLarge, UnknownFile
 

@@ -27,6 +27,9 @@ class Metrics:
         self.overload_refusals = Counter(
             "kiln_overload_refusals", "Connections answered 503 and closed, by reason: out of file descriptors, or RUN_CONNECTIONS_MAX open", ["reason"], registry=registry
         )
+        self.judge_requests = Counter("kiln_judge_requests", "Judge requests answered 200, by language and overall verdict (CE, AC, WA, TLE, ...)", ["lang", "verdict"], registry=registry)
+        self.judge_tests = Counter("kiln_judge_tests", "Judge tests, by language and verdict (SK: not run)", ["lang", "verdict"], registry=registry)
+        self.judge_builds = Counter("kiln_judge_builds", "Judge builds, by language and whether the build cache had them (hit: true)", ["lang", "hit"], registry=registry)
         self.prestarted_runs = Counter("kiln_prestarted_runs", "Runs served by a slot prestarted for their language, by language (of kiln_runs)", ["lang"], registry=registry)
         self.prestart_trades = Counter("kiln_prestart_trades", "Warm prestarted slots closed unused: a request needed another kind and no other was warm", registry=registry)
         self.slot_warmup_seconds = Histogram("kiln_slot_warmup_seconds", "Time to warm a slot: spawn, namespaces, root filesystem", buckets=WARM_BUCKETS, registry=registry)
@@ -39,6 +42,12 @@ class Metrics:
         pool.on_warm = lambda seconds: self.slot_warmup_seconds.observe(seconds)
         pool.on_trade = self.prestart_trades.inc
         pool.on_queued = self.queue_wait_seconds.observe
+
+    def judged(self, slug: str, answer: dict) -> None:
+        self.judge_requests.labels(slug, answer["verdict"]).inc()
+        self.judge_builds.labels(slug, str(answer["compile"]["cached"]).lower()).inc()
+        for test in answer["tests"]:
+            self.judge_tests.labels(slug, test["verdict"]).inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

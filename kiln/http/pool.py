@@ -94,10 +94,12 @@ class SlotPool:
         self.on_queued = lambda seconds: None  # and how long queued requests waited
         self.reader = gevent.spawn(self._read_zygote)
 
-    def acquire(self, want: str | None = None, wait_s: float = 0.0, gone: gevent.event.Event | None = None) -> WarmSlot:
+    def acquire(self, want: str | None = None, wait_s: float | None = 0.0, gone: gevent.event.Event | None = None) -> WarmSlot:
         """A warm slot for a request that a slot prestarted for `want` can serve (None: the
-        request needs a plain slot). `wait_s`: how long it may queue for its turn; `gone`: set
-        when its client leaves. Raises Busy, NoWarmSlot, ClientGone or ShuttingDown."""
+        request needs a plain slot). `wait_s`: how long it may queue for its turn (None: as long
+        as it takes, whatever RUN_QUEUE_MAX: a judge's test, whose request was admitted with its
+        build); `gone`: set when its client leaves. Raises Busy, NoWarmSlot, ClientGone or
+        ShuttingDown."""
         self._take_turn(wait_s, gone)
         started = time.monotonic()
         deadline = started + WARM_WAIT_S
@@ -129,13 +131,15 @@ class SlotPool:
             finally:
                 self._waiters.remove(waiter)
 
-    def _take_turn(self, wait_s: float, gone: gevent.event.Event | None) -> None:
+    def _take_turn(self, wait_s: float | None, gone: gevent.event.Event | None) -> None:
         """Count the request in flight, at once if there is room and nobody queued ahead of it,
         else once a run in flight passes its capacity on (_pass_turn)."""
         if self.in_flight < self.concurrency and not self.queue:
             self.in_flight += 1
             return
-        if wait_s <= 0 or len(self.queue) >= self.queue_max:
+        if self.closing:
+            raise ShuttingDown
+        if wait_s is not None and (wait_s <= 0 or len(self.queue) >= self.queue_max):
             raise Busy("no queue" if wait_s <= 0 or not self.queue_max else "queue full")
         turn = _Turn()
         self.queue.append(turn)

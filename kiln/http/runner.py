@@ -60,30 +60,32 @@ class Runner:
         self.workloads = runtime.workloads
         self.queue_wait_ms = runtime.config.queue_wait_ms
         self.result_limit = 2 * runtime.config.output_max + protocol.MAX_HEADER + 64
+        self.build_result_limit = self.result_limit + protocol.LAYER_MAX
         self.log = log
         self.prestart_broken: set[str] = set()  # languages whose prestart command died unreleased
 
-    def run(self, job: Job, gone: gevent.event.Event | None = None) -> Ran:
-        """Run `job` in a slot; `gone` is set when its client leaves (then: Cancelled)."""
+    def run(self, job: Job, gone: gevent.event.Event | None = None, patient: bool = False) -> Ran:
+        """Run `job` in a slot; `gone` is set when its client leaves (then: Cancelled). A patient
+        job waits its turn as long as it takes (a judge's test: its request is admitted)."""
         try:
-            return self._attempt(job, self._prestart_kind(job), gone)
+            return self._attempt(job, self._prestart_kind(job), gone, patient)
         except PrestartFailed as failed:
             # the slot's prestart command had died before the job came: never prestart this
             # language again (until restart), and run the job in a plain slot
             self.prestart_broken.add(job.slug)
             self.log.error("prestart command failed; prestarting stops for this language", lang=job.slug, error=str(failed))
-            return self._attempt(job, None, gone)
+            return self._attempt(job, None, gone, patient)
 
     def _prestart_kind(self, job: Job) -> str | None:
         """The language of the prestarted slot that can serve `job` (None: a plain slot)."""
         workload = self.workloads.get(job.slug)
-        if workload is None or workload.prestart_argv is None or job.stdin is not None or job.slug in self.prestart_broken:
+        if workload is None or workload.prestart_argv is None or job.stdin is not None or job.command != "test" or job.slug in self.prestart_broken:
             return None
         return job.slug
 
-    def _attempt(self, job: Job, want: str | None, gone: gevent.event.Event | None) -> Ran:
+    def _attempt(self, job: Job, want: str | None, gone: gevent.event.Event | None, patient: bool) -> Ran:
         try:
-            slot = self.pool.acquire(want, min(self.queue_wait_ms, job.timeout_ms) / 1000, gone)
+            slot = self.pool.acquire(want, None if patient else min(self.queue_wait_ms, job.timeout_ms) / 1000, gone)
         except ClientGone:
             raise Cancelled from None
         try:
@@ -110,7 +112,7 @@ class Runner:
         try:
             with silence:
                 protocol.send_frame(slot.sock, *protocol.encode_job(job))
-                frame = protocol.recv_frame(slot.sock, self.result_limit)
+                frame = protocol.recv_frame(slot.sock, self.build_result_limit if job.command == "build" else self.result_limit)
         except (OSError, ProtocolError, gevent.Timeout) as error:
             failure = error
         finally:

@@ -14,7 +14,8 @@ import gevent.socket
 from gevent.pywsgi import WSGIHandler, WSGIServer
 
 from kiln import systemd
-from kiln.http.api import App, ReadTimeout
+from kiln.http.api import App
+from kiln.http.responses import ReadTimeout
 from kiln.http.pool import SlotPool
 from kiln.log import Log
 from kiln.runtime import Runtime

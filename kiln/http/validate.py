@@ -41,7 +41,7 @@ _decoder = json.JSONDecoder(parse_constant=_reject_constant)
 _compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 
 
-def _utf8(field: str, text: str) -> bytes:
+def utf8(field: str, text: str) -> bytes:
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
@@ -55,7 +55,8 @@ def _optional_text(body: dict, field: str) -> str | None:
     return value
 
 
-def parse_run(raw: bytes, runtime: Runtime) -> RunRequest:
+def decode_json_object(raw: bytes) -> dict:
+    """A request body that must be one JSON object (NaN and Infinity are not JSON)."""
     try:
         body = _decoder.decode(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -64,6 +65,11 @@ def parse_run(raw: bytes, runtime: Runtime) -> RunRequest:
         raise ApiError(400, "body is not valid JSON") from None
     if not isinstance(body, dict):
         raise ApiError(400, "body must be a JSON object")
+    return body
+
+
+def parse_run(raw: bytes, runtime: Runtime) -> RunRequest:
+    body = decode_json_object(raw)
     slug = body.get("lang_slug")
     if slug is None:
         raise ApiError(400, "lang_slug is required")
@@ -82,10 +88,10 @@ def parse_run(raw: bytes, runtime: Runtime) -> RunRequest:
     elif asserts is not None and not isinstance(asserts, str):
         raise ApiError(400, "asserts must be a string, an array, an object or null")
     timeout_ms = _timeout(body.get("timeout"), runtime.config)
-    files = [("solution", _utf8("solution_text", solution))]
-    checker_bytes = None if checker is None else _utf8("checker_text", checker)
-    asserts_bytes = None if asserts is None else _utf8("asserts", asserts)
-    stdin_bytes = None if stdin is None else _utf8("stdin", stdin)
+    files = [("solution", utf8("solution_text", solution))]
+    checker_bytes = None if checker is None else utf8("checker_text", checker)
+    asserts_bytes = None if asserts is None else utf8("asserts", asserts)
+    stdin_bytes = None if stdin is None else utf8("stdin", stdin)
 
     workload = runtime.workloads.get(slug)
     if workload is None:

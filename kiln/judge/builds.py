@@ -1,0 +1,136 @@
+"""The judge's builds: what a build job left (its layer, protocol.LAYER), written as a folder of
+Runtime.layers_dir, which every slot sees read-only and a test's overlay takes as a lower layer
+above its workspace; and the build cache over them (DESIGN.md, "Build cache").
+
+A build is named by its key, the digest of what makes it (the language, its toolchain version,
+the workspace's build command, the files); a hit skips the build and answers the first build's
+compile answer with "cached": true. The cache keeps builds within RUN_BUILD_CACHE_MAX by least
+recent use, never removing one that a running judge request uses; with RUN_BUILD_CACHE_MAX=0 a
+build lives as long as its request. The folder is the front's own (RUN_FRONT_USER): it is made
+at startup by serve.py and emptied at start and exit (a cache does not outlive the service).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from kiln.zygote.protocol import LayerEntry, ProtocolError, read_layer
+
+ENTRY_OVERHEAD = 512  # bytes counted per directory entry besides its data
+
+
+@dataclass
+class Build:
+    name: str  # its folder in the layers folder: 64 hex digits (kiln-init checks the form)
+    compile: dict  # the compile answer of the build that made it (without "cached")
+    size: int
+    users: int = 0
+    cached: bool = False  # in the cache's index (else removed when its last user ends)
+    path: str = field(default="", repr=False)
+
+
+class Builds:
+    def __init__(self, folder: str, max_bytes: int, log):
+        self.folder = folder
+        self.max_bytes = max_bytes
+        self.log = log
+        self.index: OrderedDict[str, Build] = OrderedDict()  # least recently used first
+        self.size = 0
+
+    @staticmethod
+    def key(slug: str, version: str | None, build_script: tuple[str, ...], files: tuple[tuple[str, bytes], ...]) -> str:
+        digest = hashlib.sha256()
+        for part in (slug, version or "", "\0".join(build_script)):
+            digest.update(part.encode() + b"\0\0")
+        for name, content in sorted(files):
+            digest.update(name.encode() + b"\0" + str(len(content)).encode() + b"\0" + content)
+        return digest.hexdigest()
+
+    def get(self, key: str) -> Build | None:
+        """A cached build of this key, now the most recently used."""
+        build = self.index.get(key)
+        if build is not None:
+            self.index.move_to_end(key)
+        return build
+
+    def put(self, key: str, layer: bytes, compile_answer: dict) -> Build:
+        """A new build from a build job's layer (raises ProtocolError for a malformed one). Cached
+        under `key` when the cache is on and it fits; else private to its request."""
+        entries = read_layer(layer)
+        size = sum(len(e.data) + ENTRY_OVERHEAD for e in entries)
+        cached = 0 < size <= self.max_bytes and key not in self.index
+        name = key if cached else hashlib.sha256(f"{key}/{uuid.uuid4()}".encode()).hexdigest()
+        path = os.path.join(self.folder, name)
+        partial = os.path.join(self.folder, f".partial-{uuid.uuid4().hex}")
+        try:
+            _write(partial, entries)
+            os.rename(partial, path)
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
+        build = Build(name, compile_answer, size, cached=cached, path=path)
+        if cached:
+            self.index[key] = build
+            self.size += size
+            self._evict()
+        return build
+
+    @contextmanager
+    def using(self, build: Build) -> Iterator[Build]:
+        """The build stays while inside (the cache never removes a build in use)."""
+        build.users += 1
+        try:
+            yield build
+        finally:
+            build.users -= 1
+            if not build.cached and build.users == 0:
+                shutil.rmtree(build.path, ignore_errors=True)
+            self._evict()
+
+    def _evict(self) -> None:
+        for key in list(self.index):
+            if self.size <= self.max_bytes:
+                return
+            build = self.index[key]
+            if build.users:
+                continue
+            del self.index[key]
+            self.size -= build.size
+            build.cached = False
+            shutil.rmtree(build.path, ignore_errors=True)
+
+
+def _write(folder: str, entries: list[LayerEntry]) -> None:
+    """The entries below a new folder, readable by every slot's user, never following a link
+    (read_layer let through only paths below directories of the layer itself)."""
+    os.mkdir(folder, 0o755)
+    os.chmod(folder, 0o755)  # whatever the umask: every slot's user reads it
+    top = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for entry in entries:
+            if entry.type == b"d":
+                os.mkdir(entry.path, 0o755, dir_fd=top)
+                os.chmod(entry.path, 0o755, dir_fd=top)  # just made: a directory
+            elif entry.type == b"l":
+                os.symlink(bytes(entry.data), entry.path, dir_fd=top)
+            else:
+                mode = (entry.mode & 0o755) | 0o644
+                fd = os.open(entry.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=top)
+                try:
+                    view = entry.data
+                    while view:
+                        view = view[os.write(fd, view) :]
+                    os.fchmod(fd, mode)
+                finally:
+                    os.close(fd)
+    except OSError as error:
+        raise ProtocolError(f"layer: cannot write {error.filename or ''}: {error.strerror}") from None
+    finally:
+        os.close(top)

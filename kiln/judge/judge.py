@@ -1,0 +1,182 @@
+"""One judge request, from its build to its answer (DESIGN.md, "Judge API"):
+
+    answer = judge.run(request, files, gone)
+
+build (once: the build cache, else a build job in one slot; its layer kept) -> tests (each an
+exec job in a fresh slot on the build's layer, up to RUN_JUDGE_PARALLEL at a time, started in
+index order, through the same Runner as /run) -> each test's verdict (its run's own, else the
+comparison) -> the answer, in the contract's key order.
+
+Failures that end the request are exceptions of the layers below: Busy, NoWarmSlot,
+ShuttingDown (no slot for the build), Cancelled (the client left: the tests not started never
+start, those running are cancelled), UnknownFile (a test names a file the store lacks).
+"""
+
+from __future__ import annotations
+
+import time
+import gevent
+import gevent.event
+import gevent.pool
+
+from kiln.http.runner import Cancelled, Runner, SlotLost
+from kiln.judge import compare
+from kiln.judge.builds import Build, Builds
+from kiln.judge.files import FileStore
+from kiln.judge.request import JudgeRequest, Source, Test
+from kiln.log import Log
+from kiln.runtime import Runtime
+from kiln.zygote.protocol import Job, Limits, ProtocolError, RunResult
+
+# verdicts of a test, in the order the first that applies is given (DESIGN.md)
+VERDICTS = ("SK", "TLE", "MLE", "OLE", "SV", "RE", "AC", "WA", "PE", "IE")
+CUT = 4096  # bytes of a test's or the compile's stdout and stderr in the answer
+
+
+class Judge:
+    def __init__(self, runner: Runner, runtime: Runtime, builds: Builds, log: Log, parallel: int):
+        self.runner = runner
+        self.runtime = runtime
+        self.builds = builds
+        self.log = log
+        self.parallel = parallel
+
+    def run(self, request: JudgeRequest, files: FileStore | None, gone: gevent.event.Event | None = None) -> dict:
+        started = time.monotonic()
+        build, compile_answer = self._build(request, gone)
+        if build is None:  # a compile error: nothing runs
+            return _answer("CE", compile_answer, [_skipped() for _ in request.tests], started)
+        with self.builds.using(build):
+            tests = self._tests(request, build, files, gone)
+        return _answer(next((t["verdict"] for t in tests if t["verdict"] not in ("AC", "SK")), "AC"), compile_answer, tests, started)
+
+    # -- the build ------------------------------------------------------------------------------
+    def _build(self, request: JudgeRequest, gone) -> tuple[Build | None, dict]:
+        """The request's build (None when it failed) and the compile answer."""
+        workload = self.runtime.workloads[request.slug]
+        key = Builds.key(request.slug, self.runtime.versions.get(request.slug), workload.build_argv or (), request.files)
+        cached = self.builds.get(key)
+        if cached is not None:
+            return cached, {**cached.compile, "cached": True}
+        job = Job(request.slug, request.compile_timeout_ms, request.files, command="build")
+        result = self.runner.run(job, gone).result
+        answer = {"exit_code": result.exit_code, "stdout": cut(result.stdout), "stderr": cut(result.stderr), "cached": False, "stats": stats(result)}
+        if result.outcome != "exited" or result.exit_code != 0 or result.layer is None:
+            return None, answer
+        try:
+            return self.builds.put(key, result.layer, answer), answer
+        except ProtocolError as error:
+            self.log.error("a build's layer is unusable", lang=request.slug, error=str(error))
+            raise SlotLost(str(error)) from None
+
+    # -- the tests ------------------------------------------------------------------------------
+    def _tests(self, request: JudgeRequest, build: Build, files: FileStore | None, gone) -> list[dict]:
+        answers: list[dict | None] = [None] * len(request.tests)
+        failed_at = [len(request.tests)]  # the first test (by index) known not to be AC
+        pool = gevent.pool.Pool(self.parallel)
+
+        def one(index: int, test: Test) -> None:
+            answers[index] = answer = self._test(request, build, test, files, gone)
+            if request.stop_on_failure and answer["verdict"] != "AC":
+                failed_at[0] = min(failed_at[0], index)
+
+        try:
+            for index, test in enumerate(request.tests):
+                pool.wait_available()
+                if gone is not None and gone.is_set():
+                    raise Cancelled
+                if index > failed_at[0]:
+                    break
+                pool.spawn(one, index, test)
+            pool.join(raise_error=True)
+        except BaseException:
+            pool.kill()
+            raise
+        return [answer if answer is not None else _skipped() for answer in answers]
+
+    def _test(self, request: JudgeRequest, build: Build, test: Test, files: FileStore | None, gone) -> dict:
+        limits = request.limits
+        job = Job(
+            request.slug,
+            limits.wall_time_ms,
+            (),
+            stdin=_read(test.stdin, files),
+            command="exec",
+            limits=Limits(cpu_ms=limits.time_ms, memory=limits.memory, pids=limits.pids, output=limits.output),
+            layer=build.name,
+        )
+        try:
+            result = self.runner.run(job, gone, patient=True).result
+        except SlotLost as error:
+            self.log.error("a judge test's slot was lost", lang=request.slug, error=str(error))
+            return {"verdict": "IE", "exit_code": None, "stdout": "", "stderr": "", "checker_message": None, "stats": None}
+        verdict = run_verdict(result, limits.time_ms, limits.memory)
+        if verdict is None:
+            verdict = _compared(request, result.stdout, test.expected, files)
+        return {"verdict": verdict, "exit_code": result.exit_code, "stdout": cut(result.stdout), "stderr": cut(result.stderr), "checker_message": None, "stats": stats(result)}
+
+
+def run_verdict(result: RunResult, time_ms: int, memory: int) -> str | None:
+    """The test's verdict from its run alone (None: it exited 0, the comparison decides)."""
+    if result.outcome == "infrastructure_failure":
+        return "IE"
+    if result.outcome == "timed_out" or result.cpu_ms > time_ms:
+        return "TLE"
+    if result.outcome == "out_of_memory" or result.memory_peak_bytes > memory:
+        return "MLE"
+    if result.output_overflow:
+        return "OLE"
+    if result.outcome == "policy_violation":
+        return "SV"
+    if result.outcome != "exited" or result.exit_code != 0:
+        return "RE"
+    return None
+
+
+def _compared(request: JudgeRequest, output: bytes, expected: Source | None, files: FileStore | None) -> str:
+    if request.compare == "none":
+        return "AC"
+    return "AC" if compare.same(request.compare, output, _read(expected, files), request.epsilon) else "WA"
+
+
+def _read(source: Source | None, files: FileStore | None) -> bytes:
+    if source is None:
+        return b""
+    if source.file_id is None:
+        return source.text or b""
+    assert files is not None  # the request's files are pinned in the store
+    return files.read(source.file_id)
+
+
+def _skipped() -> dict:
+    return {"verdict": "SK", "exit_code": None, "stdout": "", "stderr": "", "checker_message": None, "stats": None}
+
+
+def _answer(verdict: str, compile_answer: dict, tests: list[dict], started: float) -> dict:
+    return {
+        "verdict": verdict,
+        "passed": sum(t["verdict"] == "AC" for t in tests),
+        "total": len(tests),
+        "compile": {key: compile_answer[key] for key in ("exit_code", "stdout", "stderr", "cached", "stats")},
+        "tests": tests,
+        "stats": {"wall_ms": round((time.monotonic() - started) * 1000, 1)},
+    }
+
+
+def stats(result: RunResult) -> dict:
+    """/run's stats object."""
+    outcome = "output_too_large" if result.output_overflow else result.outcome
+    return {"outcome": outcome, "wall_ms": result.wall_ms, "cpu_ms": result.cpu_ms, "memory_peak_bytes": result.memory_peak_bytes, "signal": result.signal}
+
+
+def cut(data: bytes, limit: int = CUT) -> str:
+    """The first `limit` bytes as text: invalid bytes replaced, never more than `limit` bytes of
+    UTF-8, never a character cut in two."""
+    encoded = data[: limit * 3].decode("utf-8", "replace").encode("utf-8")
+    if len(encoded) <= limit:
+        return encoded.decode("utf-8")
+    end = limit
+    while end > 0 and (encoded[end] & 0xC0) == 0x80:  # a continuation byte: back to the character's start
+        end -= 1
+    return encoded[:end].decode("utf-8")
+

@@ -1,0 +1,245 @@
+"""POST /judge's body, checked field by field into a JudgeRequest, or an ApiError (400) that names
+the field and what is allowed (DESIGN.md, "Judge API"). Nothing here runs anything."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from kiln.http.validate import ApiError, decode_json_object, utf8
+from kiln.judge.compare import MODES
+from kiln.judge.files import FILE_ID
+from kiln.runtime import Runtime
+from kiln.units import format_duration_ms, format_size, parse_duration_ms, parse_size
+
+# a file beside the judge file: frames.c file_name() checks the same in kiln-init
+FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
+FILES_MAX = 64
+COMPILE_TIMEOUT_MS = 30_000
+DEFAULT_EPSILON = 1e-6
+SOON = ("checker", "interactor")  # in the contract, not served by this version yet
+
+
+@dataclass(frozen=True)
+class Source:
+    """A test's input or expected answer: inline text, or a file of the store."""
+
+    text: bytes | None = None
+    file_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Test:
+    stdin: Source
+    expected: Source | None
+
+
+@dataclass(frozen=True)
+class TestLimits:
+    time_ms: int  # CPU time of the whole test
+    wall_time_ms: int
+    memory: int  # bytes
+    output: int  # bytes of stdout
+    pids: int
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    slug: str
+    files: tuple[tuple[str, bytes], ...]  # (name in the judge dir, content): the judge file first
+    tests: tuple[Test, ...]
+    compare: str
+    epsilon: float
+    limits: TestLimits
+    compile_timeout_ms: int
+    stop_on_failure: bool
+
+    @property
+    def file_ids(self) -> tuple[str, ...]:
+        """The store's files the tests name, each once."""
+        ids = [s.file_id for t in self.tests for s in (t.stdin, t.expected) if s is not None and s.file_id]
+        return tuple(dict.fromkeys(ids))
+
+
+def parse_judge(raw: bytes, runtime: Runtime) -> JudgeRequest:
+    body = decode_json_object(raw)
+    config = runtime.config
+    slug = _required(body, "lang_slug", str)
+    solution = _required(body, "solution_text", str)
+    workload = runtime.workloads.get(slug)
+    if workload is None:
+        raise ApiError(400, "unsupported lang_slug")
+    if not workload.judges:
+        raise ApiError(400, f"lang_slug {slug} cannot judge")
+    for field in SOON:
+        if body.get(field) is not None:
+            raise ApiError(400, f"{field}: not supported by this server yet (compare with tokens, lines, exact, float or none)")
+    compare = _optional(body, "compare", str, "tokens")
+    if compare not in MODES:
+        raise ApiError(400, f"compare must be one of {', '.join(MODES)} (got {compare[:40]!r})")
+    if compare == "checker":
+        raise ApiError(400, "compare checker: not supported by this server yet (compare with tokens, lines, exact, float or none)")
+    epsilon = _epsilon(body.get("epsilon"))
+    judge_file = workload.language.judge_file
+    files = ((judge_file, utf8("solution_text", solution)), *_files(body.get("files"), judge_file))
+    tests = _tests(body.get("tests"), config.judge_tests_max, expected_needed=compare != "none")
+    return JudgeRequest(
+        slug=slug,
+        files=files,
+        tests=tests,
+        compare=compare,
+        epsilon=epsilon,
+        limits=_limits(body.get("limits"), workload, config),
+        compile_timeout_ms=_duration(body.get("compile_timeout"), "compile_timeout", min(COMPILE_TIMEOUT_MS, config.timeout_max_ms), config.timeout_max_ms),
+        stop_on_failure=_optional(body, "stop_on_failure", bool, False),
+    )
+
+
+def _required(body: dict, field: str, kind: type):
+    value = body.get(field)
+    if value is None:
+        raise ApiError(400, f"{field} is required")
+    if type(value) is not kind:
+        raise ApiError(400, f"{field} must be a {_TYPE_NAMES[kind]}")
+    return value
+
+
+def _optional(body: dict, field: str, kind: type, default):
+    value = body.get(field)
+    if value is None:
+        return default
+    if type(value) is not kind:
+        raise ApiError(400, f"{field} must be a {_TYPE_NAMES[kind]}")
+    return value
+
+
+_TYPE_NAMES = {str: "string", bool: "boolean (true or false)", dict: "object", list: "array"}
+
+
+def _epsilon(value) -> float:
+    if value is None:
+        return DEFAULT_EPSILON
+    if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
+        raise ApiError(400, "epsilon must be a number >= 0")
+    return float(value)
+
+
+def _files(value, judge_file: str) -> list[tuple[str, bytes]]:
+    if value is None:
+        return []
+    if type(value) is not dict:
+        raise ApiError(400, "files must be an object of file name -> text")
+    if len(value) > FILES_MAX:
+        raise ApiError(400, f"files: at most {FILES_MAX} files")
+    files = []
+    for name, text in value.items():
+        if not FILE_NAME.fullmatch(name):
+            raise ApiError(400, f"files: {name[:120]!r} is not a file name ([A-Za-z0-9_][A-Za-z0-9_.-]{{0,99}}: no '/', no '..', no leading '.')")
+        if name == judge_file:
+            raise ApiError(400, f"files: {name!r} is the judge file's name (solution_text is written there)")
+        if type(text) is not str:
+            raise ApiError(400, f"files.{name} must be a string")
+        files.append((name, utf8(f"files.{name}", text)))
+    return files
+
+
+def _tests(value, tests_max: int, expected_needed: bool) -> tuple[Test, ...]:
+    if value is None:
+        raise ApiError(400, "tests is required")
+    if type(value) is not list:
+        raise ApiError(400, "tests must be an array of {stdin or stdin_file, expected or expected_file}")
+    if not 1 <= len(value) <= tests_max:
+        raise ApiError(400, f"tests must have 1 to {tests_max} tests (got {len(value)})")
+    return tuple(_test(i, test, expected_needed) for i, test in enumerate(value))
+
+
+def _test(index: int, test, expected_needed: bool) -> Test:
+    where = f"tests[{index}]"
+    if type(test) is not dict:
+        raise ApiError(400, f"{where} must be an object")
+    stdin = _source(test, where, "stdin")
+    expected = _source(test, where, "expected")
+    if expected is None and expected_needed:
+        raise ApiError(400, f"{where}: expected or expected_file is required (unless compare is none)")
+    return Test(stdin or Source(text=b""), expected)
+
+
+def _source(test: dict, where: str, field: str) -> Source | None:
+    text, file_id = test.get(field), test.get(f"{field}_file")
+    if text is not None and file_id is not None:
+        raise ApiError(400, f"{where}: {field} and {field}_file are exclusive: give one")
+    if text is not None:
+        if type(text) is not str:
+            raise ApiError(400, f"{where}.{field} must be a string")
+        return Source(text=utf8(f"{where}.{field}", text))
+    if file_id is not None:
+        if type(file_id) is not str or not FILE_ID.fullmatch(file_id):
+            raise ApiError(400, f"{where}.{field}_file must be a file id sha256:<64 lowercase hex> (POST /files answers it)")
+        return Source(file_id=file_id)
+    return None
+
+
+def _limits(value, workload, config) -> TestLimits:
+    if value is None:
+        value = {}
+    if type(value) is not dict:
+        raise ApiError(400, "limits must be an object (time, wall_time, memory, output, pids)")
+    time_ms = _duration(value.get("time"), "limits.time", workload.language.judge_time_ms, config.judge_time_max_ms)
+    wall_default = min(2 * time_ms + 1000, config.timeout_max_ms)
+    wall_ms = _duration(value.get("wall_time"), "limits.wall_time", wall_default, config.timeout_max_ms)
+    if wall_ms < time_ms:
+        raise ApiError(400, f"limits.wall_time ({format_duration_ms(wall_ms)}) is below limits.time ({format_duration_ms(time_ms)})")
+    return TestLimits(
+        time_ms=time_ms,
+        wall_time_ms=wall_ms,
+        memory=_size(value.get("memory"), "limits.memory", workload.memory_max, low=1 << 20),
+        output=_size(value.get("output"), "limits.output", config.output_max, low=0),
+        pids=_count(value.get("pids"), "limits.pids", workload.pids_max),
+    )
+
+
+def _duration(value, field: str, default_ms: int, maximum_ms: int) -> int:
+    if value is None:
+        return default_ms
+    if type(value) is not str:
+        raise ApiError(400, f'{field} must be a duration string such as "500ms", "2s" or "1m"')
+    try:
+        ms = parse_duration_ms(value)
+    except ValueError:
+        raise ApiError(400, f'{field} {value[:40]!r} is not a duration such as "500ms", "2s" or "1m"') from None
+    if ms == 0:
+        raise ApiError(400, f"{field} must be above zero")
+    if ms > maximum_ms:
+        raise ApiError(400, f"{field} {value} is above its maximum of {format_duration_ms(maximum_ms)}")
+    return ms
+
+
+def _size(value, field: str, maximum: int, low: int) -> int:
+    if value is None:
+        return maximum
+    if type(value) is int:
+        size = value
+    elif type(value) is str:
+        try:
+            size = parse_size(value)
+        except ValueError:
+            raise ApiError(400, f'{field} {value[:40]!r} is not a size such as 65536, "64k", "256m" or "1g"') from None
+    else:
+        raise ApiError(400, f'{field} must be a size: bytes as an integer, or a string such as "256m"')
+    if size < low:
+        raise ApiError(400, f"{field} must be at least {format_size(low)}")
+    if size > maximum:
+        raise ApiError(400, f"{field} {value} is above its maximum of {format_size(maximum)}")
+    return size
+
+
+def _count(value, field: str, maximum: int) -> int:
+    if value is None:
+        return maximum
+    if type(value) is not int or value < 1:
+        raise ApiError(400, f"{field} must be a whole number >= 1")
+    if value > maximum:
+        raise ApiError(400, f"{field} {value} is above its maximum of {maximum}")
+    return value
+
