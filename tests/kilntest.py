@@ -1,4 +1,7 @@
-"""Test helpers: real kiln servers (root, real namespaces) started on free ports.
+"""Test helpers: real kiln servers (root, real namespaces) started on free ports, and the one
+view of processes the tests have (read from /proc: `Proc`, `processes`, `children`,
+`descendants`, `alive`, `processes_of_uids`; a server's slots and templates: `Server.slots()` and
+the like, a slot's title read with kiln.slots.TITLE).
 
 A module of its own, not conftest.py: several test folders have a conftest, and `import conftest`
 would find whichever was imported first.
@@ -38,20 +41,79 @@ def wait_until(predicate, timeout: float = 20.0, interval: float = 0.02) -> bool
     return bool(predicate())
 
 
-def child_titles(pid: int) -> dict[int, str]:
-    """A process's children and their titles (/proc/<child>/cmdline, NULs as spaces); one that
-    ended as we looked is left out."""
-    titles = {}
+@dataclass(frozen=True)
+class Proc:
+    """A process as /proc shows it."""
+
+    pid: int
+    ppid: int
+    uid: int  # its real uid
+    zombie: bool  # ended, not yet reaped
+    title: str  # its cmdline, NULs as spaces ("" for a zombie)
+    nspid: tuple[int, ...]  # its pid in each pid namespace it is in, the host's first
+
+
+def process(pid: int) -> Proc | None:
+    """pid as /proc shows it; None once it is gone."""
     try:
-        listed = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+        title = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return Proc(
+        pid,
+        int(status["PPid"]),
+        int(status["Uid"].split()[0]),
+        status["State"].split()[0] == "Z",
+        title,
+        tuple(int(n) for n in status["NSpid"].split()),
+    )
+
+
+def processes() -> list[Proc]:
+    """Every process of the host, zombies included."""
+    found = (process(int(entry)) for entry in os.listdir("/proc") if entry.isdigit())
+    return [proc for proc in found if proc is not None]
+
+
+def children(pid: int) -> list[Proc]:
+    """pid's children (forked by any of its threads), zombies included; one that ended and was
+    reaped as we looked is left out."""
+    listed: set[int] = set()
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            try:
+                listed.update(int(child) for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split())
+            except FileNotFoundError:
+                pass
     except FileNotFoundError:
-        return titles
-    for child in listed:
-        try:
-            titles[int(child)] = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-        except FileNotFoundError:
-            pass
-    return titles
+        return []
+    found = (process(child) for child in sorted(listed))
+    return [proc for proc in found if proc is not None]
+
+
+def descendants(pid: int) -> list[Proc]:
+    """pid's children, theirs, and so on."""
+    found = []
+    for child in children(pid):
+        found += [child, *descendants(child.pid)]
+    return found
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    proc = process(pid)
+    return proc is not None and not proc.zombie
+
+
+def processes_of_uids(uids) -> list[Proc]:
+    """The host's live processes of these uids (a run's tasks: one uid per slot index), except the
+    prestart commands of warm slots: started for the next request of their slot, they have run
+    nothing of any request."""
+    wanted = set(uids)
+    live = [proc for proc in processes() if not proc.zombie]
+    prestarted_inits = {proc.pid for proc in live if (slot := SlotView.of(proc)) and slot.state == "warm" and slot.lang}
+    return [proc for proc in live if proc.uid in wanted and proc.ppid not in prestarted_inits]
 
 
 def burst(server: "Server", count: int, **fields) -> list[httpx.Response]:
@@ -70,15 +132,6 @@ def burst(server: "Server", count: int, **fields) -> list[httpx.Response]:
     return answers
 
 
-def alive(pid: int) -> bool:
-    """The process exists and is not a zombie."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
-
-
 @dataclass(frozen=True)
 class SlotView:
     """A slot as `ps` shows it: its init's pid and what its title says (kiln.slots.TITLE, the
@@ -88,6 +141,16 @@ class SlotView:
     index: int
     state: str  # warming, warm, busy
     lang: str | None  # the language it is warm for (prestarted) or busy with
+    age_s: float | None = None  # how long it has been busy (its title says once a second)
+
+    @classmethod
+    def of(cls, proc: Proc) -> "SlotView | None":
+        """proc as a slot, if its title is a slot's (a slot's init between its spawn and its first
+        title, or a zombie, is not)."""
+        match = TITLE.fullmatch(proc.title)
+        if not match:
+            return None
+        return cls(proc.pid, int(match[1]), match[2], match[3], float(match[4]) if match[4] else None)
 
 
 # runs long enough for `count` of them at once to take `count` different slots (wait_prestarted)
@@ -173,13 +236,14 @@ class Server:
 
     # -- the process view: what the zygote's children are doing -----------------------------
 
+    def children(self) -> list[Proc]:
+        """The zygote's children: the slots' inits and the language templates, and a slot that
+        just ended (a zombie) until the zygote reaps it."""
+        return children(self.pids()["zygote"])
+
     def slots(self) -> list[SlotView]:
         """The slots' inits (a slot's init between its spawn and its first title is left out)."""
-        found = []
-        for pid, title in child_titles(self.pids()["zygote"]).items():
-            match = TITLE.fullmatch(title)
-            if match:
-                found.append(SlotView(pid, int(match[1]), match[2], match[3]))
+        found = [slot for slot in map(SlotView.of, self.children()) if slot]
         return sorted(found, key=lambda slot: slot.index)
 
     def busy_slots(self) -> list[SlotView]:
@@ -193,15 +257,7 @@ class Server:
         """The zygote's children running a template command, not counting a slot's init the
         template is cloning that moment (its copy until it execs kiln-init, but in the slot's
         own pid namespace: two pids in NSpid)."""
-        found = []
-        for child in child_titles(self.pids()["zygote"]):
-            try:
-                nspid = next(line for line in Path(f"/proc/{child}/status").read_text().splitlines() if line.startswith("NSpid:"))
-                if Path(f"/proc/{child}/cmdline").read_bytes().endswith(b"--template\0") and len(nspid.split()) == 2:
-                    found.append(child)
-            except (OSError, StopIteration):
-                pass
-        return found
+        return [proc.pid for proc in self.children() if proc.title.endswith(" --template") and len(proc.nspid) == 1]
 
     def wait_prestarted(self, slug: str, count: int = 1) -> None:
         """Until `count` slots are warm for `slug`: a slot's replacement is warmed for the

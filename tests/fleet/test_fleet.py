@@ -32,7 +32,7 @@ import httpx
 import psutil
 import pytest
 
-from kilntest import KILN, REPO, Server, alive, free_port, wait_until
+from kilntest import KILN, REPO, Server, alive, descendants, free_port, wait_until
 
 SHIPPED = REPO / "deploy" / "haproxy.cfg"
 HAPROXY = shutil.which("haproxy", path="/usr/sbin:/usr/bin:/sbin:/bin")
@@ -399,7 +399,6 @@ KILL_AFTER, TERM_AFTER, DRAIN_AFTER = 150, 350, 650  # runs done before each eve
 # runs before were), host 3's at a fixed run.
 HOLD_AFTER_TERM, HOLD_2 = 100, 900
 SOLUTION = "import json, time\nd = json.load(open('asserts.json'))\ntime.sleep(d['sleep'])\nprint(d['a'] + d['b'])\n"
-BUSY = re.compile(r" busy \S+(?: (\d+\.\d)s)?")
 
 
 def sleep_of(i: int) -> float:
@@ -411,21 +410,13 @@ def sleep_of(i: int) -> float:
 def busy_ages(server: Server) -> list[float]:
     """Elapsed seconds of each busy slot of a kiln (its process title: `kiln: slot 3 busy python 1.2s`)."""
     try:
-        children = psutil.Process(server.pids()["zygote"]).children()
-    except (psutil.Error, OSError, IndexError):
+        return [slot.age_s or 0.0 for slot in server.busy_slots()]
+    except (OSError, IndexError):  # a kiln that is gone, or going
         return []
-    titles = []
-    for child in children:
-        try:
-            titles.append(" ".join(child.cmdline()))
-        except psutil.Error:
-            pass  # a slot that ended meanwhile: the others still count
-    return [float(m.group(1) or 0) for m in map(BUSY.search, titles) if m]
 
 
 def family(server: Server) -> list[int]:
-    front = psutil.Process(server.proc.pid)
-    return [front.pid, *(p.pid for p in front.children(recursive=True))]
+    return [server.proc.pid, *(p.pid for p in descendants(server.proc.pid))]
 
 
 def test_fleet_survives_a_host_killed_and_others_restarted_under_load(fleet, start_haproxy):

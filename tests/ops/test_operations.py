@@ -13,9 +13,10 @@ import threading
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
-from kilntest import KILN, REPO, Server, child_titles, free_port, wait_until
+from kilntest import KILN, REPO, Server, alive, free_port, wait_until
 
 SLOW = "import time\nprint('started', flush=True)\ntime.sleep({seconds})\nprint('done')\n"
 
@@ -153,19 +154,27 @@ def test_metrics_move_by_exactly_what_the_runs_did(start_server):
 
 
 def test_sigterm_during_a_slow_run_lets_it_finish_then_leaves_nothing(start_server):
-    srv = start_server(RUN_CONCURRENCY="2")
+    """Shutting down, kiln refuses new runs (503) and says so on /health; the run in flight
+    finishes; then nothing of it is left."""
+    srv = start_server(RUN_CONCURRENCY="2", RUN_SHUTDOWN_GRACE="30s")
     zygote = srv.pids()["zygote"]
     results = {}
     runner = threading.Thread(target=lambda: results.update(r=srv.run(solution_text=SLOW.format(seconds=2))))
     runner.start()
-    assert wait_until(lambda: any("busy" in title for title in child_titles(zygote).values()))
-    slot_pids = [int(p) for p in Path(f"/proc/{zygote}/task/{zygote}/children").read_text().split()]
+    assert wait_until(srv.busy_slots)
+    slot_pids = [p.pid for p in srv.children()]
     srv.proc.send_signal(signal.SIGTERM)
+    assert wait_until(lambda: srv.logged("shutting down"), timeout=10)
+    with httpx.Client(base_url=srv.url) as other:
+        refused = other.post("/run", json={"lang_slug": "python", "solution_text": "print(1)"})
+        health = other.get("/health")
+    assert refused.status_code == 503 and refused.json() == {"error": "shutting down"}
+    assert health.status_code == 503
     runner.join()
     assert results["r"].status_code == 200 and results["r"].json()["stdout"] == "started\ndone\n"
     assert srv.proc.wait(30) == 0
     for pid in [zygote, *slot_pids]:
-        assert wait_until(lambda: not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0])
+        assert wait_until(lambda: not alive(pid))
     assert not Path(f"/run/{srv.instance}").exists()
     mounts = Path("/proc/self/mountinfo").read_text()
     assert srv.instance not in mounts

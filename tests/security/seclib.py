@@ -1,10 +1,7 @@
-"""Helpers of the security suite: the C probe workspace, C building blocks, host-side checks."""
+"""Helpers of the security suite: the C probe workspace, C building blocks, the checks of a run's
+answer. (The host's view of processes is kilntest's: processes, processes_of_uids, Server.slots.)"""
 
 from __future__ import annotations
-
-import os
-import re
-from pathlib import Path
 
 # The C workspace's test command. Its first line saves the environment kiln gave /bin/sh (sh's
 # own /proc/$$/environ: the initial block, before the shell adds PWD) for the environment probe;
@@ -98,65 +95,3 @@ def assert_exited(body: dict, code: int = 0) -> None:
 def assert_healthy(srv) -> None:
     response = srv.client.get("/health")
     assert response.status_code == 200, f"/health answered {response.status_code}: {response.text}"
-
-
-# --- the host's view ---------------------------------------------------------------------
-
-
-def _status_fields(pid: int) -> dict[str, str]:
-    fields = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        fields[key] = value.strip()
-    return fields
-
-
-def host_processes() -> list[dict]:
-    """Every live (non-zombie) process of the host: pid, ppid, real uid, title."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        pid = int(entry)
-        try:
-            status = _status_fields(pid)
-            title = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        if status.get("State", "").startswith("Z"):
-            continue
-        found.append({"pid": pid, "ppid": int(status["PPid"]), "uid": int(status["Uid"].split()[0]), "title": title})
-    return found
-
-
-def processes_of_uids(uids) -> list[dict]:
-    """Processes of these uids, except the prestart commands of warm slots: started for the
-    next request of their slot, they have run nothing of any request."""
-    wanted = set(uids)
-    everything = host_processes()
-    warm_inits = {p["pid"] for p in everything if re.match(r"kiln: slot \d+ warm ", p["title"])}
-    return [p for p in everything if p["uid"] in wanted and p["ppid"] not in warm_inits]
-
-
-def children(pid: int) -> list[int]:
-    try:
-        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except FileNotFoundError:
-        return []
-
-
-
-def slot_inits(srv) -> list[dict]:
-    """The server's slots (children of its zygote titled "kiln: slot ...")."""
-    zygote = srv.pids()["zygote"]
-    return [p for p in host_processes() if p["ppid"] == zygote and p["title"].startswith("kiln: slot")]
-
-
-def templates(srv) -> list[dict]:
-    """The server's language templates (children of its zygote running a `template` command)."""
-    zygote = srv.pids()["zygote"]
-    return [p for p in host_processes() if p["ppid"] == zygote and p["title"].endswith(" --template")]
-
-
-def warm_slots(srv) -> list[dict]:
-    return [p for p in slot_inits(srv) if " warm" in p["title"]]

@@ -9,8 +9,8 @@ import signal
 import threading
 import time
 
-from kilntest import alive, wait_until
-from seclib import assert_exited, processes_of_uids, slot_inits
+from kilntest import alive, processes_of_uids, wait_until
+from seclib import assert_exited
 
 DEFAULT_UIDS = range(10001, 10001 + 4)  # tests/conftest.py's `server`: uid base 10001, 4 slots
 
@@ -207,7 +207,7 @@ print("attacker survives", flush=True)
 
 def test_kill_minus_one_harms_nothing_outside_the_task(server):
     pids = server.pids()
-    slots_before = {p["pid"] for p in slot_inits(server)}
+    slots_before = {slot.pid for slot in server.slots()}
     host_pids = [pids["front"], pids["zygote"], os.getpid(), *slots_before]
 
     def victim():

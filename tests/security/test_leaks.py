@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kilntest import wait_until
-from seclib import host_processes, processes_of_uids, slot_inits, templates, warm_slots
+from kilntest import processes, processes_of_uids, wait_until
 
 UID_BASE = 25000
 CONCURRENCY = 4
@@ -76,11 +75,11 @@ def _slot_cgroups(instance: str) -> dict[str, list[str]]:
     return {d: sorted(e for e in os.listdir(d) if e.startswith("slot-")) for d in _instance_dirs(instance)}
 
 
-def _stray_slot_processes() -> list[dict]:
-    """Processes titled like a slot whose parent is not a kiln zygote: escaped or orphaned."""
-    procs = host_processes()
-    zygotes = {p["pid"] for p in procs if p["title"].startswith("kiln: zygote")}
-    return [p for p in procs if p["title"].startswith("kiln: slot") and p["ppid"] not in zygotes]
+def _stray_slot_processes() -> list:
+    """Live processes titled like a slot whose parent is not a kiln zygote: escaped or orphaned."""
+    live = [p for p in processes() if not p.zombie]
+    zygotes = {p.pid for p in live if p.title.startswith("kiln: zygote")}
+    return [p for p in live if p.title.startswith("kiln: slot") and p.ppid not in zygotes]
 
 
 def _kiln_tmp_entries(names, instance: str) -> list[str]:
@@ -104,7 +103,7 @@ def test_no_leaks_after_200_mixed_runs(kiln_server, tmp_path):
     tmp_before = set(os.listdir("/tmp"))
     mounts_before = _mountinfo_lines()
     srv = kiln_server(RUN_LANGS="python", RUN_CONCURRENCY=str(CONCURRENCY), RUN_UID_BASE=str(UID_BASE), TMPDIR=str(tmpdir))
-    assert wait_until(lambda: len(warm_slots(srv)) == CONCURRENCY, timeout=20)
+    assert wait_until(lambda: len(srv.warm_slots()) == CONCURRENCY, timeout=20)
     cgroups_before = _slot_cgroups(srv.instance)
 
     jobs: queue.Queue = queue.Queue()
@@ -142,17 +141,17 @@ def test_no_leaks_after_200_mixed_runs(kiln_server, tmp_path):
     assert srv.client.get("/health").status_code == 200
 
     # every slot served one job and was replaced; the pool settles back to CONCURRENCY warm slots
-    assert wait_until(lambda: len(warm_slots(srv)) == CONCURRENCY, timeout=20), slot_inits(srv)
-    assert len(slot_inits(srv)) == CONCURRENCY, slot_inits(srv)
+    assert wait_until(lambda: len(srv.warm_slots()) == CONCURRENCY, timeout=20), srv.slots()
+    assert len(srv.slots()) == CONCURRENCY, srv.slots()
     assert wait_until(lambda: _stray_slot_processes() == [], timeout=10), _stray_slot_processes()
     # no task process of any slot uid is left anywhere on the host
     uids = range(UID_BASE, UID_BASE + CONCURRENCY)
     assert wait_until(lambda: processes_of_uids(uids) == [], timeout=10), processes_of_uids(uids)
     # the zygote's children are exactly the warm slots and python's template (no orphan
     # re-parented to the subreaper)
-    zygote = srv.pids()["zygote"]
-    assert len(templates(srv)) == 1, templates(srv)
-    assert sorted(p["pid"] for p in host_processes() if p["ppid"] == zygote) == sorted(p["pid"] for p in slot_inits(srv) + templates(srv))
+    assert len(srv.templates()) == 1, srv.templates()
+    children = sorted(p.pid for p in srv.children() if not p.zombie)
+    assert children == sorted([slot.pid for slot in srv.slots()] + srv.templates()), srv.children()
     # nothing mounted in the host's mount namespace
     assert _mountinfo_lines() == mounts_before
     # no temp entries made by kiln

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from kilntest import wait_until
-from seclib import processes_of_uids
+from kilntest import processes_of_uids, wait_until
 
 UID_BASE = 23000
 PIDS_MAX = 32

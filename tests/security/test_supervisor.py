@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-from kilntest import wait_until
-from seclib import c_program, processes_of_uids
+from kilntest import processes_of_uids, wait_until
+from seclib import c_program
 
 UID_BASE = 24000
 

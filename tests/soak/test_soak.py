@@ -10,7 +10,6 @@ from __future__ import annotations
 import collections
 import json
 import random
-import re
 import socket
 import threading
 import time
@@ -20,7 +19,7 @@ from pathlib import Path
 import httpx
 import psutil
 
-from kilntest import Server
+from kilntest import Proc, Server, SlotView, alive, descendants
 
 CLIENTS = 16
 CONCURRENCY = 10
@@ -164,21 +163,6 @@ def rss(pid: int) -> int:
     return psutil.Process(pid).memory_full_info().uss
 
 
-def titles(zygote: int) -> list[str]:
-    """The zygote's children's titles; a slot that just ended (a zombie) reads as "ended"."""
-    found = []
-    for child in psutil.Process(zygote).children():
-        try:
-            found.append(" ".join(child.cmdline()).strip())
-        except psutil.Error:
-            found.append("ended")
-    return found
-
-
-def slot_processes(zygote: int) -> list[psutil.Process]:
-    return psutil.Process(zygote).children(recursive=True)
-
-
 def test_soak(request, tmp_path):
     seconds = request.config.getoption("--soak-seconds")
     server = Server({"RUN_CONCURRENCY": str(CONCURRENCY), "RUN_CGROUP_MEMORY_MAX": "128m", "RUN_PIDS_MAX": "64", "RUN_OUTPUT_MAX": "256k", "RUN_INPUT_MAX": "1m"}).wait_ready()
@@ -209,20 +193,23 @@ def test_soak(request, tmp_path):
         assert sum(n for (_, outcome), n in tally.counts.items() if outcome == "as expected") > CLIENTS
 
         # every slot warm again (plain, or prestarted for a language), nothing busy: the zygote's
-        # children are exactly the warm slots and the language templates (python's, js's, ts's),
-        # and under the slots only the prestart commands
-        warm = re.compile(r"kiln: slot \d+ warm( \S+)?")
+        # children are exactly the warm slots and the language templates (python's, js's, ts's;
+        # a slot that just ended, a zombie, is neither), and under the slots only the prestart
+        # commands
         templates = ["/usr/bin/node --single-threaded check/harness.js --template"] * 2 + ["/usr/bin/python3 -B check/harness.py --template"]
 
-        def settled(states: list[str]) -> bool:
-            return sorted(s for s in states if s in templates) == templates and len(states) == CONCURRENCY + len(templates) and all(warm.fullmatch(s) or s in templates for s in states)
+        def warm(children: list[Proc]) -> list[SlotView]:
+            return [slot for slot in map(SlotView.of, children) if slot and slot.state == "warm"]
+
+        def settled(children: list[Proc]) -> bool:
+            return sorted(p.title for p in children if p.title in templates) == templates and len(warm(children)) == CONCURRENCY == len(children) - len(templates)
 
         deadline = time.monotonic() + 30
-        while not settled(states := titles(pids["zygote"])) and time.monotonic() < deadline:
+        while not settled(children := server.children()) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert settled(states), states
-        prestarted = sum(s.count(" ") == 4 for s in states if s not in templates)  # "kiln: slot N warm <slug>"
-        assert len(slot_processes(pids["zygote"])) == CONCURRENCY + prestarted + len(templates)  # no task left under a slot
+        assert settled(children), children
+        prestarted = sum(slot.lang is not None for slot in warm(children))
+        assert len(descendants(pids["zygote"])) == CONCURRENCY + prestarted + len(templates)  # no task left under a slot
         growth = {name: rss(pid) - rss_before[name] for name, pid in pids.items()}
         print(f"memory (USS) growth after warm-up: front {growth['front'] / 2**20:.2f} MiB, zygote {growth['zygote'] / 2**20:.2f} MiB")
         assert all(g < RSS_GROWTH_MAX for g in growth.values()), growth
@@ -230,7 +217,7 @@ def test_soak(request, tmp_path):
     finally:
         assert server.stop() == 0
     # nothing left: processes, mounts, cgroups, runtime folder, temp files
-    assert not psutil.pid_exists(pids["zygote"]) or psutil.Process(pids["zygote"]).status() == psutil.STATUS_ZOMBIE
+    assert not alive(pids["zygote"])
     assert len(Path("/proc/self/mountinfo").read_text().splitlines()) <= mounts_before
     assert not Path(f"/run/{server.instance}").exists()
     leftover_cgroups = [p for p in Path("/sys/fs/cgroup").glob(f"*/**/{server.instance}") if p.is_dir()]
