@@ -65,11 +65,12 @@ class WarmSlot:
 class _Turn:
     """A queued request's place: `granted` once a run in flight passed its capacity on."""
 
-    __slots__ = ("event", "granted")
+    __slots__ = ("event", "granted", "patient")
 
-    def __init__(self):
+    def __init__(self, patient: bool = False):
         self.event = gevent.event.Event()
         self.granted = False
+        self.patient = patient  # waits as long as it takes (Runner.run patient)
 
 
 class SlotPool:
@@ -137,11 +138,9 @@ class SlotPool:
         if self.in_flight < self.concurrency and not self.queue:
             self.in_flight += 1
             return
-        if self.closing:
-            raise ShuttingDown
         if wait_s is not None and (wait_s <= 0 or len(self.queue) >= self.queue_max):
             raise Busy("no queue" if wait_s <= 0 or not self.queue_max else "queue full")
-        turn = _Turn()
+        turn = _Turn(patient=wait_s is None)
         self.queue.append(turn)
         started = time.monotonic()
         try:
@@ -171,12 +170,14 @@ class SlotPool:
             self.in_flight -= 1
 
     def close_queue(self) -> None:
-        """Shutting down: every queued request is refused (ShuttingDown), none is queued again."""
+        """Shutting down: every queued request is refused (ShuttingDown), none is queued again;
+        a patient one (a judge's test: its request is in flight) keeps its place."""
         self.closing = True
         self.queue_max = 0
         for turn in self.queue:
-            turn.event.set()
-        self.queue.clear()
+            if not turn.patient:
+                turn.event.set()
+        self.queue[:] = [turn for turn in self.queue if turn.patient]
 
     def _take(self, want: str | None) -> WarmSlot | None:
         plain = None

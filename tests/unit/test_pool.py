@@ -179,3 +179,21 @@ def test_a_slow_warm_up_is_waited_for_but_failing_ones_are_not(zygote, monkeypat
     with pytest.raises(NoWarmSlot):
         zygote.pool.acquire(None)
     assert zygote.pool.in_flight == 1
+
+
+def test_a_patient_request_waits_past_the_queue_and_its_bounds(zygote):
+    """A judge's test (wait None): queued whatever RUN_QUEUE_MAX, for as long as it takes, and
+    not refused when shutting down (its request is in flight and finishes)."""
+    zygote.pool.concurrency, zygote.pool.queue_max = 1, 0
+    zygote.hand_over(0, None)
+    first = zygote.pool.acquire(None)
+    with pytest.raises(Busy):
+        zygote.pool.acquire(None, 5.0)
+    patient = gevent.spawn(zygote.pool.acquire, None, None)
+    gevent.sleep(0.05)
+    zygote.pool.close_queue()
+    gevent.sleep(0.05)
+    assert not patient.ready()
+    zygote.hand_over(1, None)
+    zygote.pool.release(first)
+    assert patient.get(timeout=1).index == 1
