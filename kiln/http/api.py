@@ -27,6 +27,7 @@ from kiln.judge.judge import Judge
 from kiln.judge.request import parse_judge
 from kiln.log import Log
 from kiln.runtime import Runtime
+from kiln.units import format_duration_ms
 
 OPENAPI_DOCUMENT = Path(__file__).with_name("openapi.json")
 
@@ -190,13 +191,21 @@ class App:
                 "memory_max_bytes": w.memory_max,
                 "pids_max": w.pids_max,
                 "prestart": w.prestart_argv is not None,
+                "judge": w.judges,
+                "judge_file": w.language.judge_file if w.judges else None,
+                "judge_time": format_duration_ms(w.language.judge_time_ms) if w.judges else None,
             }
             for w in self.runtime.workloads.values()
         ]
         body = {
             "languages": served,
             "unserved": [{"slug": u.slug, "reason": u.reason} for u in self.runtime.unserved],
-            "limits": {"timeout_max_ms": config.timeout_max_ms, "input_max_bytes": config.input_max, "output_max_bytes": config.output_max, "concurrency": config.concurrency, "cgroups": not self.health_note},
+            "limits": {
+                "timeout_max_ms": config.timeout_max_ms, "input_max_bytes": config.input_max, "output_max_bytes": config.output_max,
+                "concurrency": config.concurrency, "cgroups": not self.health_note, "judge_input_max_bytes": config.judge_input_max,
+                "judge_tests_max": config.judge_tests_max, "judge_time_max_ms": config.judge_time_max_ms, "judge_parallel": config.judge_parallel,
+                "file_max_bytes": config.file_max,
+            },  # fmt: skip
         }
         return json_response(200, body)
 
