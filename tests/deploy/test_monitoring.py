@@ -25,6 +25,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from kiln import langs as kiln_langs
+from kiln.judge.judge import VERDICTS
 from kiln.zygote.protocol import OUTCOMES
 from kilntest import REPO, Server, burst, wait_until
 
@@ -38,7 +39,9 @@ PROMTOOL = REPO / "build" / "deploy-tools" / "promtool"
 # Kubernetes service discovery (or a PodMonitor) adds
 TARGET_LABELS = {"instance", "job", "namespace", "pod"}
 # values a label may take that a short test run cannot all produce
-KNOWN_VALUES = {"outcome": set(OUTCOMES) | {"output_too_large"}, "lang": set(kiln_langs.LANGUAGES)}
+KNOWN_VALUES = {"outcome": set(OUTCOMES) | {"output_too_large"}, "lang": set(kiln_langs.LANGUAGES), "verdict": set(VERDICTS) | {"CE"}}
+# the sample names of each family type (a family declared with no sample yet shows only its type)
+SUFFIXES = {"counter": ("_total", "_created"), "histogram": ("_bucket", "_sum", "_count", "_created"), "summary": ("", "_sum", "_count", "_created"), "gauge": ("",), "unknown": ("",)}
 
 FUNCTIONS = set(
     """abs absent absent_over_time avg_over_time ceil changes clamp clamp_max clamp_min count_over_time
@@ -137,10 +140,10 @@ class Live:
 
     def __init__(self, text: str):
         self.labels: dict[str, dict[str, set[str]]] = {}
-        self.empty: list[str] = []  # families declared with no sample
+        self.empty: set[str] = set()  # sample names of families declared with no sample
         for family in text_string_to_metric_families(text):
             if not family.samples:
-                self.empty.append(family.name)
+                self.empty |= {family.name + suffix for suffix in SUFFIXES.get(family.type, ("",))}
             for sample in family.samples:
                 seen = self.labels.setdefault(sample.name, {})
                 for label, value in sample.labels.items():
@@ -151,7 +154,8 @@ class Live:
         metrics, functions, matchers, grouping = read_promql(expr)
         found = []
         found += [f"unknown function {name}()" for name in functions - FUNCTIONS - AGGREGATIONS]
-        found += [f"no metric {name} in /metrics" for name in sorted(metrics - set(self.labels))]
+        found += [f"{name}: no sample in this /metrics (the fixture should make some)" for name in sorted(metrics & self.empty)]
+        found += [f"no metric {name} in /metrics" for name in sorted(metrics - set(self.labels) - self.empty)]
         known_labels = set(TARGET_LABELS)
         for name in metrics & set(self.labels):
             known_labels |= set(self.labels[name])
@@ -173,12 +177,16 @@ class Live:
 
 @pytest.fixture(scope="module")
 def live():
-    """A kiln with one slot and a queue of one: a run, a burst of three (one runs, one waits its
-    turn, one is refused 429 "queue full"), and one connection over RUN_CONNECTIONS_MAX."""
+    """A kiln with one slot and a queue of one: a run, two judge requests (WA and built, AC from
+    the build cache), a burst of three runs (one runs, one waits its turn, one is refused 429
+    "queue full"), and one connection over RUN_CONNECTIONS_MAX."""
     server = Server({"RUN_LANGS": "python", "RUN_CONCURRENCY": "1", "RUN_QUEUE_MAX": "1", "RUN_QUEUE_WAIT": "10s", "RUN_CONNECTIONS_MAX": "8"}).wait_ready()
     try:
         assert server.run("python", "print(1)").status_code == 200
-        statuses = sorted(answer.status_code for answer in burst(server, 3, lang_slug="python", solution_text="import time\ntime.sleep(0.3)\n"))
+        for tests, verdict in (([{"stdin": "2", "expected": "4"}, {"stdin": "3", "expected": "7"}], "WA"), ([{"stdin": "2", "expected": "4"}], "AC")):
+            judged = server.client.post("/judge", json={"lang_slug": "python", "solution_text": "print(int(input()) * 2)\n", "tests": tests})
+            assert judged.status_code == 200 and judged.json()["verdict"] == verdict, judged.text
+        statuses = sorted(answer.status_code for answer in burst(server, 3, lang_slug="python", solution_text="import time\ntime.sleep(0.8)\n"))
         assert statuses == [200, 200, 429], statuses
         assert wait_until(lambda: server.warm_slots(), 10)
         held = []
@@ -194,9 +202,7 @@ def live():
         text = httpx.get(f"{server.url}/metrics", timeout=10).text
     finally:
         server.stop()
-    live = Live(text)
-    assert not live.empty, f"families without samples (the fixture should make some): {live.empty}"
-    return live
+    return Live(text)
 
 
 def dashboard_queries() -> list[tuple[str, str]]:
@@ -259,7 +265,7 @@ def test_checker_finds_mistakes(live, expr, problem):
     assert any(problem in found for found in live.problems(expr)), live.problems(expr)
 
 
-def test_dashboard_covers_the_topics():
+def test_dashboard_covers_the_topics(live):
     board = json.loads(DASHBOARD.read_text())
     panels = [p for p in board["panels"] if p["type"] != "row"]
     assert len({p["id"] for p in board["panels"]}) == len(board["panels"])
@@ -280,9 +286,12 @@ def test_dashboard_covers_the_topics():
     for panel in panels:
         assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, panel["title"]
         assert panel["title"] and panel["description"], panel
-    # judge verdicts get a row only once /metrics has a verdict metric (none yet)
-    titles = " ".join(p["title"].lower() for p in board["panels"])
-    assert "verdict" not in titles or "verdict" in " ".join(exprs), "a verdict row without a verdict metric"
+    # a row for judge verdicts exactly when /metrics has verdicts
+    rows = [p["title"] for p in board["panels"] if p["type"] == "row"]
+    has_verdicts = any("verdict" in labels for labels in live.labels.values())
+    assert ("Judge verdicts" in rows) == has_verdicts, (rows, has_verdicts)
+    if has_verdicts:
+        assert "sum by (lang, verdict) (rate(kiln_judge_requests_total" in exprs
 
 
 def promtool() -> Path:
