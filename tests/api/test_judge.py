@@ -1,0 +1,280 @@
+"""POST /judge against a real server: build once, every test in a fresh sandbox with its own
+limits, verdicts in DESIGN.md's order, the build cache, the file store's inputs, the 400s that
+name the field. Python and C++ (a compiled language whose build leaves a binary); every other
+language's build and exec targets: tests/langs/test_judge_languages.py."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+import time
+
+import pytest
+
+from kilntest import Server, alive
+
+AB = "import sys\na, b = map(int, sys.stdin.read().split())\nprint(a + b)\n"
+AB_CPP = "#include <iostream>\nint main() { long a, b; std::cin >> a >> b; std::cout << a + b << '\\n'; }\n"
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = Server({"RUN_LANGS": "python,cpp", "RUN_CONCURRENCY": "4", "RUN_JUDGE_TESTS_MAX": "20"}).wait_ready()
+    yield srv
+    srv.stop()
+
+
+def judge(srv, solution=AB, tests=None, lang="python", **fields):
+    tests = tests if tests is not None else [{"stdin": "1 2\n", "expected": "3\n"}]
+    return srv.client.post("/judge", json={"lang_slug": lang, "solution_text": solution, "tests": tests, **fields})
+
+
+def verdicts(body) -> list[str]:
+    return [t["verdict"] for t in body["tests"]]
+
+
+# --- the answer --------------------------------------------------------------------------------
+
+
+def test_a_submission_is_built_once_and_judged_on_every_test_in_order(server):
+    answer = judge(server, tests=[{"stdin": "1 2\n", "expected": "3"}, {"stdin": "5 5\n", "expected": "11"}, {"stdin": "x\n", "expected": "1"}, {"stdin": "2 2", "expected": "4"}])
+    assert answer.status_code == 200
+    body = answer.json()
+    assert list(body) == ["verdict", "passed", "total", "compile", "tests", "stats"]
+    assert (body["verdict"], body["passed"], body["total"]) == ("WA", 2, 4)
+    assert verdicts(body) == ["AC", "WA", "RE", "AC"]
+    assert list(body["compile"]) == ["exit_code", "stdout", "stderr", "cached", "stats"]
+    first = body["tests"][0]
+    assert list(first) == ["verdict", "exit_code", "stdout", "stderr", "checker_message", "stats"]
+    assert (first["exit_code"], first["stdout"], first["checker_message"]) == (0, "3\n", None)
+    assert list(first["stats"]) == ["outcome", "wall_ms", "cpu_ms", "memory_peak_bytes", "signal"]
+    assert "ValueError" in body["tests"][2]["stderr"] and body["tests"][2]["exit_code"] == 1
+    assert body["stats"]["wall_ms"] >= body["compile"]["stats"]["wall_ms"]
+
+
+def test_a_compiled_language_builds_a_binary_once_and_the_cache_answers_the_second_time(server):
+    tests = [{"stdin": f"{i} {i}\n", "expected": str(2 * i)} for i in range(5)]
+    first = judge(server, AB_CPP, tests, lang="cpp").json()
+    assert (first["verdict"], first["passed"], first["compile"]["cached"]) == ("AC", 5, False)
+    assert first["compile"]["stats"]["cpu_ms"] > 100  # g++ ran
+    again = judge(server, AB_CPP, tests, lang="cpp").json()
+    assert (again["verdict"], again["compile"]["cached"]) == ("AC", True)
+    assert again["compile"]["stats"] == first["compile"]["stats"]  # the first build's answer
+    other = judge(server, AB_CPP + "// another file\n", tests[:1], lang="cpp").json()
+    assert other["compile"]["cached"] is False
+
+
+def test_a_compile_error_is_CE_with_the_compilers_words_and_no_test_runs(server):
+    body = judge(server, "int main( {", [{"stdin": "", "expected": ""}] * 2, lang="cpp").json()
+    assert body["verdict"] == "CE" and body["passed"] == 0 and body["compile"]["exit_code"] != 0
+    assert "error" in body["compile"]["stderr"] + body["compile"]["stdout"]
+    assert body["tests"] == [{"verdict": "SK", "exit_code": None, "stdout": "", "stderr": "", "checker_message": None, "stats": None}] * 2
+    syntax = judge(server, "print(1\n").json()
+    assert syntax["verdict"] == "CE" and "SyntaxError" in syntax["compile"]["stderr"] + syntax["compile"]["stdout"]
+
+
+def test_extra_files_are_built_with_the_judge_file(server):
+    solution = '#include "add.h"\n#include <iostream>\nint main() { long a, b; std::cin >> a >> b; std::cout << add(a, b) << "\\n"; }\n'
+    files = {"add.h": "long add(long a, long b);\n", "add.cpp": '#include "add.h"\nlong add(long a, long b) { return a + b; }\n'}
+    assert judge(server, solution, lang="cpp", files=files).json()["verdict"] == "AC"
+    python = judge(server, "from helper import add\nprint(add(*map(int, input().split())))\n", files={"helper.py": "def add(a, b):\n    return a + b\n"})
+    assert python.json()["verdict"] == "AC"
+
+
+# --- the verdicts --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("solution", "limits", "verdict", "outcome"),
+    [
+        ("while True: pass\n", {"time": "300ms"}, "TLE", "timed_out"),  # CPU time, stopped at it
+        ("import time\ntime.sleep(30)\n", {"time": "300ms", "wall_time": "600ms"}, "TLE", "timed_out"),  # wall time
+        ("x = bytearray(200 << 20)\nprint(len(x))\n", {"memory": "64m"}, "MLE", "out_of_memory"),
+        ("import sys\nsys.stdout.write('x' * 100000)\n", {"output": "10k"}, "OLE", "output_too_large"),
+        ("import ctypes\nctypes.CDLL(None).unshare(0x10000000)\n", {}, "SV", "policy_violation"),  # CLONE_NEWUSER
+        ("import os\nos.kill(os.getpid(), 11)\n", {}, "RE", "signaled"),
+        ("raise SystemExit(3)\n", {}, "RE", "exited"),
+    ],
+)
+def test_each_verdict_of_a_run(server, solution, limits, verdict, outcome):
+    body = judge(server, solution, [{"stdin": "", "expected": "anything"}], limits=limits).json()
+    [test] = body["tests"]
+    assert (body["verdict"], test["verdict"], test["stats"]["outcome"]) == (verdict, verdict, outcome), test
+    if verdict == "TLE":
+        assert test["exit_code"] is None
+        assert test["stats"]["wall_ms"] < 5000  # stopped at its limit, not at a default
+    if verdict == "OLE":
+        assert len(test["stdout"].encode()) <= 4096
+
+
+def test_cpu_time_is_the_whole_tests_every_process(server):
+    spin = "import os\nfor _ in range(2):\n    if os.fork() == 0:\n        break\nwhile True: pass\n"
+    [test] = judge(server, spin, [{"stdin": "", "expected": ""}], limits={"time": "400ms", "wall_time": "5s"}).json()["tests"]
+    assert test["verdict"] == "TLE"
+    assert test["stats"]["wall_ms"] < 2000  # three spinners on two cores reach 400 ms of CPU well before
+
+
+def test_stderr_past_the_output_limit_is_cut_without_a_verdict(server):
+    solution = "import sys\nsys.stderr.write('e' * 100000)\nprint(3)\n"
+    [test] = judge(server, solution, limits={"output": "10k"}).json()["tests"]
+    assert test["verdict"] == "AC" and test["stderr"] == "e" * 4096
+
+
+def test_stop_on_failure_skips_the_tests_after_the_first_failure(server):
+    tests = [{"stdin": "1 1", "expected": "2"}, {"stdin": "1 1", "expected": "3"}] + [{"stdin": "1 1", "expected": "2"}] * 6
+    body = judge(server, tests=tests, stop_on_failure=True).json()
+    assert body["verdict"] == "WA" and verdicts(body)[:2] == ["AC", "WA"]
+    assert "SK" in verdicts(body)[2:]  # some may have started before the failure was known
+    assert all(v in ("AC", "SK") for v in verdicts(body)[2:])
+    skipped = body["tests"][-1]
+    assert skipped == {"verdict": "SK", "exit_code": None, "stdout": "", "stderr": "", "checker_message": None, "stats": None}
+    assert verdicts(judge(server, tests=tests).json()) == ["AC", "WA"] + ["AC"] * 6
+
+
+@pytest.mark.parametrize(
+    ("mode", "output", "expected", "same"),
+    [
+        ("tokens", "1  2\n3", "1 2 3\n\n", True),
+        ("tokens", "1 2", "1 2 3", False),
+        ("lines", "a b  \r\nc\n\n\n", "a b\nc", True),
+        ("lines", "a  b\n", "a b\n", False),
+        ("exact", "3\n", "3\n", True),
+        ("exact", "3\n", "3", False),
+        ("float", "0.3333334 x", "0.333333 x", True),
+        ("float", "0.34", "0.333333", False),
+        ("none", "whatever", None, True),
+    ],
+)
+def test_compare_modes(server, mode, output, expected, same):
+    test = {"stdin": output, **({"expected": expected} if expected is not None else {})}
+    solution = "import sys\nsys.stdout.write(sys.stdin.read())\n"
+    body = judge(server, solution, [test], compare=mode, **({"epsilon": 1e-6} if mode == "float" else {})).json()
+    assert body["verdict"] == ("AC" if same else "WA")
+
+
+# --- what a test sees ------------------------------------------------------------------------------
+
+
+def test_a_tests_stdin_is_a_seekable_file(server):
+    solution = "import sys, os\ndata = sys.stdin.read()\nsys.stdin.seek(0)\nprint(os.path.isfile('/proc/self/fd/0') or 'file', data == sys.stdin.read())\n"
+    [test] = judge(server, solution, [{"stdin": "1 2\n", "expected": "True True"}]).json()["tests"]
+    assert test["verdict"] == "AC", test
+
+
+def test_tests_run_fresh_a_test_sees_neither_another_tests_files_nor_a_changed_build(server):
+    # each test writes in its cwd and replaces a file of the build (its judge dir is its own to
+    # change, in its own copy); every test must find the build as it was and no other's files
+    solution = (
+        "import os, sys\n"
+        "seen = sorted(f for f in os.listdir('.') if f.startswith('mark'))\n"
+        "print(seen, open('judge/helper.txt').read())\n"
+        "open('mark-' + sys.stdin.read().strip(), 'w').write('x')\n"
+        "os.remove('judge/helper.txt')\n"
+        "open('judge/helper.txt', 'w').write('changed')\n"
+    )
+    tests = [{"stdin": str(i), "expected": "[] original"} for i in range(4)]
+    body = judge(server, solution, tests, files={"helper.txt": "original"}).json()
+    assert verdicts(body) == ["AC"] * 4, body
+
+
+def test_a_test_runs_as_the_slots_user_on_a_read_only_build(server):
+    solution = (
+        "import os\nst = os.stat('judge/main.py')\n"
+        "try:\n    open('judge/main.py', 'a').write('#')\n    wrote = True\nexcept PermissionError:\n    wrote = False\n"
+        "print(os.getuid() >= 10001, st.st_uid != os.getuid(), os.access('.', os.W_OK), wrote)\n"
+    )
+    [test] = judge(server, solution, [{"stdin": "", "expected": "True True True False"}]).json()["tests"]
+    assert test["verdict"] == "AC", test
+    # the builds' host folder (/run/<instance>/layers) is nowhere in the task's mount table
+    mounts = "print(any('/run' in line or 'layers /' in line for line in open('/proc/self/mountinfo')))"
+    [test] = judge(server, mounts, [{"stdin": "", "expected": "False"}]).json()["tests"]
+    assert test["verdict"] == "AC", test
+
+
+def test_the_file_stores_files_are_a_tests_input_and_answer(server):
+    data = b"40 2\n"
+    stdin_id = server.client.post("/files", content=data).json()["id"]
+    answer_id = server.client.post("/files", content=b"42\n").json()["id"]
+    assert stdin_id == "sha256:" + hashlib.sha256(data).hexdigest()
+    body = judge(server, tests=[{"stdin_file": stdin_id, "expected_file": answer_id}, {"stdin_file": stdin_id, "expected": "42"}]).json()
+    assert verdicts(body) == ["AC", "AC"]
+    missing = "sha256:" + "0" * 64
+    refused = judge(server, tests=[{"stdin_file": missing, "expected": "1"}])
+    assert refused.status_code == 400 and refused.json() == {"error": f"unknown file {missing} (upload it to /files and retry)"}
+
+
+# --- bad requests --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ({"lang_slug": "cobol"}, "unsupported lang_slug"),
+        ({"solution_text": None}, "solution_text is required"),
+        ({"tests": None}, "tests is required"),
+        ({"tests": []}, "tests must have 1 to 20 tests (got 0)"),
+        ({"tests": [{"stdin": "1"}] * 21}, "tests must have 1 to 20 tests (got 21)"),
+        ({"tests": [{"stdin": "1"}]}, "tests[0]: expected or expected_file is required (unless compare is none)"),
+        ({"tests": [{"stdin": "1", "stdin_file": "sha256:" + "0" * 64, "expected": ""}]}, "tests[0]: stdin and stdin_file are exclusive: give one"),
+        ({"tests": [{"stdin_file": "sha256:ABC", "expected": ""}]}, "tests[0].stdin_file must be a file id sha256:<64 lowercase hex>"),
+        ({"compare": "fuzzy"}, "compare must be one of tokens, lines, exact, float, checker, none (got 'fuzzy')"),
+        ({"epsilon": -1}, "epsilon must be a number >= 0"),
+        ({"files": {"../x.py": ""}}, "files: '../x.py' is not a file name"),
+        ({"files": {"a/b.py": ""}}, "files: 'a/b.py' is not a file name"),
+        ({"files": {"main.py": ""}}, "files: 'main.py' is the judge file's name"),
+        ({"files": {f"f{i}.py": "" for i in range(65)}}, "files: at most 64 files"),
+        ({"limits": {"time": "11s"}}, "limits.time 11s is above its maximum of 10s"),
+        ({"limits": {"memory": "2g"}}, "limits.memory 2g is above its maximum of 1g"),
+        ({"limits": {"pids": 100000}}, "limits.pids 100000 is above its maximum of 256"),
+        ({"limits": {"time": "2s", "wall_time": "1s"}}, "limits.wall_time (1s) is below limits.time (2s)"),
+        ({"limits": {"time": 5}}, 'limits.time must be a duration string such as "500ms", "2s" or "1m"'),
+        ({"compile_timeout": "10m"}, "compile_timeout 10m is above its maximum of 5m"),
+        ({"stop_on_failure": "yes"}, "stop_on_failure must be a boolean (true or false)"),
+    ],
+)
+def test_a_bad_request_is_a_400_that_names_the_field(server, fields, error):
+    body = {"lang_slug": "python", "solution_text": AB, "tests": [{"stdin": "1 2", "expected": "3"}], **fields}
+    answer = server.client.post("/judge", content=json.dumps({k: v for k, v in body.items() if v is not None}))
+    assert answer.status_code == 400
+    assert answer.json()["error"].startswith(error), answer.json()
+
+
+def test_a_body_over_the_judge_input_max_is_413(server):
+    huge = judge(server, tests=[{"stdin": "x" * (17 << 20), "expected": ""}])
+    assert huge.status_code == 413 and huge.json() == {"error": "payload too large"}
+
+
+# --- the client leaves -------------------------------------------------------------------------
+
+
+def test_a_judge_request_whose_client_hangs_up_stops_its_tests_and_frees_its_slots(server):
+    body = json.dumps({"lang_slug": "python", "solution_text": "import time\ntime.sleep(60)\n", "tests": [{"stdin": "", "expected": ""}] * 20, "limits": {"time": "10s", "wall_time": "60s"}}).encode()
+    with socket.create_connection(("127.0.0.1", server.port)) as client:
+        client.sendall(b"POST /judge HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        deadline = time.monotonic() + 20
+        while len(server.busy_slots()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(server.busy_slots()) >= 2  # RUN_JUDGE_PARALLEL = 4 / 2 tests at a time
+    deadline = time.monotonic() + 15
+    while (server.busy_slots() or len(server.warm_slots()) < 4) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not server.busy_slots() and len(server.warm_slots()) == 4
+    assert judge(server).json()["verdict"] == "AC"
+    [logged] = [r for r in server.logged("request") if r.get("path") == "/judge" and r.get("status") == 499]
+    assert logged["outcome"] == "cancelled"
+
+
+def test_judge_requests_and_verdicts_are_counted(server):
+    judge(server, tests=[{"stdin": "1 1", "expected": "2"}, {"stdin": "1 1", "expected": "5"}])
+    metrics = server.client.get("/metrics").text
+    assert 'kiln_judge_requests_total{lang="python",verdict="WA"}' in metrics
+    assert 'kiln_judge_tests_total{lang="python",verdict="AC"}' in metrics
+    assert 'kiln_judge_builds_total{hit="false",lang="python"}' in metrics
+
+
+def test_languages_say_which_judge(server):
+    languages = {l["slug"]: l for l in server.client.get("/languages").json()["languages"]}
+    assert (languages["python"]["judge"], languages["python"]["judge_file"], languages["python"]["judge_time"]) == (True, "main.py", "1s")
+    assert languages["cpp"]["judge_file"] == "main.cpp"
+    assert alive(server.pids()["zygote"])
