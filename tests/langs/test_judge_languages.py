@@ -1,0 +1,60 @@
+"""Every language's `build` and `exec` targets through POST /judge, languages as rows (the judge
+itself: tests/api/test_judge.py). The programs are tests/langs/judge/<slug>/: `ab` (a+b), `multi`
+(a+b with the addition in a second file, built the language's own way) and `ce` (a compile or
+syntax error). The servers are tests/langs' own (one per language, shared by its tests)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kiln import langs
+from langcase import LANGS
+
+PROGRAMS = Path(__file__).parent / "judge"
+TESTS = [{"stdin": "1 2\n", "expected": "3"}, {"stdin": "-5 5", "expected": "0"}, {"stdin": "1000000000 2000000000\n", "expected": "3000000000"}]
+rows = pytest.mark.parametrize("slug", list(LANGS), scope="session")
+
+
+def program(slug: str, name: str) -> tuple[str, dict[str, str]]:
+    """The program's judge file's text, and its other files by name."""
+    folder = PROGRAMS / slug / name
+    judge_file = langs.LANGUAGES[slug].judge_file
+    others = {p.name: p.read_text() for p in sorted(folder.iterdir()) if p.name != judge_file}
+    return (folder / judge_file).read_text(), others
+
+
+def judge(server, slug: str, name: str, tests=TESTS) -> dict:
+    solution, files = program(slug, name)
+    payload = {"lang_slug": slug, "solution_text": solution, "tests": tests, "compile_timeout": "2m", "limits": {"time": "10s", "wall_time": "30s"}}
+    answer = server.client.post("/judge", json={**payload, **({"files": files} if files else {})}, timeout=180)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+@rows
+def test_a_plus_b_is_judged_AC(lang, lang_server):
+    body = judge(lang_server, lang.slug, "ab")
+    assert (body["verdict"], body["passed"]) == ("AC", 3), body
+    assert [t["stdout"].strip() for t in body["tests"]] == ["3", "0", "3000000000"]
+
+
+@rows
+def test_a_submission_of_two_files_is_built_together(lang, lang_server):
+    body = judge(lang_server, lang.slug, "multi")
+    assert (body["verdict"], body["passed"]) == ("AC", 3), body
+
+
+@rows
+def test_a_compile_error_is_CE_with_the_toolchains_words(lang, lang_server):
+    body = judge(lang_server, lang.slug, "ce", TESTS[:1])
+    assert body["verdict"] == "CE", body
+    assert body["compile"]["exit_code"] != 0 and (body["compile"]["stdout"] + body["compile"]["stderr"]).strip(), body["compile"]
+    assert [t["verdict"] for t in body["tests"]] == ["SK"]
+
+
+@rows
+def test_the_language_says_it_judges(lang, lang_server):
+    [served] = [l for l in lang_server.client.get("/languages").json()["languages"] if l["slug"] == lang.slug]
+    assert (served["judge"], served["judge_file"]) == (True, langs.LANGUAGES[lang.slug].judge_file)
