@@ -6,6 +6,7 @@ walk them with iterators, never building a list of every token or line of a larg
 
 from __future__ import annotations
 
+import decimal
 import re
 from collections.abc import Iterator
 from itertools import zip_longest
@@ -15,6 +16,8 @@ MODES = ("tokens", "lines", "exact", "float", "checker", "none")
 
 _TOKEN = re.compile(rb"[^ \t\n\r\v\f]+")  # ASCII whitespace separates tokens
 _NUMBER = re.compile(rb"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+# exact for any token an output limit lets through; exponents far beyond a double's
+_EXACT = decimal.Context(prec=200, Emax=10**9, Emin=-(10**9), traps=[decimal.InvalidOperation])
 
 
 def same(mode: str, output: bytes, expected: bytes, epsilon: float = 1e-6) -> bool:
@@ -55,8 +58,12 @@ def _lines(data: bytes) -> Iterator[bytes]:
 
 def _close(a: bytes, b: bytes, epsilon: float) -> bool:
     """Two tokens: equal as numbers within epsilon (absolute, or relative to the expected `b`)
-    when both are numbers by DESIGN.md's pattern, else equal as text."""
+    when both are numbers by DESIGN.md's pattern, else equal as text. In decimal arithmetic on
+    the tokens as written, so that the bound is inclusive as written (1.1 against 1 within 0.1)
+    and no exponent overflows."""
     if _NUMBER.fullmatch(a) and _NUMBER.fullmatch(b):
-        x, y = float(a), float(b)
-        return x == y or abs(x - y) <= epsilon or abs(x - y) <= epsilon * abs(y)
+        with decimal.localcontext(_EXACT):
+            x, y, eps = decimal.Decimal(a.decode()), decimal.Decimal(b.decode()), decimal.Decimal(epsilon)
+            difference = abs(x - y)
+            return difference <= eps or difference <= eps * abs(y)
     return a == b

@@ -1,0 +1,82 @@
+"""The judge's comparisons (kiln/judge/compare.py) as DESIGN.md gives them: tokens split on ASCII
+whitespace, lines with trailing blanks cut and trailing empty lines ignored, exact bytes, floats
+within epsilon (absolute or relative to the expected), with DESIGN.md's number pattern."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kiln.judge.compare import same
+
+
+@pytest.mark.parametrize(
+    ("output", "expected", "equal"),
+    [
+        (b"1 2 3", b"1\t2\n3\r\n", True),
+        (b"\x0b1\x0c2 ", b"1 2", True),  # \v and \f are ASCII whitespace
+        (b"1 2", b"1 2 3", False),
+        (b"", b"\n \n", True),
+        (b"1\xa02", b"1 2", False),  # a no-break space is not ASCII whitespace
+        (b"abc", b"ABC", False),
+    ],
+)
+def test_tokens(output, expected, equal):
+    assert same("tokens", output, expected) is equal
+
+
+@pytest.mark.parametrize(
+    ("output", "expected", "equal"),
+    [
+        (b"a b \t\r\nc", b"a b\nc\n\n\n", True),
+        (b"a\n\nb", b"a\nb", False),  # an empty line inside counts
+        (b"a  b", b"a b", False),  # spaces inside a line count
+        (b" a", b"a", False),  # leading spaces count
+        (b"", b"\n\n", True),
+        (b"a\n\n", b"a", True),
+        (b"a\nb\n", b"a\nb\nc", False),
+    ],
+)
+def test_lines(output, expected, equal):
+    assert same("lines", output, expected) is equal
+
+
+@pytest.mark.parametrize(
+    ("output", "expected", "epsilon", "equal"),
+    [
+        (b"1.0000001", b"1", 1e-6, True),
+        (b"1.00001", b"1", 1e-6, False),
+        (b"1000000.5", b"1000000", 1e-6, True),  # relative to the expected
+        (b"1.1", b"1", 0.1, True),  # inclusive
+        (b"x 2.0", b"x 2", 1e-9, True),
+        (b"nan", b"nan", 1e-6, True),  # not a number by the pattern: compared as text
+        (b"inf", b"1e999", 1e-6, False),
+        (b"1e999", b"1e999", 1e-6, True),  # both infinite: equal
+        (b"0x10", b"16", 1, False),  # no hex
+        (b"+.5", b"0.5", 0, True),
+        (b"1", b"1 2", 1, False),
+    ],
+)
+def test_float(output, expected, epsilon, equal):
+    assert same("float", output, expected, epsilon) is equal
+
+
+def test_exact():
+    assert same("exact", b"3\n", b"3\n") and not same("exact", b"3", b"3\n")
+
+
+@given(st.lists(st.text(alphabet="ab1 \t\n", max_size=6), max_size=6))
+def test_lines_agree_with_a_plain_model(parts):
+    text = "\n".join(parts).encode()
+
+    def model(data: bytes) -> list[bytes]:
+        lines = [line.rstrip(b" \t\r") for line in data.split(b"\n")]
+        while lines and not lines[-1]:
+            lines.pop()
+        return lines
+
+    other = b"ab\n1"
+    assert same("lines", text, other) == (model(text) == model(other))
+    assert same("lines", text, text.replace(b"\n", b" \n"))
+    assert same("tokens", text, b" ".join(text.split()))
