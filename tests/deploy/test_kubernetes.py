@@ -1,20 +1,19 @@
 """deploy/kubernetes/: the manifests validate offline against the Kubernetes JSON schemas
-(kubernetes-validate, strict: an unknown or misspelt field fails) and the KEDA ScaledObject's
-CRD schema (copied beside this file); they say what kiln needs (probes, grace, resources from
-RUN_CONCURRENCY, the rootless securityContext); and the capabilities they grant are enough for a
-real kiln server to serve plain, prestarted and templated runs and kill a timed-out one.
+(kubernetes-validate, strict: an unknown or misspelt field fails), and the KEDA ScaledObjects
+against the table of a ScaledObject's fields below (as strictly); they say what kiln needs (probes,
+grace, resources from RUN_CONCURRENCY, the rootless securityContext); and the capabilities they
+grant are enough for a real kiln server to serve plain, prestarted and templated runs and kill a
+timed-out one.
 
 scripts/install-deploy-tools.sh installs kubernetes-validate (`make test` runs it)."""
 
 from __future__ import annotations
 
 import copy
-import json
 import re
 import sys
 from pathlib import Path
 
-import jsonschema
 import pytest
 import yaml
 
@@ -27,7 +26,6 @@ from kiln import langs as kiln_langs
 from kilntest import KILN, REPO, Server, wait_until
 
 KUBE = REPO / "deploy" / "kubernetes"
-KEDA_SCHEMA = json.loads((Path(__file__).parent / "keda-scaledobject.schema.json").read_text())
 # the oldest Kubernetes the rootless Deployment is written for (user namespaces and
 # procMount: Unmasked on by default; appArmorProfile exists from 1.30), and the newest schemas
 # kubernetes-validate bundles
@@ -74,25 +72,111 @@ def env_of(doc: dict) -> dict[str, str]:
     return settings
 
 
-def strict(schema):
-    """An OpenAPI (CRD) schema that refuses unknown properties, as `kubernetes-validate --strict`
-    does for the core kinds (a CRD's structural schema would prune them silently)."""
-    if isinstance(schema, dict):
-        schema = {key: strict(value) for key, value in schema.items()}
-        if "properties" in schema and "additionalProperties" not in schema and not schema.get("x-kubernetes-preserve-unknown-fields"):
-            schema["additionalProperties"] = False
-        return schema
-    if isinstance(schema, list):
-        return [strict(item) for item in schema]
-    return schema
+# The fields a KEDA ScaledObject (keda.sh/v1alpha1) may have, written down from KEDA's
+# ScaledObject reference (keda.sh/docs, "ScaledObject specification"). How to read it: a dict is an
+# object that may hold only its own keys, a trailing "!" marking a required one; {str: str} is a
+# map of strings; [x] is a list of x; a tuple is the strings allowed; str, int and bool are
+# themselves (every int here counts replicas, seconds or failures: never negative). KEDA's API
+# server would keep an unknown field and ignore it; this refuses it, so that a misspelling fails.
+HPA_BEHAVIOR = dict  # Kubernetes' own HorizontalPodAutoscalerBehavior: validate() checks it as such
+SCALED_OBJECT = {
+    "apiVersion!": str,
+    "kind!": str,
+    "metadata!": dict,  # Kubernetes' own ObjectMeta: validate() checks it as such
+    "spec!": {
+        "scaleTargetRef!": {"name!": str, "kind": str, "apiVersion": str, "envSourceContainerName": str},
+        "pollingInterval": int,
+        "cooldownPeriod": int,
+        "initialCooldownPeriod": int,
+        "idleReplicaCount": int,
+        "minReplicaCount": int,
+        "maxReplicaCount": int,
+        "fallback": {
+            "failureThreshold!": int,
+            "replicas!": int,
+            "behavior": ("static", "currentReplicas", "currentReplicasIfHigher", "currentReplicasIfLower"),
+        },
+        "advanced": {
+            "restoreToOriginalReplicaCount": bool,
+            "horizontalPodAutoscalerConfig": {"name": str, "behavior": HPA_BEHAVIOR},
+            "scalingModifiers": {"formula!": str, "target!": str, "activationTarget": str, "metricType": ("AverageValue", "Value")},
+        },
+        "triggers!": [
+            {
+                "type!": str,
+                "metadata!": {str: str},
+                "name": str,
+                "authenticationRef": {"name!": str, "kind": ("TriggerAuthentication", "ClusterTriggerAuthentication")},
+                "metricType": ("AverageValue", "Value", "Utilization"),
+                "useCachedMetrics": bool,
+            }
+        ],
+    },
+}
+KEDA_DEFAULT_MAX_REPLICAS = 100
+
+
+class ShapeError(Exception):
+    """A ScaledObject that does not have SCALED_OBJECT's shape; path and message as
+    kubernetes-validate's errors have them."""
+
+    def __init__(self, path: list, message: str):
+        super().__init__(f"{'.'.join(map(str, path))}: {message}")
+        self.path, self.message = path, message
+
+
+def check_shape(value, shape, path: list) -> None:
+    """Raise ShapeError where value is not of shape (see SCALED_OBJECT)."""
+    if shape == {str: str}:
+        if not isinstance(value, dict) or not all(isinstance(item, str) for item in [*value, *value.values()]):
+            raise ShapeError(path, f"wants a map of strings to strings, not {value!r}")
+    elif isinstance(shape, dict):
+        if not isinstance(value, dict):
+            raise ShapeError(path, f"wants an object, not {value!r}")
+        fields = {key.removesuffix("!"): item for key, item in shape.items()}
+        unknown = sorted(value.keys() - fields.keys())
+        if unknown:
+            raise ShapeError([*path, unknown[0]], f"is not a field here (one of: {', '.join(sorted(fields))})")
+        for key in (key.removesuffix("!") for key in shape if key.endswith("!")):
+            if key not in value:
+                raise ShapeError([*path, key], "is required")
+        for key, item in value.items():
+            check_shape(item, fields[key], [*path, key])
+    elif isinstance(shape, list):
+        if not isinstance(value, list) or not value:
+            raise ShapeError(path, f"wants a non-empty list, not {value!r}")
+        for index, item in enumerate(value):
+            check_shape(item, shape[0], [*path, index])
+    elif isinstance(shape, tuple):
+        if value not in shape:
+            raise ShapeError(path, f"wants one of {', '.join(shape)}, not {value!r}")
+    elif shape is int:
+        if type(value) is not int or value < 0:  # type(), as a bool is an int to isinstance
+            raise ShapeError(path, f"wants a whole number, 0 or more, not {value!r}")
+    elif not isinstance(value, shape):
+        raise ShapeError(path, f"wants a {shape.__name__}, not {value!r}")
+
+
+def check_scaled_object(doc: dict) -> None:
+    """SCALED_OBJECT's shape, and replica counts in order: idle < min <= max, max at least 1."""
+    check_shape(doc, SCALED_OBJECT, [])
+    spec = doc["spec"]
+    low, high = spec.get("minReplicaCount", 0), spec.get("maxReplicaCount", KEDA_DEFAULT_MAX_REPLICAS)
+    if high < 1:
+        raise ShapeError(["spec", "maxReplicaCount"], "must be at least 1")
+    if low > high:
+        raise ShapeError(["spec", "minReplicaCount"], f"{low} is more than maxReplicaCount {high}")
+    if "idleReplicaCount" in spec and not spec["idleReplicaCount"] < low:
+        raise ShapeError(["spec", "idleReplicaCount"], f"must be less than minReplicaCount {low}")
 
 
 def validate(doc: dict, version: str) -> None:
     """Raise on the first problem: the core kinds against Kubernetes' schemas, ScaledObjects
-    against KEDA's CRD schema plus the prometheus scaler's own metadata keys."""
+    against SCALED_OBJECT plus the prometheus scaler's own metadata keys."""
     if doc["apiVersion"] == "keda.sh/v1alpha1":
         assert doc["kind"] == "ScaledObject"
-        jsonschema.validate(doc, strict(KEDA_SCHEMA))
+        check_scaled_object(doc)
+        kubernetes_validate.validate({"apiVersion": "v1", "kind": "ConfigMap", "metadata": doc["metadata"]}, version, strict=True)
         for trigger in doc["spec"]["triggers"]:
             assert trigger["type"] == "prometheus", trigger
             metadata = trigger["metadata"]
@@ -116,7 +200,7 @@ def test_manifests_validate(version):
     for name, doc in docs:
         try:
             validate(doc, version)
-        except (jsonschema.ValidationError, kubernetes_validate.ValidationError) as error:
+        except (ShapeError, kubernetes_validate.ValidationError) as error:
             pytest.fail(f"{name}: {doc['kind']}/{doc['metadata']['name']} at {'.'.join(map(str, error.path))}: {error.message}")
         except kubernetes_validate.SchemaNotFoundError as error:
             pytest.fail(f"{name}: {error.message}")
@@ -124,22 +208,35 @@ def test_manifests_validate(version):
 
 
 @pytest.mark.parametrize(
-    "file, kind, mutate",
+    "file, kind, mutate, caught_by",
     [
-        ("kiln.yaml", "Deployment", lambda d: d["spec"]["template"]["spec"].update(hostUser=False)),
-        ("kiln.yaml", "Deployment", lambda d: container(d)["securityContext"]["capabilities"].update(add="SYS_ADMIN")),
-        ("kiln.yaml", "Deployment", lambda d: container(d)["livenessProbe"]["httpGet"].update(port=["http"])),
-        ("keda.yaml", "ScaledObject", lambda d: d["spec"].update(minReplicas=2)),
-        ("keda.yaml", "ScaledObject", lambda d: d["spec"]["triggers"][0]["metadata"].update(treshold="6")),
-        ("keda.yaml", "ScaledObject", lambda d: d["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleUp"].update(stabilisationWindowSeconds=0)),
+        ("kiln.yaml", "Deployment", lambda d: d["spec"]["template"]["spec"].update(hostUser=False), kubernetes_validate.ValidationError),
+        ("kiln.yaml", "Deployment", lambda d: container(d)["securityContext"]["capabilities"].update(add="SYS_ADMIN"), kubernetes_validate.ValidationError),
+        ("kiln.yaml", "Deployment", lambda d: container(d)["livenessProbe"]["httpGet"].update(port=["http"]), kubernetes_validate.ValidationError),
+        # a misspelt ScaledObject field, at the top of spec and further in
+        ("keda.yaml", "ScaledObject", lambda d: d["spec"].update(minReplicas=2), ShapeError),
+        ("keda.yaml", "ScaledObject", lambda d: d["spec"]["scaleTargetRef"].update(apiversion="apps/v1"), ShapeError),
+        ("keda.yaml", "ScaledObject", lambda d: d["spec"]["advanced"].update(restoreToOriginalReplicas=True), ShapeError),
+        # a ScaledObject field of the wrong type, or a value it does not take
+        ("keda.yaml", "ScaledObject", lambda d: d["spec"].update(maxReplicaCount="20"), ShapeError),
+        ("keda.yaml", "ScaledObject", lambda d: d["spec"].update(pollingInterval=True), ShapeError),
+        ("keda.yaml", "ScaledObject", lambda d: d["spec"]["triggers"][0]["metadata"].update(threshold=6), ShapeError),
+        ("keda.yaml", "ScaledObject", lambda d: d["spec"]["triggers"][0].update(metricType="Average"), ShapeError),
+        ("keda.yaml", "ScaledObject", lambda d: d["metadata"].update(namspace="kiln"), kubernetes_validate.ValidationError),
+        # replica counts out of order
+        ("keda.yaml", "ScaledObject", lambda d: d["spec"].update(minReplicaCount=30), ShapeError),
+        # the prometheus trigger's own keys, and the HPA behavior Kubernetes checks
+        ("keda.yaml", "ScaledObject", lambda d: d["spec"]["triggers"][0]["metadata"].update(treshold="6"), AssertionError),
+        ("keda.yaml", "ScaledObject", lambda d: d["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleUp"].update(stabilisationWindowSeconds=0), kubernetes_validate.ValidationError),
     ],
 )
-def test_validation_catches_mistakes(file, kind, mutate):
-    """The validation above is not a formality: a misspelt field or a wrong value fails it."""
+def test_validation_catches_mistakes(file, kind, mutate, caught_by):
+    """The validation above is not a formality: a misspelt field or a wrong value fails it, and
+    the check meant to catch it is the one that does."""
     doc = copy.deepcopy(next(doc for name, doc in documents() if name == file and doc["kind"] == kind))
     validate(doc, VERSIONS[-1])
     mutate(doc)
-    with pytest.raises((jsonschema.ValidationError, kubernetes_validate.ValidationError, AssertionError)):
+    with pytest.raises(caught_by):
         validate(doc, VERSIONS[-1])
 
 
