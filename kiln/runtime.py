@@ -204,6 +204,13 @@ def task_argv(script: str, config: Config) -> tuple[str, ...]:
     return (program, *words[2:])
 
 
+def taking_arguments(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """`argv` made to take arguments after its own (a checker's input, output and answer):
+    under `sh -c` they are the script's "$@" (after "$0", given here), so an exec target that
+    goes through the shell passes them on with "$$@" in its Makefile."""
+    return (*argv, "exec") if argv[:3] == ("/bin/sh", "-e", "-c") else argv
+
+
 # _subprocess_free: subprocess is imported only where a command runs (in `kiln serve`, at
 # start). The zygote imports this module and runs no command: it stays without subprocess and
 # the thread machinery subprocess imports (see kiln/zygote/boot.py).
@@ -332,7 +339,7 @@ def survey(config: Config, slugs) -> tuple[dict[str, Workload], list[Unserved]]:
             prestart_argv=task_argv(commands.prestart, config) if commands.prestart and config.prestarts(slug) else None,
             template_argv=task_argv(commands.template, config) if commands.template and config.prestarts(slug) and config.forks(slug) else None,
             build_argv=task_argv(commands.build, config) if commands.build else None,
-            exec_argv=task_argv(commands.exec, config) if commands.exec else None,
+            exec_argv=taking_arguments(task_argv(commands.exec, config)) if commands.exec else None,
         )
     return workloads, unserved
 

@@ -9,10 +9,10 @@
 #include <string.h>
 
 /* a test job's solution, checker, asserts and stdin, each at most RUN_INPUT_MAX; a judge job's
- * files or stdin, RUN_JUDGE_INPUT_MAX in all (the front's bound on a judge request's body);
- * plus the header */
+ * files or stdin, each at most the judge's part maximum, three of them (a checker's input, output
+ * and answer); plus the header */
 size_t job_frame_max(const struct slot *s) {
-    long long judge = s->recipe.judge_input_max, test = 4 * s->recipe.input_max;
+    long long judge = 3 * s->recipe.judge_part_max, test = 4 * s->recipe.input_max;
     return (judge > test ? judge : test) + 64 * 1024 + 64;
 }
 

@@ -62,11 +62,14 @@ static int prepare_task(void *arg) {
     return 0;
 }
 
-int spawn_task(struct slot *s, struct span w, uint32_t argv_kind, const int *fds, int nfds, pid_t *pid, char *err) {
-    char *argv[COMMAND_MAX], *envp[COMMAND_MAX];
+int spawn_task(struct slot *s, struct span w, uint32_t argv_kind, char *const *args, int nargs, const int *fds, int nfds, pid_t *pid, char *err) {
+    char *argv[COMMAND_MAX + MAX_PARTS], *envp[COMMAND_MAX];
     const char *step = argv_kind == K_W_PRESTART_ARGV ? "start the prestart command" : argv_kind == K_W_BUILD_ARGV ? "exec the build command"
                      : argv_kind == K_W_EXEC_ARGV ? "exec the exec command" : "exec the test command";
-    if (!command_of(s, w, argv_kind, argv, envp)) return snprintf(err, ERR, "sandbox step '%s' failed: no command", step), -1;
+    int argc = command_of(s, w, argv_kind, argv, envp);
+    if (!argc) return snprintf(err, ERR, "sandbox step '%s' failed: no command", step), -1;
+    for (int i = 0; i < nargs && i < MAX_PARTS; i++) argv[argc++] = args[i];
+    argv[argc] = NULL;
     struct task_start start = {s, fds, nfds, NULL};
     *pid = vfork_exec(0, argv[0], argv, envp, prepare_task, &start);
     int error = errno;

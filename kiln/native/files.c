@@ -99,14 +99,13 @@ int write_parts(const struct slot *s, struct span w, const struct job *job, char
 
 /* A judge's job: /sandbox is the task's (its cwd, writable for it alone), and so is the judge
  * dir, made where the build layer does not have it; a build's files are written there. */
-int give_judge_files(const struct slot *s, const struct job *job, char *err) {
+int give_judge_files(const struct slot *s, const struct job *job, char paths[][FILE_NAME_MAX + 64], char *err) {
     const char *dir = s->recipe.judge_dir;
-    if (!dir) return errno = ENOENT, fail(err, "make the judge dir", "recipe");
+    if (!dir || strlen(dir) > 62) return errno = ENOENT, fail(err, "make the judge dir", "recipe");
     if (give(s, ".") || make_writable_dir(s, dir)) return fail(err, "make the judge dir", dir);
     for (int i = 0; i < job->nparts; i++) {
-        char path[FILE_NAME_MAX + 256];
-        if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, job->part_names[i]) >= sizeof path) return errno = ENAMETOOLONG, fail(err, "write the request's files", dir);
-        if (write_file(s, path, job->blob[i], job->blob_len[i])) return fail(err, "write the request's files", path);
+        snprintf(paths[i], FILE_NAME_MAX + 64, "%s/%s", dir, job->part_names[i]);
+        if (write_file(s, paths[i], job->blob[i], job->blob_len[i])) return fail(err, "write the request's files", paths[i]);
     }
     return 0;
 }

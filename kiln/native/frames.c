@@ -109,10 +109,11 @@ static int is_layer_name(const char *name) {
 }
 
 /* A test's parts: each of PART_NAMES at most once, the solution always, the checker exactly for
- * a language that has one; a build's files: distinct names. */
+ * a language that has one; a build's files: distinct names, at least one; an exec job's (its
+ * command's arguments, e.g. a checker's input, output and answer): distinct names. */
 static int check_files(const struct recipe *r, struct job *job, int nfiles, char names[][FILE_NAME_MAX + 1], char *err, size_t errlen) {
-    if (job->command == CMD_BUILD) {
-        if (!nfiles) return snprintf(err, errlen, "a build job without files"), -1;
+    if (job->command != CMD_TEST) {
+        if (!nfiles && job->command == CMD_BUILD) return snprintf(err, errlen, "a build job without files"), -1;
         for (int i = 0; i < nfiles; i++) {
             for (int k = 0; k < i; k++)
                 if (!strcmp(names[i], names[k])) return snprintf(err, errlen, "bad files"), -1;
@@ -120,7 +121,6 @@ static int check_files(const struct recipe *r, struct job *job, int nfiles, char
         }
         return 0;
     }
-    if (job->command == CMD_EXEC) return nfiles ? (snprintf(err, errlen, "an exec job with files"), -1) : 0;
     int seen = 0, with_checker = 0, has_checker = arg_int(&r->recs[job->workload].args[1]) != 0;
     for (int i = 0; i < nfiles; i++) {
         int k = 0;
@@ -169,7 +169,7 @@ int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, c
     if (expect(&c, "],\"layer\":") || word(&c, job->layer, sizeof job->layer) || expect(&c, ",\"files\":[")) goto form;
     while (expect(&c, "]")) {
         if ((nfiles && expect(&c, ",")) || nfiles == MAX_PARTS - 1) goto form;
-        if (job->command == CMD_BUILD ? file_name(&c, names[nfiles]) : word(&c, names[nfiles], sizeof names[0])) goto form;
+        if (job->command != CMD_TEST ? file_name(&c, names[nfiles]) : word(&c, names[nfiles], sizeof names[0])) goto form;
         nfiles++;
     }
     if (expect(&c, ",\"stdin\":")) goto form;
@@ -188,10 +188,10 @@ int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, c
         return snprintf(err, errlen, "bad timeout_ms %lld", job->timeout_ms), -1;
     if (check_limits(r, job, err, errlen) || check_files(r, job, nfiles, names, err, errlen)) return -1;
     if (nblobs != nfiles + job->has_stdin) return snprintf(err, errlen, "blob count does not match the job"), -1;
-    long long blob_max = job->command == CMD_TEST ? r->input_max : r->judge_input_max;
+    long long blob_max = job->command == CMD_TEST ? r->input_max : r->judge_part_max;
     size_t offset = 4 + head_size;
     for (int i = 0; i < nblobs; i++) {
-        if (sizes[i] > blob_max) return snprintf(err, errlen, "a part is larger than %s", job->command == CMD_TEST ? "RUN_INPUT_MAX" : "RUN_JUDGE_INPUT_MAX"), -1;
+        if (sizes[i] > blob_max) return snprintf(err, errlen, "a part is larger than %s", job->command == CMD_TEST ? "RUN_INPUT_MAX" : "the judge's part maximum"), -1;
         if ((size_t)sizes[i] > len - offset) return snprintf(err, errlen, "blob sizes do not add up to the frame size"), -1;
         if (i < nfiles) job->blob[i] = body + offset, job->blob_len[i] = sizes[i];
         else job->stdin_data = body + offset, job->stdin_len = sizes[i];

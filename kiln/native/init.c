@@ -79,7 +79,7 @@ static int prestart_ends(struct slot *s, int task[4], char *err) {
 static int start_prestarted(struct slot *s, struct span w, char *err) {
     int task[4];
     if (mount_workspace(s, w, NULL, err) || apply_cgroup_limits(s, w, K_W_PRESTART_LIMIT, err) || take_limits(s, w, s->recipe.timeout_max_ms, 0, err) ||
-        prestart_ends(s, task, err) || spawn_task(s, w, K_W_PRESTART_ARGV, task, 4, &s->prestarted.pid, err) || take_filter(s, err))
+        prestart_ends(s, task, err) || spawn_task(s, w, K_W_PRESTART_ARGV, NULL, 0, task, 4, &s->prestarted.pid, err) || take_filter(s, err))
         return -1;
     for (int i = 0; i < 4; i++) close(task[i]);
     return 0;
@@ -163,19 +163,21 @@ static void supervise_and_answer(struct slot *s, struct run *run, const struct j
 
 static const uint32_t COMMAND_ARGV[] = {[CMD_TEST] = K_W_ARGV, [CMD_BUILD] = K_W_BUILD_ARGV, [CMD_EXEC] = K_W_EXEC_ARGV};
 
-/* a plain slot: workspace (on the job's build layer, for a judge's test), files, limits, stdin
- * and pipes (the task's own), rlimits, the task spawned (it takes its user and filter in its
- * own process) -> supervise -> the result (with what a judge's build left). Init stays root,
+/* a plain slot: workspace (on the job's build layer, for a judge's test), files (an exec job's:
+ * its command's arguments), limits, stdin and pipes (the task's own), rlimits, the task spawned
+ * (it takes its user and filter in its own process) -> supervise -> the result (with what a
+ * judge's build left). Init stays root,
  * beyond the task's reach (another uid, no capability, pid 1 hidden), and, unlike a prestarted
  * slot's, without a filter of its own: its mounts and writes are done, and a second load of
  * the filter (~0.1 ms) would be on the request's path */
 static void execute(struct slot *s, const struct job *job, struct span w, const char *title) {
-    char err[ERR];
-    int stdio[3], out[2], errp[2];
+    char err[ERR], paths[MAX_PARTS][FILE_NAME_MAX + 64], *args[MAX_PARTS];
+    int stdio[3], out[2], errp[2], nargs = job->command == CMD_EXEC ? job->nparts : 0;
     struct run run = {0};
-    if (mount_workspace(s, w, job->layer, err) || (job->command == CMD_TEST ? write_parts(s, w, job, err) : give_judge_files(s, job, err)) ||
+    if (mount_workspace(s, w, job->layer, err) || (job->command == CMD_TEST ? write_parts(s, w, job, err) : give_judge_files(s, job, paths, err)) ||
         apply_cgroup_limits(s, w, K_W_LIMIT, err) || apply_job_limits(s, job, err))
         return send_failure(s, err);
+    for (int i = 0; i < nargs; i++) args[i] = paths[i];
     make_as_task(s, 1);
     int failed = (stdio[0] = open_stdin(job)) < 0 || output_pipe(out) || output_pipe(errp);
     make_as_task(s, 0);
@@ -183,7 +185,7 @@ static void execute(struct slot *s, const struct job *job, struct span w, const 
     stdio[1] = out[1], stdio[2] = errp[1];
     if (take_limits(s, w, job->timeout_ms, job->cpu_ms, err)) return send_failure(s, err);
     double cpu_before_ms = job->cpu_ms > 0 ? cgroup_cpu_ms(s) : 0, started = monotonic_s();
-    if (spawn_task(s, w, COMMAND_ARGV[job->command], stdio, 3, &run.pid, err)) return send_failure(s, err);
+    if (spawn_task(s, w, COMMAND_ARGV[job->command], args, nargs, stdio, 3, &run.pid, err)) return send_failure(s, err);
     for (int i = 0; i < 3; i++) close(stdio[i]);
     run.out_fd = out[0], run.err_fd = errp[0];
     supervise_and_answer(s, &run, job, w, started, cpu_before_ms > 0 ? cpu_before_ms : 0, title);

@@ -15,6 +15,8 @@
 
 #define ERR 512
 #define MAX_FDS 16
+#define MAX_PARTS 66     /* a job's files: a build's judge file and up to 64 more; a test's three parts */
+#define FILE_NAME_MAX 100 /* a judge job's file name (frames.c file_name) */
 
 /* --- recipe.c: what the zygote decided, as records (kiln/zygote/recipe.py writes them) ------ */
 
@@ -61,7 +63,7 @@ struct recipe {
     /* its K_CONST records, read once by recipe_load (absent: index -1, the others 0 or NULL) */
     long index, uid;
     long long input_max, output_max, timeout_max_ms;
-    long long judge_input_max, layer_max; /* a judge job's files or stdin; what a build may leave */
+    long long judge_part_max, layer_max; /* a judge job's file or stdin; what a build may leave */
     const char *cwd;
     const char *judge_dir;  /* below /sandbox: where a build job's files go */
     const char *upper;      /* the workspace overlay's upper layer: what a build job leaves */
@@ -121,8 +123,9 @@ int mount_workspace(struct slot *s, struct span w, const char *layer, char *err)
 struct job;
 int give_dirs(const struct slot *s, struct span w, char *err); /* the language's K_W_DIR, made and the task's */
 int write_parts(const struct slot *s, struct span w, const struct job *job, char *err);
-/* a judge job's: /sandbox given to the task; a build's files written in the judge dir */
-int give_judge_files(const struct slot *s, const struct job *job, char *err);
+/* a judge job's: /sandbox given to the task; its files (a build's sources, an exec job's
+ * arguments) written in the judge dir, their paths below /sandbox in paths[] */
+int give_judge_files(const struct slot *s, const struct job *job, char paths[][FILE_NAME_MAX + 64], char *err);
 int open_stdin(const struct job *job); /* a sealed memfd, or /dev/null */
 
 /* --- limits.c: rlimits and cgroup limits -------------------------------------------------- */
@@ -149,14 +152,12 @@ int output_pipe(int ends[2]);
 void make_as_task(const struct slot *s, int yes); /* 1: what init makes is the task's (fsuid); 0: root's */
 /* the argv of records argv_kind and the K_W_ENV environment of a language; returns argc */
 int command_of(const struct slot *s, struct span w, uint32_t argv_kind, char *argv[COMMAND_MAX], char *envp[COMMAND_MAX]);
-/* the command of argv_kind with fds[i] on descriptor i, taking the task's identity and filter
- * in its own process (init stays root and unfiltered by it) */
-int spawn_task(struct slot *s, struct span w, uint32_t argv_kind, const int *fds, int nfds, pid_t *pid, char *err);
+/* the command of argv_kind, with `args` after its own, and fds[i] on descriptor i, taking the
+ * task's identity and filter in its own process (init stays root and unfiltered by it) */
+int spawn_task(struct slot *s, struct span w, uint32_t argv_kind, char *const *args, int nargs, const int *fds, int nfds, pid_t *pid, char *err);
 
 /* --- frames.c ------------------------------------------------------------------------------ */
 
-#define MAX_PARTS 66     /* a build's judge file and up to 64 more; a test's three parts */
-#define FILE_NAME_MAX 100
 #define LAYER_NAME_MAX 64
 
 /* what a job runs: the workspace's test command (POST /run), or a judge's build or test */

@@ -39,7 +39,7 @@ FRONT_KEYS = list(protocol.JOB_KEYS)  # protocol.encode_job's header, in its ord
 
 @pytest.fixture(scope="module")
 def rt():
-    settings = {"RUN_INPUT_MAX": str(INPUT_MAX), "RUN_JUDGE_INPUT_MAX": str(JUDGE_INPUT_MAX), "RUN_TIMEOUT_MAX": f"{TIMEOUT_MAX_MS}ms", "RUN_OUTPUT_MAX": str(OUTPUT_MAX)}
+    settings = {"RUN_INPUT_MAX": str(INPUT_MAX), "RUN_JUDGE_INPUT_MAX": str(JUDGE_INPUT_MAX), "RUN_FILE_MAX": str(INPUT_MAX), "RUN_TIMEOUT_MAX": f"{TIMEOUT_MAX_MS}ms", "RUN_OUTPUT_MAX": str(OUTPUT_MAX)}
     built = runtime.build(config.load(settings, REPO))
     assert "python" in built.workloads
     return built
@@ -79,13 +79,12 @@ LAYER = re.compile(r"[0-9a-f]{64}")
 
 def files_verdict(command: str, names, has_checker: bool) -> bool:
     """A test's parts (each at most once, the solution, the checker exactly when the language has
-    one), a build's file names (distinct, at least one, at most 65), an exec job's none."""
+    one), a build's file names (distinct, at least one, at most 65), an exec job's (its command's
+    arguments: distinct file names, at most 65)."""
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or len(set(names)) != len(names):
         return False
-    if command == "build":
-        return 0 < len(names) <= 65 and all(FILE_NAME.fullmatch(n) for n in names)
-    if command == "exec":
-        return names == []
+    if command in ("build", "exec"):
+        return (command == "exec" or len(names) > 0) and len(names) <= 65 and all(FILE_NAME.fullmatch(n) for n in names)
     return all(n in FILE_PARTS for n in names) and "solution" in names and has_checker == ("checker" in names)
 
 
@@ -178,10 +177,8 @@ def valid_jobs(draw, served: tuple[str, ...], rt=None):
     if command == "test":
         has_checker = langs.LANGUAGES[slug].has_checker
         names = draw(st.permutations(["solution", *(["checker"] if has_checker else []), *draw(st.lists(st.just("asserts"), max_size=1))]))
-    elif command == "build":
-        names = draw(st.lists(st.from_regex(FILE_NAME, fullmatch=True), min_size=1, max_size=3, unique=True))
     else:
-        names = []
+        names = draw(st.lists(st.from_regex(FILE_NAME, fullmatch=True), min_size=command == "build", max_size=3, unique=True))
     stdin = command != "build" and draw(st.booleans())
     limits = [draw(st.integers(0, TIMEOUT_MAX_MS)), draw(st.integers(0, 16 << 20)), draw(st.integers(0, 8)), draw(st.integers(0, OUTPUT_MAX))]
     layer = draw(st.from_regex(LAYER, fullmatch=True)) if command == "exec" else ""
@@ -292,12 +289,12 @@ def job_header(**overrides) -> dict:
         (job_header(layer="a" * 64), [b""], "bad layer"),
         (job_header(command="exec", files=[], layer="a" * 63), [], "bad layer"),
         (job_header(command="exec", files=[]), [], "bad layer"),
-        (job_header(command="exec", files=["solution"], layer="a" * 64), [b""], "an exec job with files"),
+        (job_header(command="exec", files=["../input"], layer="a" * 64), [b""], "not in the form"),
         (job_header(command="build", files=[]), [], "a build job without files"),
         (job_header(command="build", files=["../x"]), [b""], "not in the form"),
         (job_header(command="build", files=["main.py", "main.py"]), [b"", b""], "bad files"),
         (job_header(command="build", files=["main.py"], stdin=True), [b"", b""], "a build job with stdin"),
-        (job_header(command="build", files=["main.py"]), [b"x" * (JUDGE_INPUT_MAX + 1)], "RUN_JUDGE_INPUT_MAX"),
+        (job_header(command="build", files=["main.py"]), [b"x" * (JUDGE_INPUT_MAX + 1)], "the judge's part maximum"),
     ],
 )
 def test_bad_jobs_are_refused_with_a_reason(rt, recipe_fd, header, blobs, message):

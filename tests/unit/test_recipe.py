@@ -85,7 +85,7 @@ def test_constants_and_the_seccomp_filter(rt, root):
     consts = dict(of_kind(records, recipe.K_CONST))
     assert consts == {
         "index": "3", "uid": str(UID), "input_max": str(rt.config.input_max), "output_max": str(rt.config.output_max),
-        "timeout_max_ms": str(rt.config.timeout_max_ms), "judge_input_max": str(rt.config.judge_input_max),
+        "timeout_max_ms": str(rt.config.timeout_max_ms), "judge_part_max": str(max(rt.config.judge_input_max, rt.config.file_max)),
         "layer_max": str(protocol.LAYER_MAX), "cwd": "/sandbox", "judge_dir": "judge", "upper": plan.OVERLAY_UPPER,
         "layers": plan.LAYERS_DIR,
     }  # fmt: skip
