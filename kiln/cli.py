@@ -6,6 +6,8 @@ import argparse
 import os
 import sys
 
+from kiln import judgecli
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kiln", description="Sandboxed code-execution HTTP service")
@@ -17,6 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     slots.add_argument("--instance", help="RUN_INSTANCE of the kiln to look at (default: from the environment, else kiln)")
     check = commands.add_parser("check-host", help="which languages this host can serve, and why not")
     check.add_argument("--json", action="store_true")
+    judgecli.add_parser(commands)
     args = parser.parse_args(argv)
     if args.command == "check-host":
         from kiln import checkhost, config  # noqa: PLC0415
@@ -28,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"kiln: bad configuration:\n{error}", file=sys.stderr)
             return 2
         return checkhost.main(settings, args.json)
+    if args.command == "judge":
+        return judgecli.main(args)
     if args.command == "serve":
         from kiln.serve import serve  # noqa: PLC0415
 

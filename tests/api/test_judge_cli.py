@@ -1,0 +1,206 @@
+"""`kiln judge` (kiln/judgecli.py) as a subprocess against a real server: DESIGN.md, Judge API,
+the `kiln judge` command and its details."""
+
+from __future__ import annotations
+
+import os
+import pty
+import random
+import select
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kilntest import KILN, Server, free_port, wait_until
+
+KEY = "judge-cli-key"
+SUM = "a, b = map(int, input().split())\nprint(a + b)\n"
+
+
+@pytest.fixture(scope="module")
+def srv():
+    server = Server({"RUN_LANGS": "python", "RUN_API_KEYS": KEY}).wait_ready()
+    yield server
+    server.stop()
+
+
+def make_tests(folder: Path, answer_suffix: str = ".out", **tests: tuple[str, str | None]) -> Path:
+    """make_tests(folder, t1=("1 2\n", "3\n")) -> folder with t1.in and t1.out (no answer for None)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, (stdin, answer) in tests.items():
+        (folder / f"{name}.in").write_text(stdin)
+        if answer is not None:
+            (folder / f"{name}{answer_suffix}").write_text(answer)
+    return folder
+
+
+def sums(folder: Path, answer_suffix: str = ".out") -> Path:
+    """Tests 1, 2 and 10 of a + b, new to the store: six files of their own (a random base)."""
+    base = random.randrange(10**12)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, (a, b) in {"10": (base, 100), "2": (base, 20), "1": (base, 1)}.items():
+        (folder / f"{name}.in").write_text(f"{a} {b}\n")
+        (folder / f"{name}{answer_suffix}").write_text(f"{a + b}\n")
+    return folder
+
+
+def solution(tmp_path: Path, text: str = SUM) -> Path:
+    path = tmp_path / "main.py"
+    path.write_text(text)
+    return path
+
+
+def kiln_judge(*args, url: str | None = None, key: str | None = KEY, srv: Server | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "KILN_API_KEY"}
+    if key is not None:
+        env["KILN_API_KEY"] = key
+    argv = [str(KILN), "judge", *map(str, args), "--lang", "python"]
+    if url or srv:
+        argv += ["--url", url or srv.url]
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+
+
+def rows(stdout: str) -> list[list[str]]:
+    """The table's rows (header excluded) as [name, verdict, ...]."""
+    lines = stdout.splitlines()
+    assert lines[0].split()[:4] == ["test", "verdict", "time", "memory"], stdout
+    return [line.split() for line in lines[1:] if not line.startswith("verdict:")]
+
+
+def requests_of(srv: Server, since: int) -> list[dict]:
+    """The request log records after the first `since`, once the run's POST /judge is among them."""
+    assert wait_until(lambda: any(r["path"] == "/judge" for r in srv.logged("request")[since:]), timeout=10)
+    return srv.logged("request")[since:]
+
+
+def test_all_accepted_in_natural_order_exits_0(srv, tmp_path):
+    done = kiln_judge(solution(tmp_path), sums(tmp_path / "tests"), srv=srv)
+    assert done.returncode == 0, done.stderr
+    table = rows(done.stdout)
+    assert [row[:2] for row in table] == [["1", "AC"], ["2", "AC"], ["10", "AC"]]
+    assert all(row[3] == "ms" and row[5] in ("KiB", "MiB") for row in table)  # CPU time, memory
+    assert done.stdout.splitlines()[-1] == "verdict: AC, 3/3 tests passed"
+
+
+def test_a_wrong_answer_exits_1_with_its_row(srv, tmp_path):
+    folder = sums(tmp_path / "tests")
+    (folder / "2.out").write_text("11\n")
+    done = kiln_judge(solution(tmp_path), folder, srv=srv)
+    assert done.returncode == 1, done.stderr
+    assert [row[:2] for row in rows(done.stdout)] == [["1", "AC"], ["2", "WA"], ["10", "AC"]]
+    assert done.stdout.splitlines()[-1] == "verdict: WA on test 2, 2/3 tests passed"
+
+
+def test_a_runtime_error_names_its_exception(srv, tmp_path):
+    folder = make_tests(tmp_path / "tests", one=("1 2\n", "3\n"))
+    done = kiln_judge(solution(tmp_path, "raise ValueError('no way')\n"), folder, srv=srv)
+    assert done.returncode == 1
+    assert rows(done.stdout)[0][:2] == ["one", "RE"] and "exit 1: ValueError: no way" in done.stdout
+
+
+def test_a_syntax_error_is_ce_with_the_compilers_words(srv, tmp_path):
+    done = kiln_judge(solution(tmp_path, "def broken(:\n    pass\n"), sums(tmp_path / "tests"), srv=srv)
+    assert done.returncode == 1, done.stderr
+    assert "SyntaxError" in done.stdout and "compilation failed" in done.stdout
+    assert done.stdout.splitlines()[-1] == "verdict: CE (compilation error), 0/3 tests passed"
+
+
+def test_a_second_run_uploads_nothing(srv, tmp_path):
+    folder, main = sums(tmp_path / "tests"), solution(tmp_path)
+    since = len(srv.logged("request"))
+    assert kiln_judge(main, folder, srv=srv).returncode == 0
+    first = requests_of(srv, since)
+    uploads = [r for r in first if r["method"] == "POST" and r["path"] == "/files"]
+    assert len(uploads) == 6 and all(r["status"] == 201 for r in uploads)  # 3 inputs, 3 answers
+    since = len(srv.logged("request"))
+    again = kiln_judge(main, folder, srv=srv)
+    assert again.returncode == 0 and "all 6 files already on the server" in again.stderr
+    second = requests_of(srv, since)
+    assert [r for r in second if r["path"] == "/files"] == []
+    assert sorted(r["method"] for r in second if r["path"].startswith("/files/")) == ["HEAD"] * 6
+
+
+def test_ans_files_are_answers_too(srv, tmp_path):
+    done = kiln_judge(solution(tmp_path), sums(tmp_path / "tests", answer_suffix=".ans"), srv=srv)
+    assert done.returncode == 0, done.stderr
+    assert [row[:2] for row in rows(done.stdout)] == [["1", "AC"], ["2", "AC"], ["10", "AC"]]
+
+
+def test_a_missing_answer_is_a_usage_error_unless_compare_none(srv, tmp_path):
+    folder = make_tests(tmp_path / "tests", a=("1 2\n", "3\n"), b=("2 2\n", None))
+    since = len(srv.logged("request"))
+    done = kiln_judge(solution(tmp_path), folder, srv=srv)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "no answer for b.in" in done.stderr and "--compare none" in done.stderr
+    assert srv.logged("request")[since:] == []  # refused before any request
+    judged = kiln_judge(solution(tmp_path), folder, "--compare", "none", srv=srv)
+    assert judged.returncode == 0, judged.stderr
+    assert [row[:2] for row in rows(judged.stdout)] == [["a", "AC"], ["b", "AC"]]
+
+
+def test_limits_and_compare_reach_the_server(srv, tmp_path):
+    folder = make_tests(tmp_path / "tests", spin=("", "done\n"), float=("", "0.3333\n"))
+    third = "print(1 / 3)\n"
+    done = kiln_judge(solution(tmp_path, third), folder, "--compare", "float", "--epsilon", "1e-3", "--time", "500ms", "--memory", "64m", srv=srv)
+    assert [row[:2] for row in rows(done.stdout)] == [["float", "AC"], ["spin", "WA"]]
+    loop = kiln_judge(solution(tmp_path, "while True:\n    pass\n"), folder, "--time", "200ms", "--stop-on-failure", srv=srv)
+    assert loop.returncode == 1 and rows(loop.stdout)[0][:2] == ["float", "TLE"]
+    assert loop.stdout.splitlines()[-1].startswith("verdict: TLE on test float")
+
+
+def test_a_checker_is_passed_to_the_server(srv, tmp_path):
+    checker = tmp_path / "check.py"
+    checker.write_text("import sys\nsys.exit(0)\n")
+    folder = make_tests(tmp_path / "tests", one=("1 2\n", None))  # a checker needs no answer
+    done = kiln_judge(solution(tmp_path), folder, "--checker", checker, "--checker-lang", "python", srv=srv)
+    # this server version refuses checkers (400, "not supported yet"); once it runs them: AC
+    assert (done.returncode == 2 and "checker" in done.stderr and "not supported" in done.stderr) or done.returncode == 0, done.stderr
+    alone = kiln_judge(solution(tmp_path), folder, "--checker", checker, srv=srv)
+    assert alone.returncode == 2 and "--checker-lang" in alone.stderr
+
+
+def test_without_the_key_the_message_says_how_to_give_it(srv, tmp_path):
+    done = kiln_judge(solution(tmp_path), sums(tmp_path / "tests"), srv=srv, key=None)
+    assert done.returncode == 2 and "--api-key" in done.stderr and "KILN_API_KEY" in done.stderr
+
+
+def test_an_unreachable_server_exits_2_saying_where(tmp_path):
+    url = f"http://127.0.0.1:{free_port()}"
+    done = kiln_judge(solution(tmp_path), sums(tmp_path / "tests"), url=url)
+    assert done.returncode == 2 and done.stdout == ""
+    assert f"server not reachable at {url}" in done.stderr and "--url" in done.stderr
+
+
+def test_without_a_terminal_progress_is_plain_lines(srv, tmp_path):
+    done = kiln_judge(solution(tmp_path), sums(tmp_path / "tests"), srv=srv)
+    assert done.returncode == 0
+    assert "\r" not in done.stderr and "\x1b" not in done.stderr and "\r" not in done.stdout
+    lines = done.stderr.splitlines()
+    assert all(line.startswith("kiln judge: ") for line in lines), lines
+    assert lines[0].endswith("3 tests in " + str(tmp_path / "tests"))
+    assert "6 files uploaded" in lines[1] and "judging 3 tests in python..." in lines[2] and "judged in" in lines[3]
+
+
+def test_on_a_terminal_progress_is_a_bar_redrawn_in_place(srv, tmp_path):
+    controller, terminal = pty.openpty()
+    env = {**os.environ, "KILN_API_KEY": KEY}
+    argv = [str(KILN), "judge", str(solution(tmp_path)), str(sums(tmp_path / "tests")), "--lang", "python", "--url", srv.url]
+    with subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=terminal) as proc:
+        os.close(terminal)
+        seen = b""
+        while True:
+            ready, _, _ = select.select([controller], [], [], 60)
+            try:
+                chunk = os.read(controller, 65536) if ready else b""
+            except OSError:  # EIO: the terminal's last writer is gone
+                chunk = b""
+            if not chunk:
+                break
+            seen += chunk
+        stdout = proc.stdout.read().decode()
+    os.close(controller)
+    assert proc.returncode == 0 and "verdict: AC" in stdout and "\r" not in stdout  # the table stays plain
+    text = seen.decode()
+    assert "\ruploading tests [" in text and "] 6/6" in text and "#" * 30 in text
+    assert "judging 3 tests in python" in text and text.count("\r\x1b[K") >= 1  # the bar is cleared

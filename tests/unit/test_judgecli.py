@@ -1,0 +1,94 @@
+"""kiln/judgecli.py without a server: the tests folder, natural order, the table, the options."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from kiln import cli, judgecli
+from kiln.judgecli import UsageError, find_tests, natural_key, print_answer
+
+
+def test_natural_order_compares_runs_of_digits_as_numbers():
+    names = ["10", "2", "1", "test10", "test2", "a", "01", "b1c10", "b1c9"]
+    assert sorted(names, key=natural_key) == ["01", "1", "2", "10", "a", "b1c9", "b1c10", "test2", "test10"]
+
+
+def test_a_folder_of_tests(tmp_path):
+    for name in ("10.in", "10.out", "2.in", "2.ans", "1.in", "1.out", "1.ans", "notes.txt", "orphan.out", ".in"):
+        (tmp_path / name).write_text(name)
+    (tmp_path / "dir.in").mkdir()
+    tests = find_tests(tmp_path, answers_needed=True)
+    assert [(t.name, t.input.name, t.answer.name) for t in tests] == [("1", "1.in", "1.out"), ("2", "2.in", "2.ans"), ("10", "10.in", "10.out")]
+
+
+def test_missing_answers_are_named_with_what_to_do(tmp_path):
+    for i in range(8):
+        (tmp_path / f"{i}.in").write_text("")
+    with pytest.raises(UsageError, match=r"no answer for 0.in, 1.in, 2.in, 3.in, 4.in and 3 more .*--compare none.*--checker"):
+        find_tests(tmp_path, answers_needed=True)
+    assert [t.answer for t in find_tests(tmp_path, answers_needed=False)] == [None] * 8
+
+
+def test_an_empty_or_absent_folder_says_what_it_wants(tmp_path):
+    with pytest.raises(UsageError, match="has no NAME.in files"):
+        find_tests(tmp_path, answers_needed=True)
+    with pytest.raises(UsageError, match="is not a folder"):
+        find_tests(tmp_path / "nope", answers_needed=True)
+
+
+def test_the_table_says_time_memory_and_why_a_test_failed():
+    def test(name, verdict, stats=True, **more):
+        stats = {"outcome": "exited", "wall_ms": 9.0, "cpu_ms": 12.4, "memory_peak_bytes": 3 << 20, "signal": None} if stats else None
+        return {"name": name, "verdict": verdict, "exit_code": 0, "stdout": "", "stderr": "", "checker_message": None, "stats": stats, **more}
+
+    answer = {
+        "verdict": "RE", "passed": 1, "total": 4,
+        "compile": {"exit_code": 0, "stdout": "", "stderr": "", "cached": True, "stats": None},
+        "tests": [
+            test("1", "AC"),
+            test("2", "RE", exit_code=1, stderr="Traceback...\n  x\nZeroDivisionError: division by zero\n"),
+            test("10", "WA", checker_message="wrong answer 2nd token\nmore\n"),
+            test("11", "SK", stats=False, exit_code=None),
+        ],
+        "stats": {"wall_ms": 50.0},
+    }
+    out = io.StringIO()
+    print_answer(answer, out)
+    assert out.getvalue().splitlines() == [
+        "test  verdict   time   memory",
+        "1     AC       12 ms  3.0 MiB",
+        "2     RE       12 ms  3.0 MiB  exit 1: ZeroDivisionError: division by zero",
+        "10    WA       12 ms  3.0 MiB  wrong answer 2nd token",
+        "11    SK           -        -",
+        "verdict: RE on test 2, 1/4 tests passed",
+    ]
+
+
+def test_a_compile_that_timed_out():
+    compile_ = {"exit_code": None, "stdout": "", "stderr": "", "cached": False, "stats": {"outcome": "timed_out"}}
+    out = io.StringIO()
+    print_answer({"verdict": "CE", "passed": 0, "total": 2, "compile": compile_, "tests": [], "stats": {}}, out)
+    assert out.getvalue() == "compilation timed out\nverdict: CE (compilation error), 0/2 tests passed\n"
+
+
+@pytest.mark.parametrize(
+    "options, words",
+    [
+        (["--time", "2 s"], "'2 s' is not a duration"),
+        (["--memory", "lots"], "'lots' is not a size"),
+        (["--compare", "fuzzy"], "invalid choice"),
+        ([], "--lang"),
+    ],
+)
+def test_bad_options_are_usage_errors(options, words, capsys):
+    lang = [] if not options else ["--lang", "python"]
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["judge", "main.py", "tests", *lang, *options])
+    assert exit_.value.code == 2 and words in capsys.readouterr().err
+
+
+def test_a_url_that_is_not_http_is_a_usage_error():
+    with pytest.raises(UsageError, match="not an http:// or https:// address"):
+        judgecli.Api("localhost:4040", None)
