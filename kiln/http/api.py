@@ -23,7 +23,7 @@ from kiln.http.validate import ApiError, RunRequest, parse_run
 from kiln.http.watch import ClientWatch
 from kiln.judge.builds import Builds
 from kiln.judge.files import UnknownFile
-from kiln.judge.judge import Judge
+from kiln.judge.judge import DoesNotBuild, Judge, cut
 from kiln.judge.request import parse_judge
 from kiln.log import Log
 from kiln.runtime import Runtime
@@ -157,6 +157,9 @@ class App:
                 answer = self.judge.run(request, files, watch.gone)
         except UnknownFile as unknown:
             raise ApiError(400, f"unknown file {unknown} (upload it to /files and retry)") from None
+        except DoesNotBuild as failed:
+            info.update(outcome=f"{failed.what} does not build")
+            return json_response(400, {"error": str(failed), "detail": cut(failed.detail.encode())})
         except (Busy, NoWarmSlot, ShuttingDown, Cancelled, SlotLost) as failure:
             return self._run_failure(failure, info)
         finally:

@@ -7,13 +7,19 @@ exec job in a fresh slot on the build's layer, up to RUN_JUDGE_PARALLEL at a tim
 index order, through the same Runner as /run) -> each test's verdict (its run's own, else the
 comparison) -> the answer, in the contract's key order.
 
-Failures that end the request are exceptions of the layers below: Busy, NoWarmSlot,
-ShuttingDown (no slot for the build), Cancelled (the client left: the tests not started never
-start, those running are cancelled), UnknownFile (a test names a file the store lacks).
+With compare "checker", the checker is built first the same way (and cached), and runs after
+each test whose run gave no verdict of its own, in a sandbox of its own on its own build, with its
+input, the test's output and the expected answer as three files given as its arguments
+(testlib's convention: exit 0 AC, 1 WA, 2 PE, anything else or any other end IE).
+
+Failures that end the request are exceptions: Busy, NoWarmSlot, ShuttingDown (no slot for a
+build), Cancelled (the client left: the tests not started never start, those running are
+cancelled), UnknownFile (a test names a file the store lacks), DoesNotBuild (the checker).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 import gevent
 import gevent.event
@@ -31,6 +37,17 @@ from kiln.zygote.protocol import Job, Limits, ProtocolError, RunResult
 # verdicts of a test, in the order the first that applies is given (DESIGN.md)
 VERDICTS = ("SK", "TLE", "MLE", "OLE", "SV", "RE", "AC", "WA", "PE", "IE")
 CUT = 4096  # bytes of a test's or the compile's stdout and stderr in the answer
+CHECKER_WALL_MS = 10_000
+CHECKER_FILES = ("input", "output", "answer")  # its arguments, in this order
+CHECKER_VERDICTS = {0: "AC", 1: "WA", 2: "PE"}  # testlib's exit codes; any other: IE
+
+
+class DoesNotBuild(Exception):
+    """The checker's build failed: `detail` is its compiler's words."""
+
+    def __init__(self, what: str, detail: str):
+        super().__init__(f"{what} does not build")
+        self.what, self.detail = what, detail
 
 
 class Judge:
@@ -43,22 +60,29 @@ class Judge:
 
     def run(self, request: JudgeRequest, files: FileStore | None, gone: gevent.event.Event | None = None) -> dict:
         started = time.monotonic()
-        build, compile_answer = self._build(request, gone)
-        if build is None:  # a compile error: nothing runs
-            return _answer("CE", compile_answer, [_skipped() for _ in request.tests], started)
-        with self.builds.using(build):
-            tests = self._tests(request, build, files, gone)
+        with contextlib.ExitStack() as using:
+            checker = None
+            if request.checker is not None:
+                checker, answer = self._build(request.checker.slug, request.checker.files, request.compile_timeout_ms, gone)
+                if checker is None:
+                    raise DoesNotBuild("checker", answer["stdout"] + answer["stderr"])
+                using.enter_context(self.builds.using(checker))
+            build, compile_answer = self._build(request.slug, request.files, request.compile_timeout_ms, gone)
+            if build is None:  # a compile error: nothing runs
+                return _answer("CE", compile_answer, [_skipped() for _ in request.tests], started)
+            using.enter_context(self.builds.using(build))
+            tests = self._tests(request, build, checker, files, gone)
         return _answer(next((t["verdict"] for t in tests if t["verdict"] not in ("AC", "SK")), "AC"), compile_answer, tests, started)
 
     # -- the build ------------------------------------------------------------------------------
-    def _build(self, request: JudgeRequest, gone) -> tuple[Build | None, dict]:
-        """The request's build (None when it failed) and the compile answer."""
-        workload = self.runtime.workloads[request.slug]
-        key = Builds.key(request.slug, self.runtime.versions.get(request.slug), workload.build_argv or (), request.files)
+    def _build(self, slug: str, sources: tuple[tuple[str, bytes], ...], timeout_ms: int, gone) -> tuple[Build | None, dict]:
+        """A build of these sources (None when it failed) and its compile answer."""
+        workload = self.runtime.workloads[slug]
+        key = Builds.key(slug, self.runtime.versions.get(slug), workload.build_argv or (), sources)
         cached = self.builds.get(key)
         if cached is not None:
             return cached, {**cached.compile, "cached": True}
-        job = Job(request.slug, request.compile_timeout_ms, request.files, command="build")
+        job = Job(slug, timeout_ms, sources, command="build")
         result = self.runner.run(job, gone).result
         answer = {"exit_code": result.exit_code, "stdout": cut(result.stdout), "stderr": cut(result.stderr), "cached": False, "stats": stats(result)}
         if result.outcome != "exited" or result.exit_code != 0 or result.layer is None:
@@ -66,17 +90,17 @@ class Judge:
         try:
             return self.builds.put(key, result.layer, answer), answer
         except ProtocolError as error:
-            self.log.error("a build's layer is unusable", lang=request.slug, error=str(error))
+            self.log.error("a build's layer is unusable", lang=slug, error=str(error))
             raise SlotLost(str(error)) from None
 
     # -- the tests ------------------------------------------------------------------------------
-    def _tests(self, request: JudgeRequest, build: Build, files: FileStore | None, gone) -> list[dict]:
+    def _tests(self, request: JudgeRequest, build: Build, checker: Build | None, files: FileStore | None, gone) -> list[dict]:
         answers: list[dict | None] = [None] * len(request.tests)
         failed_at = [len(request.tests)]  # the first test (by index) known not to be AC
         pool = gevent.pool.Pool(self.parallel)
 
         def one(index: int, test: Test) -> None:
-            answers[index] = answer = self._test(request, build, test, files, gone)
+            answers[index] = answer = self._test(request, build, checker, test, files, gone)
             if request.stop_on_failure and answer["verdict"] != "AC":
                 failed_at[0] = min(failed_at[0], index)
 
@@ -94,13 +118,14 @@ class Judge:
             raise
         return [answer if answer is not None else _skipped() for answer in answers]
 
-    def _test(self, request: JudgeRequest, build: Build, test: Test, files: FileStore | None, gone) -> dict:
+    def _test(self, request: JudgeRequest, build: Build, checker: Build | None, test: Test, files: FileStore | None, gone) -> dict:
         limits = request.limits
+        stdin = _read(test.stdin, files)
         job = Job(
             request.slug,
             limits.wall_time_ms,
             (),
-            stdin=_read(test.stdin, files),
+            stdin=stdin,
             command="exec",
             limits=Limits(cpu_ms=limits.time_ms, memory=limits.memory, pids=limits.pids, output=limits.output),
             layer=build.name,
@@ -110,10 +135,26 @@ class Judge:
         except SlotLost as error:
             self.log.error("a judge test's slot was lost", lang=request.slug, error=str(error))
             return {"verdict": "IE", "exit_code": None, "stdout": "", "stderr": "", "checker_message": None, "stats": None}
-        verdict = run_verdict(result, limits.time_ms, limits.memory)
-        if verdict is None:
+        verdict, message = run_verdict(result, limits.time_ms, limits.memory), None
+        if verdict is None and checker is not None:
+            verdict, message = self._check(request, checker, (stdin, result.stdout, _read(test.expected, files)), gone)
+        elif verdict is None:
             verdict = _compared(request, result.stdout, test.expected, files)
-        return {"verdict": verdict, "exit_code": result.exit_code, "stdout": cut(result.stdout), "stderr": cut(result.stderr), "checker_message": None, "stats": stats(result)}
+        return {"verdict": verdict, "exit_code": result.exit_code, "stdout": cut(result.stdout), "stderr": cut(result.stderr), "checker_message": message, "stats": stats(result)}
+
+    def _check(self, request: JudgeRequest, checker: Build, texts: tuple[bytes, bytes, bytes], gone) -> tuple[str, str]:
+        """The checker's verdict on one test and its message (stdout then stderr, cut)."""
+        assert request.checker is not None
+        job = Job(request.checker.slug, CHECKER_WALL_MS, tuple(zip(CHECKER_FILES, texts)), command="exec", layer=checker.name)
+        try:
+            result = self.runner.run(job, gone, patient=True).result
+        except SlotLost as error:
+            self.log.error("a checker's slot was lost", lang=request.checker.slug, error=str(error))
+            return "IE", "kiln: the checker's sandbox was lost"
+        message = cut(result.stdout + result.stderr)
+        if result.outcome != "exited":
+            return "IE", message or f"kiln: the checker ended {result.outcome}"
+        return CHECKER_VERDICTS.get(result.exit_code, "IE"), message
 
 
 def run_verdict(result: RunResult, time_ms: int, memory: int) -> str | None:

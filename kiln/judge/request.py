@@ -18,7 +18,7 @@ FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 FILES_MAX = 64
 COMPILE_TIMEOUT_MS = 30_000
 DEFAULT_EPSILON = 1e-6
-SOON = ("checker", "interactor")  # in the contract, not served by this version yet
+SOON = ("interactor",)  # in the contract, not served by this version yet
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,14 @@ class TestLimits:
 
 
 @dataclass(frozen=True)
+class Program:
+    """A checker: its language and source, built once like a submission (and cached)."""
+
+    slug: str
+    files: tuple[tuple[str, bytes], ...]  # its source as the language's judge file
+
+
+@dataclass(frozen=True)
 class JudgeRequest:
     slug: str
     files: tuple[tuple[str, bytes], ...]  # (name in the judge dir, content): the judge file first
@@ -54,6 +62,7 @@ class JudgeRequest:
     limits: TestLimits
     compile_timeout_ms: int
     stop_on_failure: bool
+    checker: Program | None = None  # compare "checker"
 
     @property
     def file_ids(self) -> tuple[str, ...]:
@@ -78,12 +87,13 @@ def parse_judge(raw: bytes, runtime: Runtime) -> JudgeRequest:
     compare = _optional(body, "compare", str, "tokens")
     if compare not in MODES:
         raise ApiError(400, f"compare must be one of {', '.join(MODES)} (got {compare[:40]!r})")
-    if compare == "checker":
-        raise ApiError(400, "compare checker: not supported by this server yet (compare with tokens, lines, exact, float or none)")
+    checker = _program(body.get("checker"), "checker", runtime)
+    if (compare == "checker") != (checker is not None):
+        raise ApiError(400, "checker is required when compare is checker" if checker is None else f"checker is given: compare must be checker (got {compare})")
     epsilon = _epsilon(body.get("epsilon"))
     judge_file = workload.language.judge_file
     files = ((judge_file, utf8("solution_text", solution)), *_files(body.get("files"), judge_file))
-    tests = _tests(body.get("tests"), config.judge_tests_max, expected_needed=compare != "none")
+    tests = _tests(body.get("tests"), config.judge_tests_max, expected_needed=compare not in ("none", "checker"))
     return JudgeRequest(
         slug=slug,
         files=files,
@@ -93,15 +103,32 @@ def parse_judge(raw: bytes, runtime: Runtime) -> JudgeRequest:
         limits=_limits(body.get("limits"), workload, config),
         compile_timeout_ms=_duration(body.get("compile_timeout"), "compile_timeout", min(COMPILE_TIMEOUT_MS, config.timeout_max_ms), config.timeout_max_ms),
         stop_on_failure=_optional(body, "stop_on_failure", bool, False),
+        checker=checker,
     )
 
 
-def _required(body: dict, field: str, kind: type):
+def _program(value, field: str, runtime: Runtime) -> Program | None:
+    """A checker's (or an interactor's) {"lang_slug", "source"}."""
+    if value is None:
+        return None
+    if type(value) is not dict:
+        raise ApiError(400, f'{field} must be an object {{"lang_slug": ..., "source": ...}}')
+    slug = _required(value, "lang_slug", str, f"{field}.")
+    source = _required(value, "source", str, f"{field}.")
+    workload = runtime.workloads.get(slug)
+    if workload is None:
+        raise ApiError(400, f"{field}.lang_slug: unsupported lang_slug")
+    if not workload.judges:
+        raise ApiError(400, f"{field}.lang_slug {slug} cannot judge")
+    return Program(slug, ((workload.language.judge_file, utf8(f"{field}.source", source)),))
+
+
+def _required(body: dict, field: str, kind: type, where: str = ""):
     value = body.get(field)
     if value is None:
-        raise ApiError(400, f"{field} is required")
+        raise ApiError(400, f"{where}{field} is required")
     if type(value) is not kind:
-        raise ApiError(400, f"{field} must be a {_TYPE_NAMES[kind]}")
+        raise ApiError(400, f"{where}{field} must be a {_TYPE_NAMES[kind]}")
     return value
 
 
@@ -161,7 +188,7 @@ def _test(index: int, test, expected_needed: bool) -> Test:
     stdin = _source(test, where, "stdin")
     expected = _source(test, where, "expected")
     if expected is None and expected_needed:
-        raise ApiError(400, f"{where}: expected or expected_file is required (unless compare is none)")
+        raise ApiError(400, f"{where}: expected or expected_file is required (unless compare is checker or none)")
     return Test(stdin or Source(text=b""), expected)
 
 

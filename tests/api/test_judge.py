@@ -204,6 +204,69 @@ def test_the_file_stores_files_are_a_tests_input_and_answer(server):
     assert refused.status_code == 400 and refused.json() == {"error": f"unknown file {missing} (upload it to /files and retry)"}
 
 
+# --- checkers ----------------------------------------------------------------------------------------
+
+CHECKER = (
+    "import sys, os\n"
+    "given, output, answer = (open(path).read() for path in sys.argv[1:4])\n"
+    "a, b = map(int, given.split()[:2])\n"
+    "words = output.split()\n"
+    "if not words:\n    print('no answer'); sys.exit(2)\n"
+    "if words[0] == 'crash':\n    sys.exit(7)\n"
+    "print('expected', a + b, 'got', words[0], 'answer file', repr(answer), sorted(os.listdir('judge')))\n"
+    "sys.exit(0 if int(words[0]) == a + b else 1)\n"
+)
+ECHO = "import sys\nprint(sys.stdin.read().split()[2])\n"  # prints its input's third word
+
+
+def test_a_checker_gives_each_verdict_in_testlibs_convention_with_its_message(server):
+    tests = [{"stdin": "1 2 3"}, {"stdin": "1 2 4"}, {"stdin": "1 2 ", "expected": "x"}, {"stdin": "1 2 crash"}]
+    body = judge(server, ECHO, tests, compare="checker", checker={"lang_slug": "python", "source": CHECKER}).json()
+    assert verdicts(body) == ["AC", "WA", "RE", "IE"], body
+    ok, wrong, _, crashed = body["tests"]
+    # its own sandbox: its three files and its own source, nothing of the submission's
+    assert ok["checker_message"] == "expected 3 got 3 answer file '' ['__pycache__', 'answer', 'input', 'main.py', 'output']\n"
+    assert wrong["checker_message"].startswith("expected 3 got 4")
+    assert crashed["checker_message"] == "" and body["verdict"] == "WA"
+    empty = judge(server, "print()\n", [{"stdin": "1 2", "expected": "3"}], compare="checker", checker={"lang_slug": "python", "source": CHECKER}).json()
+    assert (empty["tests"][0]["verdict"], empty["tests"][0]["checker_message"]) == ("PE", "no answer\n")
+
+
+def test_a_compiled_checker_gets_its_arguments_and_is_built_once(server):
+    checker = (
+        "#include <fstream>\n#include <iostream>\nint main(int argc, char **argv) {\n"
+        "  if (argc != 4) { std::cout << \"argc \" << argc; return 3; }\n"
+        "  std::ifstream in(argv[1]), out(argv[2]), ans(argv[3]); long a, b, got = 0, want = 0;\n"
+        "  in >> a >> b; out >> got; ans >> want; std::cout << argv[1] << ' ' << got;\n"
+        "  return got == a + b && want == a + b ? 0 : 1;\n}\n"
+    )
+    tests = [{"stdin": "1 2", "expected": "3"}, {"stdin": "2 2", "expected": "4"}]
+    body = judge(server, AB, tests, compare="checker", checker={"lang_slug": "cpp", "source": checker}).json()
+    assert verdicts(body) == ["AC", "AC"], body
+    assert body["tests"][0]["checker_message"] == "judge/input 3"
+
+
+def test_a_checker_that_does_not_build_is_a_400_with_the_compilers_words(server):
+    answer = judge(server, AB, [{"stdin": "1 2"}], compare="checker", checker={"lang_slug": "cpp", "source": "int main( {"})
+    assert answer.status_code == 400
+    assert answer.json()["error"] == "checker does not build" and "error" in answer.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ({"compare": "checker"}, "checker is required when compare is checker"),
+        ({"checker": {"lang_slug": "python", "source": "pass"}}, "checker is given: compare must be checker (got tokens)"),
+        ({"compare": "checker", "checker": {"lang_slug": "cobol", "source": ""}}, "checker.lang_slug: unsupported lang_slug"),
+        ({"compare": "checker", "checker": {"lang_slug": "python"}}, "checker.source is required"),
+        ({"compare": "checker", "checker": "python"}, 'checker must be an object {"lang_slug": ..., "source": ...}'),
+    ],
+)
+def test_a_bad_checker_is_a_400_that_names_the_field(server, fields, error):
+    answer = judge(server, AB, [{"stdin": "1 2", "expected": "3"}], **fields)
+    assert answer.status_code == 400 and answer.json()["error"] == error
+
+
 # --- bad requests --------------------------------------------------------------------------------
 
 
@@ -215,7 +278,7 @@ def test_the_file_stores_files_are_a_tests_input_and_answer(server):
         ({"tests": None}, "tests is required"),
         ({"tests": []}, "tests must have 1 to 20 tests (got 0)"),
         ({"tests": [{"stdin": "1"}] * 21}, "tests must have 1 to 20 tests (got 21)"),
-        ({"tests": [{"stdin": "1"}]}, "tests[0]: expected or expected_file is required (unless compare is none)"),
+        ({"tests": [{"stdin": "1"}]}, "tests[0]: expected or expected_file is required (unless compare is checker or none)"),
         ({"tests": [{"stdin": "1", "stdin_file": "sha256:" + "0" * 64, "expected": ""}]}, "tests[0]: stdin and stdin_file are exclusive: give one"),
         ({"tests": [{"stdin_file": "sha256:ABC", "expected": ""}]}, "tests[0].stdin_file must be a file id sha256:<64 lowercase hex>"),
         ({"compare": "fuzzy"}, "compare must be one of tokens, lines, exact, float, checker, none (got 'fuzzy')"),
