@@ -18,10 +18,12 @@ POST /run calls it once per request; a judge request calls it for its build and 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import gevent
 import gevent.event
+import gevent.lock
 import gevent.socket
 
 from kiln.http.pool import ClientGone, SlotPool, WarmSlot
@@ -63,6 +65,7 @@ class Runner:
         self.build_result_limit = self.result_limit + protocol.LAYER_MAX
         self.log = log
         self.prestart_broken: set[str] = set()  # languages whose prestart command died unreleased
+        self._pair_turn = gevent.lock.Semaphore()  # run_pair: one pair takes its slots at a time
 
     def run(self, job: Job, gone: gevent.event.Event | None = None, patient: bool = False) -> Ran:
         """Run `job` in a slot; `gone` is set when its client leaves (then: Cancelled). A patient
@@ -76,6 +79,29 @@ class Runner:
             self.log.error("prestart command failed; prestarting stops for this language", lang=job.slug, error=str(failed))
             return self._attempt(job, None, gone, patient)
 
+    def run_pair(self, first: Job, second: Job, gone: gevent.event.Event | None = None) -> tuple[Ran, Ran]:
+        """Two patient jobs at once, each in its own slot (an interactive test: the submission and
+        its interactor, talking through their pipes). The two slots are taken one pair at a
+        time, so that pairs waiting for their second slot never hold every slot between them. The
+        jobs' pipes are the Runner's from here: closed once sent, or when a job cannot be sent."""
+        slots: list[WarmSlot] = []
+        try:
+            with self._pair_turn:
+                slots.append(self._acquire(None, None, gone))
+                slots.append(self._acquire(None, None, gone))
+        except BaseException:
+            for slot in slots:
+                self.pool.release(slot)
+            for job in (first, second):
+                _close_pipes(job)
+            raise
+        runs = [gevent.spawn(self._in_slot, slot, job, gone) for slot, job in zip(slots, (first, second))]
+        gevent.joinall(runs)
+        for run in runs:
+            if not run.successful():
+                raise run.exception
+        return runs[0].value, runs[1].value
+
     def _prestart_kind(self, job: Job) -> str | None:
         """The language of the prestarted slot that can serve `job` (None: a plain slot)."""
         workload = self.workloads.get(job.slug)
@@ -84,10 +110,17 @@ class Runner:
         return job.slug
 
     def _attempt(self, job: Job, want: str | None, gone: gevent.event.Event | None, patient: bool) -> Ran:
+        slot = self._acquire(want, None if patient else min(self.queue_wait_ms, job.timeout_ms) / 1000, gone)
+        return self._in_slot(slot, job, gone)
+
+    def _acquire(self, want: str | None, wait_s: float | None, gone: gevent.event.Event | None) -> WarmSlot:
         try:
-            slot = self.pool.acquire(want, None if patient else min(self.queue_wait_ms, job.timeout_ms) / 1000, gone)
+            return self.pool.acquire(want, wait_s, gone)
         except ClientGone:
             raise Cancelled from None
+
+    def _in_slot(self, slot: WarmSlot, job: Job, gone: gevent.event.Event | None) -> Ran:
+        """The job in the slot it was given; the slot released (or condemned) after."""
         try:
             frame = self._exchange(slot, job, gone)
         except SlotSilent:
@@ -111,7 +144,10 @@ class Runner:
         silence = gevent.Timeout(job.timeout_ms / 1000 + SLOT_SILENCE_GRACE_S)
         try:
             with silence:
-                protocol.send_frame(slot.sock, *protocol.encode_job(job))
+                try:
+                    protocol.send_frame(slot.sock, *protocol.encode_job(job), fds=job.pipes or ())
+                finally:
+                    _close_pipes(job)  # the slot has its own copies: the other side's end-of-file needs ours gone
                 frame = protocol.recv_frame(slot.sock, self.build_result_limit if job.command == "build" else self.result_limit)
         except (OSError, ProtocolError, gevent.Timeout) as error:
             failure = error
@@ -125,6 +161,14 @@ class Runner:
         if frame is None:
             raise SlotLost(f"slot {slot.index} ended without a result ({failure!r})")
         return frame
+
+
+def _close_pipes(job: Job) -> None:
+    for fd in job.pipes or ():
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 def _cancel(slot_sock) -> None:

@@ -20,6 +20,7 @@ cancelled), UnknownFile (a test names a file the store lacks), DoesNotBuild (the
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 import gevent
 import gevent.event
@@ -61,17 +62,18 @@ class Judge:
     def run(self, request: JudgeRequest, files: FileStore | None, gone: gevent.event.Event | None = None) -> dict:
         started = time.monotonic()
         with contextlib.ExitStack() as using:
-            checker = None
-            if request.checker is not None:
-                checker, answer = self._build(request.checker.slug, request.checker.files, request.compile_timeout_ms, gone)
-                if checker is None:
-                    raise DoesNotBuild("checker", answer["stdout"] + answer["stderr"])
-                using.enter_context(self.builds.using(checker))
+            helper = None  # the checker's or the interactor's build
+            what, program = ("checker", request.checker) if request.checker else ("interactor", request.interactor)
+            if program is not None:
+                helper, answer = self._build(program.slug, program.files, request.compile_timeout_ms, gone)
+                if helper is None:
+                    raise DoesNotBuild(what, answer["stdout"] + answer["stderr"])
+                using.enter_context(self.builds.using(helper))
             build, compile_answer = self._build(request.slug, request.files, request.compile_timeout_ms, gone)
             if build is None:  # a compile error: nothing runs
                 return _answer("CE", compile_answer, [_skipped() for _ in request.tests], started)
             using.enter_context(self.builds.using(build))
-            tests = self._tests(request, build, checker, files, gone)
+            tests = self._tests(request, build, helper, files, gone)
         return _answer(next((t["verdict"] for t in tests if t["verdict"] not in ("AC", "SK")), "AC"), compile_answer, tests, started)
 
     # -- the build ------------------------------------------------------------------------------
@@ -94,13 +96,14 @@ class Judge:
             raise SlotLost(str(error)) from None
 
     # -- the tests ------------------------------------------------------------------------------
-    def _tests(self, request: JudgeRequest, build: Build, checker: Build | None, files: FileStore | None, gone) -> list[dict]:
+    def _tests(self, request: JudgeRequest, build: Build, helper: Build | None, files: FileStore | None, gone) -> list[dict]:
         answers: list[dict | None] = [None] * len(request.tests)
         failed_at = [len(request.tests)]  # the first test (by index) known not to be AC
         pool = gevent.pool.Pool(self.parallel)
 
         def one(index: int, test: Test) -> None:
-            answers[index] = answer = self._test(request, build, checker, test, files, gone)
+            test_of = self._interactive_test if request.interactor else self._test
+            answers[index] = answer = test_of(request, build, helper, test, files, gone)
             if request.stop_on_failure and answer["verdict"] != "AC":
                 failed_at[0] = min(failed_at[0], index)
 
@@ -140,6 +143,31 @@ class Judge:
             verdict, message = self._check(request, checker, (stdin, result.stdout, _read(test.expected, files)), gone)
         elif verdict is None:
             verdict = _compared(request, result.stdout, test.expected, files)
+        return {"verdict": verdict, "exit_code": result.exit_code, "stdout": cut(result.stdout), "stderr": cut(result.stderr), "checker_message": message, "stats": stats(result)}
+
+    def _interactive_test(self, request: JudgeRequest, build: Build, interactor: Build | None, test: Test, files: FileStore | None, gone) -> dict:
+        """The submission and its interactor at once, each in its own slot: the submission's
+        stdout is the interactor's stdin and the reverse (two pipes, passed on by their inits).
+        The submission's own verdict if it has one, else the interactor's exit code."""
+        assert request.interactor is not None and interactor is not None
+        limits = request.limits
+        to_interactor, to_submission = os.pipe2(os.O_CLOEXEC), os.pipe2(os.O_CLOEXEC)
+        submission = Job(
+            request.slug, limits.wall_time_ms, (), command="exec", layer=build.name, pipes=(to_submission[0], to_interactor[1]),
+            limits=Limits(cpu_ms=limits.time_ms, memory=limits.memory, pids=limits.pids, output=limits.output),
+        )  # fmt: skip
+        files_of_interactor = (("input", _read(test.stdin, files)), ("record", b""))
+        helper = Job(request.interactor.slug, max(CHECKER_WALL_MS, limits.wall_time_ms + 1000), files_of_interactor, command="exec", layer=interactor.name, pipes=(to_interactor[0], to_submission[1]))
+        try:
+            ran, judged = self.runner.run_pair(submission, helper, gone)
+        except SlotLost as error:
+            self.log.error("an interactive test's slot was lost", lang=request.slug, error=str(error))
+            return {"verdict": "IE", "exit_code": None, "stdout": "", "stderr": "", "checker_message": None, "stats": None}
+        result, helper_result = ran.result, judged.result
+        verdict = run_verdict(result, limits.time_ms, limits.memory)
+        message = cut(helper_result.stderr)
+        if verdict is None:
+            verdict = CHECKER_VERDICTS.get(helper_result.exit_code, "IE") if helper_result.outcome == "exited" else "IE"
         return {"verdict": verdict, "exit_code": result.exit_code, "stdout": cut(result.stdout), "stderr": cut(result.stderr), "checker_message": message, "stats": stats(result)}
 
     def _check(self, request: JudgeRequest, checker: Build, texts: tuple[bytes, bytes, bytes], gone) -> tuple[str, str]:

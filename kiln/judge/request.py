@@ -18,7 +18,6 @@ FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 FILES_MAX = 64
 COMPILE_TIMEOUT_MS = 30_000
 DEFAULT_EPSILON = 1e-6
-SOON = ("interactor",)  # in the contract, not served by this version yet
 
 
 @dataclass(frozen=True)
@@ -46,7 +45,8 @@ class TestLimits:
 
 @dataclass(frozen=True)
 class Program:
-    """A checker: its language and source, built once like a submission (and cached)."""
+    """A checker or an interactor: its language and source, built once like a submission (and
+    cached)."""
 
     slug: str
     files: tuple[tuple[str, bytes], ...]  # its source as the language's judge file
@@ -63,6 +63,7 @@ class JudgeRequest:
     compile_timeout_ms: int
     stop_on_failure: bool
     checker: Program | None = None  # compare "checker"
+    interactor: Program | None = None  # compare "interactor": it talks with the submission
 
     @property
     def file_ids(self) -> tuple[str, ...]:
@@ -81,11 +82,11 @@ def parse_judge(raw: bytes, runtime: Runtime) -> JudgeRequest:
         raise ApiError(400, "unsupported lang_slug")
     if not workload.judges:
         raise ApiError(400, f"lang_slug {slug} cannot judge")
-    for field in SOON:
-        if body.get(field) is not None:
-            raise ApiError(400, f"{field}: not supported by this server yet (compare with tokens, lines, exact, float or none)")
-    compare = _optional(body, "compare", str, "tokens")
-    if compare not in MODES:
+    interactor = _program(body.get("interactor"), "interactor", runtime)
+    if interactor is not None and body.get("compare") is not None:
+        raise ApiError(400, "interactor is given: compare must not be (the interactor gives the verdict)")
+    compare = _optional(body, "compare", str, "interactor" if interactor else "tokens")
+    if compare not in MODES and not interactor:
         raise ApiError(400, f"compare must be one of {', '.join(MODES)} (got {compare[:40]!r})")
     checker = _program(body.get("checker"), "checker", runtime)
     if (compare == "checker") != (checker is not None):
@@ -93,7 +94,7 @@ def parse_judge(raw: bytes, runtime: Runtime) -> JudgeRequest:
     epsilon = _epsilon(body.get("epsilon"))
     judge_file = workload.language.judge_file
     files = ((judge_file, utf8("solution_text", solution)), *_files(body.get("files"), judge_file))
-    tests = _tests(body.get("tests"), config.judge_tests_max, expected_needed=compare not in ("none", "checker"))
+    tests = _tests(body.get("tests"), config.judge_tests_max, expected_needed=compare not in ("none", "checker", "interactor"))
     return JudgeRequest(
         slug=slug,
         files=files,
@@ -104,6 +105,7 @@ def parse_judge(raw: bytes, runtime: Runtime) -> JudgeRequest:
         compile_timeout_ms=_duration(body.get("compile_timeout"), "compile_timeout", min(COMPILE_TIMEOUT_MS, config.timeout_max_ms), config.timeout_max_ms),
         stop_on_failure=_optional(body, "stop_on_failure", bool, False),
         checker=checker,
+        interactor=interactor,
     )
 
 
@@ -188,7 +190,7 @@ def _test(index: int, test, expected_needed: bool) -> Test:
     stdin = _source(test, where, "stdin")
     expected = _source(test, where, "expected")
     if expected is None and expected_needed:
-        raise ApiError(400, f"{where}: expected or expected_file is required (unless compare is checker or none)")
+        raise ApiError(400, f"{where}: expected or expected_file is required (unless compare is checker or none, or an interactor is given)")
     return Test(stdin or Source(text=b""), expected)
 
 

@@ -30,7 +30,8 @@ int check_job(struct slot *s) {
     const char *prestart = getenv("KILN_PRESTART");
     s->sock = 0;
     if (prestart) s->prestarted.workload = find_workload(&s->recipe, prestart);
-    int rc = read_frame(s->sock, job_frame_max(s), &body, &len, err, ERR);
+    int fds[MAX_JOB_FDS], nfds = 0;
+    int rc = read_frame(s->sock, job_frame_max(s), &body, &len, fds, &nfds, err, ERR);
     if (rc == 0) return 0;
     if (rc < 0 || parse_job(&s->recipe, body, len, &job, err, ERR) || refused_here(s, &job, err)) {
         send_error(s->sock, "error", err);
@@ -38,9 +39,9 @@ int check_job(struct slot *s) {
     }
     static const char *commands[] = {[CMD_TEST] = "test", [CMD_BUILD] = "build", [CMD_EXEC] = "exec"};
     int n = snprintf(json, sizeof json, "{\"op\":\"job\",\"slug\":\"%s\",\"command\":\"%s\",\"timeout_ms\":%lld,\"limits\":[%lld,%lld,%lld,%lld],"
-                     "\"layer\":\"%s\",\"stdin\":%s,\"files\":[",
+                     "\"layer\":\"%s\",\"stdin\":%s,\"pipes\":%s,\"files\":[",
                      s->recipe.recs[job.workload].args[0].p, commands[job.command], job.timeout_ms, job.cpu_ms, job.memory, job.pids, job.output,
-                     job.layer, job.has_stdin ? "true" : "false");
+                     job.layer, job.has_stdin ? "true" : "false", job.has_pipes ? "true" : "false");
     for (int i = 0; i < job.nparts; i++) n += snprintf(json + n, sizeof json - n, "%s\"%s\"", i ? "," : "", job.part_names[i]);
     snprintf(json + n, sizeof json - n, "]}");
     send_json(s->sock, json, -1);

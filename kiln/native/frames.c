@@ -28,10 +28,40 @@ static int recv_exactly(int fd, char *buf, size_t len) {
     return 1;
 }
 
-/* 1: a frame in *body (after its first u32); 0: end of stream before it; -1: error. */
-int read_frame(int fd, size_t max, char **body, size_t *len, char *err, size_t errlen) {
+/* the frame's first byte, and the descriptors that came with it (at most MAX_JOB_FDS; any more
+ * are closed) */
+static int recv_first(int fd, char *byte, int *fds, int *nfds) {
+    char control[CMSG_SPACE(sizeof(int) * 8)];
+    struct iovec iov = {byte, 1};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
+    ssize_t n;
+    do n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        int count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int), got[8];
+        memcpy(got, CMSG_DATA(c), sizeof(int) * (count < 8 ? count : 8));
+        for (int i = 0; i < count && i < 8; i++) {
+            if (*nfds < MAX_JOB_FDS) fds[(*nfds)++] = got[i];
+            else close(got[i]);
+        }
+    }
+    return n;
+}
+
+/* 1: a frame in *body (after its first u32), with the descriptors that came on its first byte in
+ * fds; 0: end of stream before it; -1: error. */
+int read_frame(int fd, size_t max, char **body, size_t *len, int *fds, int *nfds, char *err, size_t errlen) {
     uint32_t size;
-    int rc = recv_exactly(fd, (char *)&size, 4);
+    char *bytes = (char *)&size;
+    *nfds = 0;
+    ssize_t first = recv_first(fd, bytes, fds, nfds);
+    if (first <= 0) {
+        if (first < 0) snprintf(err, errlen, "connection closed inside a frame");
+        return first < 0 ? -1 : 0;
+    }
+    int rc = recv_exactly(fd, bytes + 1, 3);
+    if (rc == 0) rc = -1;
     if (rc <= 0) {
         if (rc < 0) snprintf(err, errlen, "connection closed inside a frame");
         return rc;
@@ -144,6 +174,7 @@ static int check_limits(const struct recipe *r, const struct job *job, char *err
     if ((job->command == CMD_EXEC) != (*job->layer != '\0') || (*job->layer && !is_layer_name(job->layer)))
         return snprintf(err, errlen, "bad layer"), -1;
     if (job->command == CMD_BUILD && job->has_stdin) return snprintf(err, errlen, "a build job with stdin"), -1;
+    if (job->has_pipes && (job->command != CMD_EXEC || job->has_stdin)) return snprintf(err, errlen, "pipes for a job other than an exec job without stdin"), -1;
     return 0;
 }
 
@@ -174,6 +205,9 @@ int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, c
     }
     if (expect(&c, ",\"stdin\":")) goto form;
     if (!expect(&c, "true")) job->has_stdin = 1;
+    else if (expect(&c, "false")) goto form;
+    if (expect(&c, ",\"pipes\":")) goto form;
+    if (!expect(&c, "true")) job->has_pipes = 1;
     else if (expect(&c, "false")) goto form;
     if (!expect(&c, ",\"blobs\":[")) /* absent when the job carries none (protocol.encode) */
         while (expect(&c, "]")) {

@@ -179,7 +179,7 @@ static void execute(struct slot *s, const struct job *job, struct span w, const 
         return send_failure(s, err);
     for (int i = 0; i < nargs; i++) args[i] = paths[i];
     make_as_task(s, 1);
-    int failed = (stdio[0] = open_stdin(job)) < 0 || output_pipe(out) || output_pipe(errp);
+    int failed = (stdio[0] = job->has_pipes ? job->pipe_fds[0] : open_stdin(job)) < 0 || output_pipe(out) || output_pipe(errp);
     make_as_task(s, 0);
     if (failed) return snprintf(err, ERR, "sandbox step 'open stdin and pipes' failed: %s", strerror(errno)), send_failure(s, err);
     stdio[1] = out[1], stdio[2] = errp[1];
@@ -188,6 +188,7 @@ static void execute(struct slot *s, const struct job *job, struct span w, const 
     if (spawn_task(s, w, COMMAND_ARGV[job->command], args, nargs, stdio, 3, &run.pid, err)) return send_failure(s, err);
     for (int i = 0; i < 3; i++) close(stdio[i]);
     run.out_fd = out[0], run.err_fd = errp[0];
+    run.forward_fd = job->has_pipes ? job->pipe_fds[1] : -1;
     supervise_and_answer(s, &run, job, w, started, cpu_before_ms > 0 ? cpu_before_ms : 0, title);
 }
 
@@ -218,8 +219,18 @@ static void execute_prestarted(struct slot *s, const struct job *job, struct spa
     if (write_parts(s, w, job, err)) return send_failure(s, err);
     if (write(s->prestarted.go, "g", 1) != 1) return snprintf(err, ERR, "sandbox step 'release the prestarted task' failed: %s", strerror(errno)), send_failure(s, err);
     close(s->prestarted.go);
-    struct run run = {.pid = s->prestarted.pid, .out_fd = s->prestarted.out, .err_fd = s->prestarted.err};
+    struct run run = {.pid = s->prestarted.pid, .out_fd = s->prestarted.out, .err_fd = s->prestarted.err, .forward_fd = -1};
     supervise_and_answer(s, &run, job, w, started, cpu_before_ms > 0 ? cpu_before_ms : 0, title);
+}
+
+/* the descriptors that came with the frame: exactly the two of a job with pipes, else none */
+static int take_pipes(struct job *job, const int *fds, int nfds, char *err) {
+    if (nfds == (job->has_pipes ? 2 : 0)) {
+        if (nfds) job->pipe_fds[0] = fds[0], job->pipe_fds[1] = fds[1];
+        return 0;
+    }
+    for (int i = 0; i < nfds; i++) close(fds[i]);
+    return snprintf(err, ERR, "%d descriptors with a job %s pipes", nfds, job->has_pipes ? "with" : "without"), -1;
 }
 
 /* one frame, checked -> the slot's kind of run -> one result frame */
@@ -227,9 +238,11 @@ static void serve_one_job(struct slot *s) {
     char err[ERR], *body, title[128];
     size_t len;
     struct job job;
-    int rc = read_frame(s->sock, job_frame_max(s), &body, &len, err, ERR);
+    int fds[MAX_JOB_FDS], nfds = 0;
+    int rc = read_frame(s->sock, job_frame_max(s), &body, &len, fds, &nfds, err, ERR);
     if (rc == 0) return; /* the front closed the slot unused (shutdown, or warmed for another language) */
-    if (rc < 0 || parse_job(&s->recipe, body, len, &job, err, ERR) || refused_here(s, &job, err)) return send_error(s->sock, "error", err);
+    if (rc < 0 || parse_job(&s->recipe, body, len, &job, err, ERR) || refused_here(s, &job, err) || take_pipes(&job, fds, nfds, err))
+        return send_error(s->sock, "error", err);
     struct span w = workload_span(&s->recipe, job.workload);
     snprintf(title, sizeof title, "kiln: slot %ld busy %s", s->recipe.index, s->recipe.recs[job.workload].args[0].p);
     set_title(s, "%s", title);

@@ -179,8 +179,12 @@ struct job {
     const char *stdin_data;
     size_t stdin_len;
     int has_stdin;
+    /* an interactive test's: the frame came with two descriptors, the task's stdin and where
+     * its stdout goes on to (init forwards it as it comes, and keeps it for the result) */
+    int has_pipes, pipe_fds[2];
 };
-int read_frame(int fd, size_t max, char **body, size_t *len, char *err, size_t errlen);
+#define MAX_JOB_FDS 2
+int read_frame(int fd, size_t max, char **body, size_t *len, int *fds, int *nfds, char *err, size_t errlen);
 int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, char *err, size_t errlen);
 int send_json(int fd, const char *json, int pass_fd);
 void json_escape(char *out, size_t cap, const char *text);
@@ -197,6 +201,8 @@ struct run {
     int stderr_cut;            /* stderr past output_max is dropped, the run goes on (a judge's test) */
     double cpu_limit_ms, cpu_before_ms; /* > 0: killed once the cgroup's CPU passes it */
     int cpu_exceeded;
+    int forward_fd;            /* >= 0: stdout goes on there too (an interactive test's pipe) */
+    size_t forwarded;          /* of out_len, how much has gone on */
     char *out, *err;
     size_t out_len, err_len;
     int status, has_status, timed_out, overflow, cancelled;

@@ -1,8 +1,10 @@
 /* Supervising the task from init, spawned or prestarted alike: its output drained (each stream
- * capped), its deadline kept, its processes reaped, a cancel noticed. */
+ * capped) and, for an interactive test, its stdout passed on to the other side's pipe as it
+ * comes; its deadline kept, its processes reaped, a cancel noticed. */
 #include "kiln.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -16,13 +18,14 @@
 #define REAP_EVERY_S 0.1  /* init has no SIGCHLD handler: orphans' zombies are reaped this often */
 #define DRAIN_GRACE_S 2.0
 #define CPU_EVERY_S 0.01  /* a run with a CPU limit has its cgroup's figure read this often */
+#define FORWARD_AHEAD 65536 /* stdout read ahead of what the other side took: then reading waits */
 
 /* From PID 1 of the namespace: every process of the run, and nothing else. */
 void kill_all(void) {
     kill(-1, SIGKILL);
 }
 
-enum { P_OUT, P_ERR, P_CANCEL, P_TASK };
+enum { P_OUT, P_ERR, P_CANCEL, P_TASK, P_FORWARD, P_COUNT };
 
 static void close_stream(struct pollfd *fds, int which) {
     if (fds[which].fd >= 0) {
@@ -53,6 +56,26 @@ static void read_stream(struct run *run, struct pollfd *fds, int which) {
     }
 }
 
+/* What the task wrote and the other side has not taken yet, written as far as its pipe takes it.
+ * The other side gone (EPIPE): nothing more goes on, and the task's stdout is closed (its next
+ * write fails as a write to a closed pipe does); its stdout at end-of-file and all passed on:
+ * the pipe is closed, the other side reads end-of-file. */
+static void forward(struct run *run, struct pollfd *fds) {
+    size_t pending = run->out_len - run->forwarded;
+    if (pending) {
+        ssize_t n = write(run->forward_fd, run->out + run->forwarded, pending);
+        if (n > 0) run->forwarded += n, pending -= n;
+        else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+            close_stream(fds, P_OUT);
+            pending = 0, run->forwarded = run->out_len;
+            fds[P_OUT].fd = -1;
+            close(run->forward_fd), run->forward_fd = -1;
+            return;
+        }
+    }
+    if (!pending && fds[P_OUT].fd < 0) close(run->forward_fd), run->forward_fd = -1;
+}
+
 /* a task reaped at or after its deadline timed out, whatever it had read or written by then */
 static void reap(struct run *run, double deadline) {
     for (;;) {
@@ -71,12 +94,13 @@ static void reap(struct run *run, double deadline) {
 }
 
 void supervise(struct slot *s, struct run *run, double deadline, const char *title) {
-    struct pollfd fds[4] = {
+    struct pollfd fds[P_COUNT] = {
         [P_OUT] = {run->out_fd, POLLIN}, [P_ERR] = {run->err_fd, POLLIN},
-        [P_CANCEL] = {run->cancel_fd, POLLIN}, [P_TASK] = {run->task_fd, POLLIN},
+        [P_CANCEL] = {run->cancel_fd, POLLIN}, [P_TASK] = {run->task_fd, POLLIN}, [P_FORWARD] = {-1, POLLOUT},
     };
+    if (run->forward_fd >= 0) fcntl(run->forward_fd, F_SETFL, O_NONBLOCK);
     double drain_until = 0, started = monotonic_s(), retitled = started;
-    while (fds[P_OUT].fd >= 0 || fds[P_ERR].fd >= 0 || !run->has_status) {
+    while (fds[P_OUT].fd >= 0 || fds[P_ERR].fd >= 0 || !run->has_status || (run->forward_fd >= 0 && run->out_len > run->forwarded)) {
         double now = monotonic_s();
         if (now - retitled >= TITLE_EVERY_S) {
             set_title(s, "%s %.1fs", title, now - started);
@@ -92,7 +116,12 @@ void supervise(struct slot *s, struct run *run, double deadline, const char *tit
         }
         double every = run->cpu_limit_ms > 0 && !drain_until ? CPU_EVERY_S : REAP_EVERY_S;
         double wait_s = limit - now < every ? limit - now : every;
-        int ready = poll(fds, 4, (int)(wait_s * 1000) + 1);
+        /* an interactive test: its stdout read no further ahead of the other side than a pipe's worth */
+        int out_fd = fds[P_OUT].fd, held = run->forward_fd >= 0 && run->out_len - run->forwarded >= FORWARD_AHEAD;
+        fds[P_FORWARD].fd = run->forward_fd >= 0 && run->out_len > run->forwarded ? run->forward_fd : -1;
+        if (held) fds[P_OUT].fd = -1;
+        int ready = poll(fds, P_COUNT, (int)(wait_s * 1000) + 1);
+        if (held) fds[P_OUT].fd = out_fd, fds[P_OUT].revents = 0;
         reap(run, deadline);
         if (run->cpu_limit_ms > 0 && !drain_until && cgroup_cpu_ms(s) - run->cpu_before_ms >= run->cpu_limit_ms) {
             run->cpu_exceeded = 1;
@@ -107,5 +136,7 @@ void supervise(struct slot *s, struct run *run, double deadline, const char *tit
         }
         for (int which = P_OUT; which <= P_ERR; which++)
             if (fds[which].fd >= 0 && fds[which].revents) read_stream(run, fds, which);
+        if (run->forward_fd >= 0) forward(run, fds);
     }
+    if (run->forward_fd >= 0) close(run->forward_fd), run->forward_fd = -1;
 }

@@ -127,7 +127,7 @@ def send_frame(sock: socket.socket, header: dict, blobs: tuple[bytes, ...] | lis
 
 # --- one job, one result: the front <-> kiln-init contract ------------------------------------
 
-JOB_KEYS = ("op", "slug", "command", "timeout_ms", "limits", "layer", "files", "stdin")  # then "blobs" (encode): frames.c's order
+JOB_KEYS = ("op", "slug", "command", "timeout_ms", "limits", "layer", "files", "stdin", "pipes")  # then "blobs" (encode): frames.c's order
 PARTS = ("solution", "checker", "asserts")  # the files a test job may carry (frames.c PART_NAMES)
 # what a job runs (frames.c COMMAND_NAMES): the workspace's test command (POST /run), or a
 # judge's build of its files (answered with the build's layer) or one test on that layer
@@ -158,6 +158,9 @@ class Job:
     command: str = "test"  # one of COMMANDS
     limits: Limits = Limits()
     layer: str = ""  # an exec job's build (its layer's name: 64 hex digits)
+    # an interactive test's exec job: two descriptors sent with the frame, the task's stdin and
+    # where its stdout goes on to (kiln-init passes it on as it comes)
+    pipes: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -179,8 +182,9 @@ class PrestartFailed(Exception):
 
 
 def encode_job(job: Job) -> tuple[dict, list[bytes]]:
-    """The job frame's header and blobs (send_frame adds the blob sizes)."""
-    values = ("job", job.slug, job.command, job.timeout_ms, job.limits.as_list(), job.layer, [name for name, _ in job.files], job.stdin is not None)
+    """The job frame's header and blobs (send_frame adds the blob sizes; the job's pipes go as
+    the frame's descriptors)."""
+    values = ("job", job.slug, job.command, job.timeout_ms, job.limits.as_list(), job.layer, [name for name, _ in job.files], job.stdin is not None, job.pipes is not None)
     header = dict(zip(JOB_KEYS, values))
     blobs = [content for _, content in job.files] + ([job.stdin] if job.stdin is not None else [])
     return header, blobs

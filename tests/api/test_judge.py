@@ -267,6 +267,76 @@ def test_a_bad_checker_is_a_400_that_names_the_field(server, fields, error):
     assert answer.status_code == 400 and answer.json()["error"] == error
 
 
+# --- interactors ----------------------------------------------------------------------------------
+
+INTERACTOR = (
+    "import sys\n"
+    "hidden = int(open(sys.argv[1]).read())\n"
+    "record = open(sys.argv[2], 'w')\n"
+    "for tries in range(1, 21):\n"
+    "    line = sys.stdin.readline()\n"
+    "    if not line:\n"
+    "        print('no guess', file=sys.stderr); sys.exit(2)\n"
+    "    guess = int(line)\n"
+    "    record.write(f'{guess}\\n')\n"
+    "    if guess == hidden:\n"
+    "        print('=', flush=True); print(f'found in {tries}', file=sys.stderr); sys.exit(0)\n"
+    "    print('<' if hidden < guess else '>', flush=True)\n"
+    "print('too many', file=sys.stderr); sys.exit(1)\n"
+)
+SEARCH = (
+    "low, high = 1, 1000\n"
+    "while True:\n"
+    "    middle = (low + high) // 2\n"
+    "    print(middle, flush=True)\n"
+    "    answer = input()\n"
+    "    if answer == '=':\n        break\n"
+    "    low, high = (low, middle - 1) if answer == '<' else (middle + 1, high)\n"
+)
+
+
+def tries(hidden: int) -> int:
+    """SEARCH's guesses to find `hidden`."""
+    low, high, count = 1, 1000, 1
+    while (middle := (low + high) // 2) != hidden:
+        low, high, count = (low, middle - 1, count + 1) if hidden < middle else (middle + 1, high, count + 1)
+    return count
+
+
+def interactive(server, solution, tests, **fields):
+    return judge(server, solution, tests, interactor={"lang_slug": "python", "source": INTERACTOR}, **fields).json()
+
+
+def test_an_interactor_talks_with_the_submission_and_gives_the_verdict(server):
+    body = interactive(server, SEARCH, [{"stdin": "500"}, {"stdin": "1"}, {"stdin": "777"}])
+    assert (body["verdict"], body["passed"]) == ("AC", 3), body
+    assert [t["checker_message"] for t in body["tests"]] == [f"found in {tries(hidden)}\n" for hidden in (500, 1, 777)]
+    assert body["tests"][0]["stdout"] == "500\n"  # what the submission wrote
+
+
+def test_an_interactors_exit_code_is_the_verdict_and_a_silent_submission_is_TLE(server):
+    twenty_ones = "for _ in range(20):\n    print(1, flush=True)\n    if input() == '=':\n        break\n"
+    body = interactive(server, twenty_ones, [{"stdin": "5"}, {"stdin": "1"}])
+    assert verdicts(body) == ["WA", "AC"], body
+    assert body["tests"][0]["checker_message"] == "too many\n"
+    waits = "input()\n"  # waits for a word the interactor never sends (it waits too)
+    [test] = interactive(server, waits, [{"stdin": "5"}], limits={"time": "1s", "wall_time": "1500ms"})["tests"]
+    assert test["verdict"] == "TLE" and test["stats"]["cpu_ms"] < 500, test  # an idle wait, ended by wall time
+    leaves = "print(3, flush=True)\n"  # says one thing and exits: the interactor reads end-of-file
+    [test] = interactive(server, leaves, [{"stdin": "5"}])["tests"]
+    assert (test["verdict"], test["checker_message"]) == ("PE", "no guess\n"), test
+
+
+def test_a_submission_that_crashes_keeps_its_own_verdict(server):
+    [test] = interactive(server, "import os\nos.kill(os.getpid(), 9)\n", [{"stdin": "5"}])["tests"]
+    assert test["verdict"] == "RE", test
+
+
+def test_an_interactor_with_compare_is_a_400(server):
+    answer = judge(server, SEARCH, [{"stdin": "1"}], compare="tokens", interactor={"lang_slug": "python", "source": INTERACTOR})
+    assert answer.status_code == 400 and answer.json()["error"] == "interactor is given: compare must not be (the interactor gives the verdict)"
+
+
 # --- bad requests --------------------------------------------------------------------------------
 
 
@@ -278,7 +348,7 @@ def test_a_bad_checker_is_a_400_that_names_the_field(server, fields, error):
         ({"tests": None}, "tests is required"),
         ({"tests": []}, "tests must have 1 to 20 tests (got 0)"),
         ({"tests": [{"stdin": "1"}] * 21}, "tests must have 1 to 20 tests (got 21)"),
-        ({"tests": [{"stdin": "1"}]}, "tests[0]: expected or expected_file is required (unless compare is checker or none)"),
+        ({"tests": [{"stdin": "1"}]}, "tests[0]: expected or expected_file is required (unless compare is checker or none, or an interactor is given)"),
         ({"tests": [{"stdin": "1", "stdin_file": "sha256:" + "0" * 64, "expected": ""}]}, "tests[0]: stdin and stdin_file are exclusive: give one"),
         ({"tests": [{"stdin_file": "sha256:ABC", "expected": ""}]}, "tests[0].stdin_file must be a file id sha256:<64 lowercase hex>"),
         ({"compare": "fuzzy"}, "compare must be one of tokens, lines, exact, float, checker, none (got 'fuzzy')"),
