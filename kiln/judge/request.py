@@ -83,6 +83,8 @@ def parse_judge(raw: bytes, runtime: Runtime) -> JudgeRequest:
     if not workload.judges:
         raise ApiError(400, f"lang_slug {slug} cannot judge")
     interactor = _program(body.get("interactor"), "interactor", runtime)
+    if interactor is not None and config.concurrency < 2:
+        raise ApiError(400, "interactor: this server runs one slot (RUN_CONCURRENCY=1); an interactive test needs two at once")
     if interactor is not None and body.get("compare") is not None:
         raise ApiError(400, "interactor is given: compare must not be (the interactor gives the verdict)")
     compare = _optional(body, "compare", str, "interactor" if interactor else "tokens")
