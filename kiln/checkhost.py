@@ -1,4 +1,5 @@
-"""`kiln check-host`: which languages this host can serve, with which toolchain, and why not.
+"""`kiln check-host`: which languages this host can serve, with which toolchain, which of them
+can judge (/judge: a workspace with `build` and `exec` targets), and why not.
 
 Exits non-zero when a language RUN_LANGS asks for cannot be served (or, without RUN_LANGS,
 when none can), or when kiln's native parts (the slots' init) are not built: a deploy script
@@ -30,6 +31,7 @@ def rows(config: Config) -> list[dict]:
             "command": workloads[slug].script if slug in workloads else None,
             "prestart": slug in workloads and workloads[slug].prestart_argv is not None,
             "template": slug in workloads and workloads[slug].template_argv is not None,
+            "judge": slug in workloads and workloads[slug].judges,
             "reason": reasons.get(slug),
             "wanted": config.langs is None or slug in config.langs,
         }
@@ -50,8 +52,9 @@ def main(config: Config, as_json: bool) -> int:
         print(f"{'LANG':<8} {'STATUS':<10} DETAIL")
         for row in table:
             status = "ok" if row["served"] else ("MISSING" if config.langs and row["wanted"] else "skipped")
-            how = " (prestarted slots, forked from a template)" if row["template"] else " (prestarted slots)" if row["prestart"] else ""
-            detail = f"{row['version']}{how}" if row["served"] else row["reason"]
+            how = ", prestarted slots forked from a template" if row["template"] else ", prestarted slots" if row["prestart"] else ""
+            judges = "judges" if row["judge"] else "cannot judge (no build and exec targets)"
+            detail = f"{row['version']} ({judges}{how})" if row["served"] else row["reason"]
             print(f"{row['slug']:<8} {status:<10} {detail}")
     missing = [row["slug"] for row in table if row["wanted"] and not row["served"]]
     if config.langs and missing:

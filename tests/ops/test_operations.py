@@ -196,6 +196,8 @@ def test_check_host_reports_every_language():
     assert table["python"]["prestart"] is True and table["ruby"]["prestart"] is False
     assert not any(row["prestart"] for row in json.loads(check_host(RUN_PRESTART="false").stdout))
     assert sorted(slug for slug, row in table.items() if row["template"]) == ["js", "python", "ts"]
+    assert all(row["judge"] for row in table.values() if row["served"])  # every workspace here has build and exec
+    assert not any(row["judge"] for row in table.values() if not row["served"])
     assert not any(row["template"] for row in json.loads(check_host(RUN_TEMPLATES="false").stdout))
     for row in table.values():
         assert row["served"] or row["reason"]  # never silent about a language it cannot serve
