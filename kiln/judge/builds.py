@@ -121,7 +121,7 @@ def _write(folder: str, entries: list[LayerEntry]) -> None:
             elif entry.type == b"l":
                 os.symlink(bytes(entry.data), entry.path, dir_fd=top)
             else:
-                mode = (entry.mode & 0o755) | 0o644
+                mode = 0o755 if entry.mode & 0o111 else 0o644  # every slot's user reads it; no setuid
                 fd = os.open(entry.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=top)
                 try:
                     view = entry.data

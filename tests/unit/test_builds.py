@@ -1,0 +1,83 @@
+"""The judge's builds (kiln/judge/builds.py): a build job's layer written as a folder every slot
+can read, the build cache's hit, miss and eviction by least recent use within its bound, never
+removing a build in use; with the cache off a build lives as long as its request."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from kiln.judge.builds import ENTRY_OVERHEAD, Builds
+from kiln.log import Log
+from kiln.zygote.protocol import LAYER_ENTRY, ProtocolError
+
+
+def layer(*entries: tuple[bytes, str, bytes, int]) -> bytes:
+    return b"".join(LAYER_ENTRY.pack(kind, mode, len(path.encode()), len(data)) + path.encode() + data for kind, path, data, mode in entries)
+
+
+BINARY = layer((b"d", "judge", b"", 0o700), (b"f", "judge/main", b"\x7fELF" + b"x" * 1000, 0o4700), (b"l", "judge/link", b"main", 0o777), (b"f", "judge/notes.txt", b"hi", 0o600))
+COMPILE = {"exit_code": 0, "stdout": "", "stderr": "", "cached": False, "stats": {}}
+
+
+@pytest.fixture
+def builds(tmp_path):
+    return Builds(str(tmp_path), 1 << 20, Log("logfmt", False))
+
+
+def test_a_layer_becomes_a_folder_every_slot_reads_and_none_can_run_setuid(builds, tmp_path):
+    build = builds.put("a" * 64, BINARY, COMPILE)
+    folder = tmp_path / build.name
+    assert build.name == "a" * 64 and folder.is_dir()
+    main = folder / "judge" / "main"
+    assert main.read_bytes().startswith(b"\x7fELF")
+    assert stat.S_IMODE(main.stat().st_mode) == 0o755  # executable kept, setuid dropped, readable by all
+    assert stat.S_IMODE((folder / "judge" / "notes.txt").stat().st_mode) == 0o644
+    assert stat.S_IMODE((folder / "judge").stat().st_mode) == 0o755 and stat.S_IMODE(folder.stat().st_mode) == 0o755
+    assert os.readlink(folder / "judge" / "link") == "main"
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(".partial")]
+
+
+def test_the_cache_hits_and_misses_by_key(builds):
+    key = Builds.key("cpp", "g++ 12", ("g++", "main.cpp"), (("main.cpp", b"int main(){}"),))
+    assert builds.get(key) is None
+    build = builds.put(key, BINARY, COMPILE)
+    assert builds.get(key) is build
+    assert key != Builds.key("cpp", "g++ 13", ("g++", "main.cpp"), (("main.cpp", b"int main(){}"),))
+    assert key != Builds.key("cpp", "g++ 12", ("g++", "main.cpp"), (("main.cpp", b"int main(){ }"),))
+    assert key == Builds.key("cpp", "g++ 12", ("g++", "main.cpp"), (("main.cpp", b"int main(){}"),))
+    # the files' order does not matter; where one file ends and the next begins does
+    assert Builds.key("c", "", (), (("a", b"1"), ("b", b"2"))) == Builds.key("c", "", (), (("b", b"2"), ("a", b"1")))
+    assert Builds.key("c", "", (), (("a", b"1b"),)) != Builds.key("c", "", (), (("a", b"1"), ("b", b"")))
+
+
+def test_the_least_recently_used_build_goes_first_never_one_in_use(tmp_path):
+    one = len(BINARY) + 4 * ENTRY_OVERHEAD  # about what one build of BINARY counts
+    builds = Builds(str(tmp_path), 2 * one + 10, Log("logfmt", False))
+    first = builds.put("1" * 64, BINARY, COMPILE)
+    second = builds.put("2" * 64, BINARY, COMPILE)
+    builds.get("1" * 64)  # the first is now the more recently used
+    with builds.using(second):
+        third = builds.put("3" * 64, BINARY, COMPILE)  # over the bound: the LRU one not in use goes
+        assert builds.get("2" * 64) is second and (tmp_path / second.name).is_dir()
+        assert builds.get("1" * 64) is None and not (tmp_path / first.name).exists()
+    assert builds.get("3" * 64) is third
+
+
+def test_with_the_cache_off_a_build_lives_as_long_as_its_request(tmp_path):
+    builds = Builds(str(tmp_path), 0, Log("logfmt", False))
+    build = builds.put("4" * 64, BINARY, COMPILE)
+    assert build.name != "4" * 64 and builds.get("4" * 64) is None
+    with builds.using(build):
+        assert (tmp_path / build.name).is_dir()
+    assert not (tmp_path / build.name).exists()
+
+
+def test_a_malformed_layer_writes_nothing(builds, tmp_path):
+    with pytest.raises(ProtocolError):
+        builds.put("5" * 64, layer((b"f", "../escape", b"x", 0o644)), COMPILE)
+    with pytest.raises(ProtocolError):
+        builds.put("6" * 64, layer((b"d", "d", b"", 0o755), (b"d", "d", b"", 0o755)), COMPILE)  # made twice
+    assert os.listdir(tmp_path) == [] and not (tmp_path.parent / "escape").exists()
