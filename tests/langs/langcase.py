@@ -1,39 +1,40 @@
-"""What the tests in tests/langs/ share: each test_<slug>.py runs one language through the real HTTP
-API and the real sandbox (a kiln server of its own, serving only that language).
+"""What the tests in tests/langs/ share: they run each language through the real HTTP API and the
+real sandbox, on a kiln server serving only that language.
 
-A language's file says what is its own: what its tests need on the host (the skip reason when it
-is missing), its example files and arguments, the snippets each check sends and what they print.
-This module holds the rest:
-- Lang: a language's payload defaults (checker, asserts, timeout), its server fixture's body
-  (`serve`), `run` (POST /run, status 200) and `items` (the report of a run that exited 0);
-- the checks written the same way for several languages (assert_*), and small builders
-  (`additions`, `ran`).
+- LANGS: every language under test (Lang): what its tests need on the host (the skip reason
+  when it is missing), its example files (examples/<slug>/: the a+b solution, the checker, the
+  argument lists in asserts.json) and what its runs send unless a test says otherwise;
+- `run` (POST /run, status 200) and `items` (the report of a run that exited 0), and a few
+  checks and builders several tests use.
 
-Keep the top-level literals ARGUMENTS (checker languages that get asserts.json) and AB (harness
-languages) in the language files: bench/langs.py reads them to post each example's a+b.
+test_every_language.py is the table of the tests every language (or every language of a kind)
+has, languages as rows; test_<slug>.py holds what is that language's own. conftest.py gives each
+test its language (`lang`) and a server of it (`lang_server`): a test runs for the languages of
+its `slug` parametrization (session-scoped, so that all the tests of one language share one
+server whatever their module).
+
+bench/langs.py posts each folder of examples/ as these tests do (its asserts.json included).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kiln import langs
 from kilntest import REPO, Server
 
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 EXAMPLES = Path(__file__).parent / "examples"
 SECONDS = re.compile(r"^\d+\.\d{7}$")  # an item's "time": seconds with 7 decimals
 ITEM_KEYS = ["type", "value", "time", "output"]  # a result item's keys, in the protocol's order
-RUNNER_PAYLOAD_ASSERTS = '{"a": 2, "b": 3}'  # the original runner's asserts.json: not the harness's shape
 
 
 def example(slug: str, name: str) -> str:
@@ -54,24 +55,43 @@ def missing(hint: str, programs: tuple[str, ...] = (), paths: tuple[tuple[Path |
     return None
 
 
+def _dart_missing() -> str | None:
+    if shutil.which("dart", path=SANDBOX_PATH) is None:
+        return "no Dart SDK on this host (not packaged for Debian 12; langs/dart/README.md says how to install it)"
+    if not (REPO / "langs" / "dart" / ".dart_tool" / "package_config.json").is_file():
+        return "langs/dart/.dart_tool/package_config.json is missing: run langs/dart/install.sh"
+    return None
+
+
+def _swift_missing() -> str | None:
+    if shutil.which("swiftc", path=SANDBOX_PATH) is None:
+        glibc = os.confstr("CS_GNU_LIBC_VERSION") or "glibc unknown"
+        return f"no Swift toolchain on this host ({glibc}; Debian 13's swiftlang needs glibc >= 2.38; langs/swift/README.md)"
+    if not (REPO / "langs" / "swift" / ".kiln-installed").is_file():
+        return "langs/swift/.module-cache is not filled: run langs/swift/install.sh"
+    return None
+
+
 @dataclass(frozen=True)
 class Lang:
     """A language under test and what its runs send unless a test says otherwise."""
 
     slug: str
-    timeout: str = "30s"  # generous (compilers, JVMs): these tests assert behaviour, not speed
+    missing: Callable[[], str | None]  # why this host cannot run it (None: it can)
+    solution: str  # the example a+b (examples/<slug>/)
     checker: str | None = None  # checker_text: the example checker
     asserts: Any = None  # asserts: the example's argument lists (None: not sent)
+    timeout: str = "30s"  # generous (compilers, JVMs): these tests assert behaviour, not speed
     ready_timeout: float = 60  # for the server's slots to be warm
     one_line: bool = True  # items(): the report is a single line, "\n"-terminated
     timed: bool = False  # items(): every call's item has a 7-decimal "time"
 
-    def serve(self, missing_reason: str | None) -> Iterator[Server]:
-        """The body of a language's module-scoped server fixture (`yield from LANG.serve(reason)`,
-        the reason from `missing`): skips every test of the module, saying why, when the host
-        lacks what the language needs; else a server of this language only, two slots."""
-        if missing_reason:
-            pytest.skip(f"{self.slug}: {missing_reason}")
+    def serve(self) -> Iterator[Server]:
+        """The body of the server fixture: skips every test of the language, saying why, when the
+        host lacks what it needs; else a server of this language only, two slots."""
+        reason = self.missing()
+        if reason:
+            pytest.skip(f"{self.slug}: {reason}")
         server = Server({"RUN_LANGS": self.slug, "RUN_CONCURRENCY": "2"}).wait_ready(self.ready_timeout)
         yield server
         server.stop()
@@ -101,106 +121,182 @@ class Lang:
         return got
 
 
+def _checked(slug: str, solution: str, checker: str, **settings: Any) -> Lang:
+    """A language whose example checker is given asserts.json (cpp, golang, rust, zig)."""
+    return Lang(slug, solution=example(slug, solution), checker=example(slug, checker), asserts=json.loads(example(slug, "asserts.json")), **settings)
+
+
+LANGS = {
+    lang.slug: lang
+    for lang in (
+        Lang(
+            "clojure",
+            lambda: missing(
+                "run langs/clojure/install.sh",
+                programs=("clojure", "java"),
+                paths=((REPO / "langs" / "clojure" / "runner" / "harness.jar", "the workspace is not prepared (runner/harness.jar)"),),
+            ),
+            solution=example("clojure", "solution.clj"),
+            asserts=json.loads(example("clojure", "asserts.json")),
+            ready_timeout=120,
+        ),
+        _checked(
+            "cpp",
+            "solution.cpp",
+            "checker.cpp",
+            missing=lambda: missing(
+                "run langs/install-toolchains.sh cpp",
+                programs=("g++",),
+                paths=(
+                    ("/usr/include/nlohmann/json.hpp", "nlohmann-json3-dev is not installed"),
+                    (REPO / "langs" / "cpp" / "prelude" / "kiln.hpp.gch", "the prelude is not precompiled"),
+                    (REPO / "langs" / "cpp" / ".installed", "the workspace is not marked prepared"),
+                ),
+            ),
+            ready_timeout=120,
+            one_line=False,
+        ),
+        Lang(
+            "csharp",
+            lambda: missing(
+                "run langs/csharp/install.sh",
+                programs=("mcs", "mono"),
+                paths=(
+                    ("/usr/lib/cli/Newtonsoft.Json-5.0/Newtonsoft.Json.dll", "Newtonsoft.Json is not installed"),
+                    (REPO / "langs" / "csharp" / "runner" / "run.exe", "the workspace is not prepared (runner/run.exe)"),
+                ),
+            ),
+            solution=example("csharp", "Solution.cs"),
+            checker=example("csharp", "Checker.cs"),
+            ready_timeout=120,
+        ),
+        # the VM compiles first: its report is not one line
+        Lang("dart", _dart_missing, solution=example("dart", "solution.dart"), checker=example("dart", "checker.dart"), one_line=False),
+        Lang(
+            "elixir",
+            lambda: missing(
+                "run langs/elixir/install.sh",
+                paths=(
+                    ("/usr/bin/elixir", "/usr/bin/elixir is not installed"),
+                    (REPO / "langs" / "elixir" / "ebin" / "Elixir.KilnHarness.beam", "langs/elixir/ebin is not built"),
+                ),
+            ),
+            solution=example("elixir", "solution.exs"),
+            timed=True,
+        ),
+        _checked(
+            "golang",
+            "solution.go",
+            "checker.go",
+            missing=lambda: missing(
+                "run langs/install-toolchains.sh golang",
+                programs=("go",),
+                paths=(
+                    (REPO / "langs" / "golang" / ".cache" / "go-build" / "README", "the Go build cache is not warm"),
+                    (REPO / "langs" / "golang" / ".installed", "the workspace is not marked prepared"),
+                ),
+            ),
+            ready_timeout=120,
+            one_line=False,
+        ),
+        Lang(
+            "haskell",
+            lambda: missing(
+                "run langs/haskell/install.sh",
+                programs=("ghc", "gcc", "ld.lld"),
+                paths=((REPO / "langs" / "haskell" / "boot" / "main.o", "langs/haskell/boot/main.o is not built"),),
+            ),
+            solution=example("haskell", "Solution.hs"),
+            checker=example("haskell", "Checker.hs"),
+            one_line=False,
+        ),
+        Lang(
+            "java",
+            lambda: missing(
+                "run langs/java/install.sh",
+                programs=("javac", "java"),
+                paths=(
+                    ("/usr/share/java/gson.jar", "gson is not installed"),
+                    (REPO / "langs" / "java" / "runner" / "run.jar", "the workspace is not prepared (runner/run.jar)"),
+                ),
+            ),
+            solution=example("java", "Solution.java"),
+            checker=example("java", "Checker.java"),
+            ready_timeout=120,
+        ),
+        Lang(
+            "kotlin",
+            lambda: missing(
+                "run langs/kotlin/install.sh",
+                programs=("kotlinc", "java"),
+                paths=(
+                    ("/usr/share/java/gson.jar", "gson is not installed"),
+                    (REPO / "langs" / "kotlin" / "runner" / "run.jar", "the workspace is not prepared (runner/run.jar)"),
+                ),
+            ),
+            solution=example("kotlin", "solution.kt"),
+            checker=example("kotlin", "checker.kt"),
+            timeout="60s",  # the Kotlin compiler takes seconds: runs get a minute
+            ready_timeout=120,
+        ),
+        Lang("php", lambda: missing("run langs/php/install.sh", paths=(("/usr/bin/php", "/usr/bin/php is not installed"),)), solution=example("php", "solution.php"), timed=True),
+        Lang("ruby", lambda: missing("run langs/ruby/install.sh", paths=(("/usr/bin/ruby", "/usr/bin/ruby is not installed"),)), solution=example("ruby", "solution.rb"), timed=True),
+        _checked(
+            "rust",
+            "solution.rs",
+            "checker.rs",
+            missing=lambda: missing(
+                "run langs/install-toolchains.sh rust",
+                programs=("cargo", "rustc", "cc"),
+                paths=(
+                    (REPO / "langs" / "rust" / "target" / "debug" / "checker", "the dependencies are not prebuilt"),
+                    (REPO / "langs" / "rust" / ".installed", "the workspace is not marked prepared"),
+                ),
+            ),
+            ready_timeout=120,
+            one_line=False,
+        ),
+        # swiftc with Foundation: runs get a minute
+        Lang("swift", _swift_missing, solution=example("swift", "solution.swift"), checker=example("swift", "checker.swift"), timeout="60s", one_line=False),
+        Lang(
+            "ts",
+            lambda: missing(
+                "run langs/ts/install.sh",
+                paths=(
+                    ("/usr/bin/node", "/usr/bin/node is not installed"),
+                    (REPO / "langs" / "ts" / "node_modules" / "esbuild", "langs/ts/node_modules is not installed"),
+                ),
+            ),
+            solution=example("ts", "solution.ts"),
+            timed=True,
+        ),
+        _checked(
+            "zig",
+            "solution.zig",
+            "checker.zig",
+            missing=lambda: missing(
+                "run langs/install-toolchains.sh zig",
+                programs=("zig",),
+                paths=(
+                    (REPO / "langs" / "zig" / ".cache" / "zig", "the zig cache is not prewarmed"),
+                    (REPO / "langs" / "zig" / ".installed", "the workspace is not marked prepared"),
+                ),
+            ),
+            ready_timeout=120,
+            one_line=False,
+        ),
+    )
+}
+
+
+def only(slug: str) -> pytest.MarkDecorator:
+    """`pytestmark = only("<slug>")`: every test of a test_<slug>.py runs for its language alone."""
+    return pytest.mark.parametrize("slug", [slug], scope="session")
+
+
 def ran(body: dict) -> tuple:
     """(exit_code, stdout, stderr) of a run."""
     return body["exit_code"], body["stdout"], body["stderr"]
-
-
-def additions(pairs: list, output: str = "adding {a} and {b}\n") -> list[tuple]:
-    """(type, value, output) of the example a+b for each pair: a result a + b, which printed
-    output (formatted with a and b; "" for examples that print nothing)."""
-    return [("result", a + b, output.format(a=a, b=b)) for a, b in pairs]
-
-
-def assert_a_plus_b(lang: Lang, body: dict, pairs: list, output: str = "adding {a} and {b}\n", *, key_order: bool = False) -> None:
-    """The example a+b's report: one result per pair (see additions), each timed to 7 decimals;
-    key_order: each item's keys in the protocol's order."""
-    got = lang.items(body)
-    assert [(i["type"], i["value"], i["output"]) for i in got] == additions(pairs, output)
-    assert all(SECONDS.match(i["time"]) for i in got), got
-    if key_order:
-        assert [list(i) for i in got] == [ITEM_KEYS] * len(got)
-
-
-def assert_compile_error(body: dict, *in_stderr: str, exit_code: int | None = None) -> None:
-    """A compile error: the compiler's status (exit_code, or any failure when None), its message
-    (each of in_stderr is part of stderr), nothing on stdout."""
-    assert body["stats"]["outcome"] == "exited", body
-    if exit_code is None:
-        assert body["exit_code"] not in (0, None), body
-    else:
-        assert body["exit_code"] == exit_code, body
-    assert body["stdout"] == "", body
-    for text in in_stderr:
-        assert text in body["stderr"], body["stderr"]
-
-
-def assert_timed_out(body: dict, in_stderr: str = "") -> None:
-    """The run was killed at its timeout (no exit status); in_stderr: what it printed before."""
-    assert (body["stats"]["outcome"], body["exit_code"]) == ("timed_out", None), body
-    assert in_stderr in body["stderr"]
-
-
-# -- checker languages given asserts.json: cpp, golang, rust, zig ------------------------------
-
-
-def assert_only_the_failing_call_fails(lang: Lang, body: dict, error: str) -> None:
-    """A solution that prints "before", then fails with error for a == 3 and returns a - b
-    otherwise, over [[1, 2], [3, 4], [-5, 5], [100, 23]]: the error is that call's alone."""
-    assert [(i["type"], i["value"], i["output"]) for i in lang.items(body)] == [
-        ("result", -1, "before"),
-        ("error", error, "before"),
-        ("result", -10, "before"),
-        ("result", 77, "before"),
-    ]
-
-
-def assert_each_run_has_its_own_copy(lang: Lang, server: Server, solution: str) -> None:
-    """Two runs of a+b at once: two slots, two uids, one read-only workspace with its prebuilt
-    caches underneath both."""
-    with ThreadPoolExecutor(2) as pool:
-        bodies = list(pool.map(lambda args: lang.run(server, solution, arguments=args), [[[1, 2]], [[20, 22]]]))
-    assert [[i["value"] for i in lang.items(body)] for body in bodies] == [[3], [42]]
-
-
-def assert_install_builds_with_the_tasks_environment(slug: str, env_function: str) -> None:
-    """The prebuilt caches only help when langs/<slug>/install.sh built them with the environment
-    the task gets: the variables its shell function env_function sets are the language's."""
-    script = (REPO / "langs" / slug / "install.sh").read_text()
-    body = re.search(rf"^{env_function}\(\) {{\n(.*?)^}}", script, re.S | re.M).group(1)
-    built_with = dict(re.findall(r"\b([A-Z_]+)=(\S*)", body))
-    assert built_with.pop("HOME") == "/sandbox"
-    for key, value in langs.LANGUAGES[slug].env:
-        assert built_with.get(key) == value, key
-
-
-# -- checker languages whose example checker has its own cases: dart, haskell, swift -----------
-
-
-def assert_four_runs_in_two_slots(lang: Lang, server: Server, solution: str, values: list) -> None:
-    """Four runs of solution at once in the two slots, each slot its own uid: each run reports values."""
-    with ThreadPoolExecutor(2) as pool:
-        bodies = list(pool.map(lambda _: lang.run(server, solution), range(4)))
-    for body in bodies:
-        assert [i["value"] for i in lang.items(body)] == values
-
-
-# -- JVM and Mono languages: clojure, csharp, java, kotlin ------------------------------------
-
-
-def assert_an_exception_is_that_calls_error(lang: Lang, body: dict, error: str) -> None:
-    """The example a+b over (1, 2), (10, 20), (-5, 5), throwing for a < 0: the third call's error."""
-    got = lang.items(body)
-    assert [i["type"] for i in got] == ["result", "result", "error"]
-    assert got[2]["value"] == error
-    assert got[2]["output"] == "adding -5 and 5\n"
-
-
-def assert_utf8_output(lang: Lang, body: dict) -> None:
-    """A solution that prints "héllo ✓ <a>" and returns "привет <a + b>": both UTF-8, whatever the locale."""
-    got = lang.items(body)
-    assert got[0]["value"] == "привет 3"
-    assert got[0]["output"] == "héllo ✓ 1\n"
 
 
 def assert_gson_report(body: dict) -> None:
@@ -211,43 +307,3 @@ def assert_gson_report(body: dict) -> None:
     assert got["type"] == "result"
     assert got["value"] == ["j", "k", "7:2"]
     assert got["output"] == "bee\n"
-
-
-# -- harness languages (no checker): elixir, php, ruby, ts -----------------------------------
-
-
-def assert_example_a_plus_b(lang: Lang, server: Server, example_name: str, ab: str) -> None:
-    """The example solution (examples/<slug>/<example_name>) over ab's argument lists prints
-    nothing on stderr and reports a + b for each (see additions)."""
-    body = lang.run(server, example(lang.slug, example_name), asserts=ab)
-    assert body["stderr"] == ""
-    assert_a_plus_b(lang, body, json.loads(ab)["arguments"])
-
-
-def assert_division_by_zero_fails_alone(lang: Lang, server: Server, solution: str, error: str) -> None:
-    """solution(a, b), an integer a / b, over [[7, 2], [1, 0], [9, 3]]: only the second call fails."""
-    got = lang.items(lang.run(server, solution, asserts='{"arguments": [[7, 2], [1, 0], [9, 3]]}'))
-    assert [(i["type"], i["value"]) for i in got] == [("result", 3), ("error", error), ("result", 3)]
-
-
-def assert_output_per_call(lang: Lang, server: Server, solution: str, also: str = "") -> None:
-    """A solution that prints "loading" while loading and "call <n>" (then also) in solution(n),
-    over [[1], [2]]: the loading output is an item of its own, first; each call has its own."""
-    got = lang.items(lang.run(server, solution, asserts='{"arguments": [[1], [2]]}'))
-    assert [(i["type"], i.get("output"), i["value"]) for i in got] == [
-        ("output", None, "loading\n"),
-        ("result", f"call 1\n{also}", 1),
-        ("result", f"call 2\n{also}", 2),
-    ]
-
-
-def assert_runner_payload_runs(lang: Lang, server: Server, solution: str) -> None:
-    """The original runner's payload, a plain program that reads asserts.json ({"a": 2, "b": 3})
-    and prints a + b, runs as such."""
-    assert ran(lang.run(server, solution, asserts=RUNNER_PAYLOAD_ASSERTS)) == (0, "5\n", "")
-
-
-def assert_stdin_reaches_a_plain_program(lang: Lang, server: Server, solution: str) -> None:
-    """solution prints its stdin upper-cased."""
-    body = lang.run(server, solution, stdin="kiln\n")
-    assert (body["exit_code"], body["stdout"]) == (0, "KILN\n")

@@ -1,55 +1,26 @@
 """clojure through the real HTTP API and the real sandbox: langs/clojure's harness (AOT-compiled,
 runner/src/kiln/harness.clj) loads check/solution.clj, calls `solution` for each argument list of
 asserts.json and prints DESIGN.md's protocol; otherwise the solution runs as `clojure
-solution.clj` in check/."""
+solution.clj` in check/.
+
+Here: its own tests. The tests every language has (a+b, a loop, an error in one call...) are
+its rows in test_every_language.py."""
 
 from __future__ import annotations
 
-import json
-
-import pytest
-
 import langcase
-from kilntest import REPO
 
-SOLUTION = langcase.example("clojure", "solution.clj")
-ASSERTS = json.loads(langcase.example("clojure", "asserts.json"))
-CLOJURE = langcase.Lang("clojure", asserts=ASSERTS, ready_timeout=120)
+pytestmark = langcase.only("clojure")
+CLOJURE = langcase.LANGS["clojure"]
 
 
-@pytest.fixture(scope="module")
-def server():
-    yield from CLOJURE.serve(langcase.missing(
-        "run langs/clojure/install.sh",
-        programs=("clojure", "java"),
-        paths=((REPO / "langs" / "clojure" / "runner" / "harness.jar", "the workspace is not prepared (runner/harness.jar)"),),
-    ))
-
-
-def test_a_plus_b_in_the_harness_protocol(server):
-    body = CLOJURE.run(server, SOLUTION)
-    assert body["stderr"] == ""
-    langcase.assert_a_plus_b(CLOJURE, body, ASSERTS["arguments"], key_order=True)
-
-
-def test_an_error_in_one_call_leaves_the_others(server):
-    solution = '(defn solution [a b]\n  (println "in" a)\n  (when (neg? a) (throw (ex-info "negative!" {:a a})))\n  (/ b a))\n'
-    got = CLOJURE.items(CLOJURE.run(server, solution, arguments=[[1, 2], [-5, 5], [0, 1], [2, 1]]))
-    assert [(i["type"], i["value"], i["output"]) for i in got] == [
-        ("result", 2, "in 1\n"),
-        ("error", "negative!", "in -5\n"),
-        ("error", "Divide by zero", "in 0\n"),
-        ("result", 0.5, "in 2\n"),  # a ratio, as a JSON number
-    ]
-
-
-def test_output_while_loading_comes_first(server):
-    got = CLOJURE.items(CLOJURE.run(server, '(println "loading ✓")\n' + SOLUTION))
+def test_output_while_loading_comes_first(lang_server):
+    got = CLOJURE.items(CLOJURE.run(lang_server, '(println "loading ✓")\n' + CLOJURE.solution))
     assert got[0] == {"type": "output", "value": "loading ✓\n"}
     assert [i["type"] for i in got[1:]] == ["result"] * 3
 
 
-def test_values_become_json(server):
+def test_values_become_json(lang_server):
     solution = (
         "(defn solution [k]\n  (case k\n"
         '    "map" {:a 1 "b" [nil true 1.5] :c #{:x}}\n'
@@ -60,7 +31,7 @@ def test_values_become_json(server):
         '    k))\n'
     )
     arguments = [["map"], ["big"], ["nan"], ["text"], ["lazy"], [{"x": [1, {"y": None}]}]]
-    got = CLOJURE.items(CLOJURE.run(server, solution, arguments=arguments))
+    got = CLOJURE.items(CLOJURE.run(lang_server, solution, arguments=arguments))
     assert [i["type"] for i in got] == ["result"] * 6, got
     values = [i["value"] for i in got]
     assert values[0] == {"a": 1, "b": [None, True, 1.5], "c": ["x"]}
@@ -72,39 +43,30 @@ def test_values_become_json(server):
     assert values[5] == {"x": [1, {"y": None}]}  # JSON objects arrive as maps with string keys
 
 
-def test_a_solution_in_its_own_namespace_is_found(server):
+def test_a_solution_in_its_own_namespace_is_found(lang_server):
     solution = '(ns my.solution\n  (:require [clojure.string :as str]))\n\n(defn solution [a b]\n  (str/join "-" [a b]))\n'
-    got = CLOJURE.items(CLOJURE.run(server, solution, arguments=[[1, 2]]))
+    got = CLOJURE.items(CLOJURE.run(lang_server, solution, arguments=[[1, 2]]))
     assert got[0]["value"] == "1-2"
 
 
-def test_plain_program_mode(server):
-    solution = '(require \'[clojure.data.json :as json])\n(let [d (json/read-str (slurp "asserts.json"))]\n  (println (+ (d "a") (d "b"))))\n'
-    langcase.assert_runner_payload_runs(CLOJURE, server, solution)
-
-
-def test_plain_mode_without_asserts_keeps_the_exit_status(server):
-    body = CLOJURE.run(server, '(println "bye")\n(System/exit 7)\n', asserts=None)
+def test_plain_mode_without_asserts_keeps_the_exit_status(lang_server):
+    body = CLOJURE.run(lang_server, '(println "bye")\n(System/exit 7)\n', asserts=None)
     assert (body["exit_code"], body["stdout"]) == (7, "bye\n")
 
 
-def test_a_load_error_passes_through_as_clojure_reports_it(server):
-    body = CLOJURE.run(server, '(println "first")\n(defn solution [a b] (+ a b)\n')
+def test_a_load_error_passes_through_as_clojure_reports_it(lang_server):
+    body = CLOJURE.run(lang_server, '(println "first")\n(defn solution [a b] (+ a b)\n')
     assert (body["exit_code"], body["stdout"]) == (1, "first\n")
     assert body["stderr"].startswith("Syntax error reading source at (solution.clj:3:1).\nEOF while reading")
 
 
-def test_no_callable_solution_runs_as_a_plain_script(server):
-    body = CLOJURE.run(server, '(println "just a script")\n(def solution 42)\n')
+def test_no_callable_solution_runs_as_a_plain_script(lang_server):
+    body = CLOJURE.run(lang_server, '(println "just a script")\n(def solution 42)\n')
     assert langcase.ran(body) == (0, "just a script\n", "")
 
 
-def test_system_exit_in_a_call_is_that_calls_error(server):
+def test_system_exit_in_a_call_is_that_calls_error(lang_server):
     solution = '(defn solution [a b]\n  (println "call" a)\n  (when (= a 10) (System/exit 3))\n  (+ a b))\n'
-    got = CLOJURE.items(CLOJURE.run(server, solution))
+    got = CLOJURE.items(CLOJURE.run(lang_server, solution))
     assert [(i["type"], i["output"]) for i in got] == [("result", "call 1\n"), ("error", "call 10\n")]
     assert "exit" in got[1]["value"]
-
-
-def test_an_infinite_loop_times_out(server):
-    langcase.assert_timed_out(CLOJURE.run(server, "(defn solution [a b]\n  (loop [] (recur)))\n", timeout="2s"))

@@ -1,74 +1,23 @@
 """haskell through the real HTTP API and the real sandbox: GHC compiles the client's Checker.hs
-with Solution.hs (langs/haskell), the checker prints the harness protocol."""
+with Solution.hs (langs/haskell), the checker prints the harness protocol.
+
+Here: its own tests. The tests every language has (a+b, a loop, an error in one call...) are
+its rows in test_every_language.py."""
 
 from __future__ import annotations
 
 import json
 
-import pytest
-
 import langcase
-from kilntest import REPO
 
-CHECKER = langcase.example("haskell", "Checker.hs")
-SOLUTION = langcase.example("haskell", "Solution.hs")
-HASKELL = langcase.Lang("haskell", checker=CHECKER, one_line=False)
-PAIRS = [[1, 2], [3, 4], [10, -7], [0, 0]]  # the example checker's
+pytestmark = langcase.only("haskell")
+HASKELL = langcase.LANGS["haskell"]
 
 
-@pytest.fixture(scope="module")
-def server():
-    yield from HASKELL.serve(langcase.missing(
-        "run langs/haskell/install.sh",
-        programs=("ghc", "gcc", "ld.lld"),
-        paths=((REPO / "langs" / "haskell" / "boot" / "main.o", "langs/haskell/boot/main.o is not built"),),
-    ))
-
-
-def test_a_plus_b_with_the_example_checker(server):
-    body = HASKELL.run(server, SOLUTION)
-    assert body["stderr"] == ""  # no compiler chatter, no linker warning
-    langcase.assert_a_plus_b(HASKELL, body, PAIRS, "")
-
-
-def test_an_error_in_one_call_leaves_the_others(server):
-    solution = "module Solution where\n\nsolution :: Int -> Int -> Int\nsolution a b\n  | a == 3 = error \"three is not allowed\"\n  | otherwise = a `div` b\n"
-    got = HASKELL.items(HASKELL.run(server, solution))
-    assert [i["type"] for i in got] == ["result", "error", "result", "error"]
-    assert got[0]["value"] == 0 and got[2]["value"] == -2
-    assert got[1]["value"] == "three is not allowed"
-    assert got[3]["value"] == "divide by zero"
-
-
-def test_output_is_captured_per_call(server):
-    solution = (
-        "module Solution where\n\n"
-        "import System.IO.Unsafe (unsafePerformIO)\n\n"
-        "{-# NOINLINE solution #-}\n"
-        "solution :: Int -> Int -> Int\n"
-        "solution a b = unsafePerformIO $ do\n"
-        '  putStrLn ("adding " ++ show a ++ " and " ++ show b ++ " \\233t\\233")\n'
-        "  pure (a + b)\n"
-    )
-    got = HASKELL.items(HASKELL.run(server, solution))
-    assert [(i["type"], i["value"], i["output"]) for i in got] == langcase.additions(PAIRS, "adding {a} and {b} été\n")
-
-
-def test_a_compile_error_is_a_failed_run_with_the_compiler_message(server):
-    body = HASKELL.run(server, "module Solution where\n\nsolution :: Int -> Int -> Int\nsolution a b = a + \"b\"\n")
-    langcase.assert_compile_error(body, "Solution.hs:4:", "error")
-
-
-def test_a_checker_that_does_not_compile(server):
-    body = HASKELL.run(server, SOLUTION, checker="module Main (main) where\nimport Solution (solution)\nmain :: IO ()\nmain = print (solution 1)\n")
+def test_a_checker_that_does_not_compile(lang_server):
+    body = HASKELL.run(lang_server, HASKELL.solution, checker="module Main (main) where\nimport Solution (solution)\nmain :: IO ()\nmain = print (solution 1)\n")
     assert body["exit_code"] not in (0, None)
     assert "Checker.hs:4:" in body["stderr"]
-
-
-def test_an_infinite_loop_times_out(server):
-    solution = "module Solution where\n\nsolution :: Int -> Int -> Int\nsolution a _ = length (repeat a)\n"
-    body = HASKELL.run(server, solution, timeout="2s")
-    langcase.assert_timed_out(body)
 
 
 # Codebattle's Haskell checker template: `module Checker where`, aeson objects printed one per
@@ -110,6 +59,7 @@ test = do
       else output []
 """
 
+
 LIBRARIES_SOLUTION = """module Solution where
 
 import qualified Data.HashMap.Lazy as HM
@@ -148,8 +98,8 @@ solution a b =
 """
 
 
-def test_a_codebattle_style_checker_and_the_libraries_codebattle_lists(server):
-    body = HASKELL.run(server, LIBRARIES_SOLUTION, checker=CODEBATTLE_STYLE_CHECKER)
+def test_a_codebattle_style_checker_and_the_libraries_codebattle_lists(lang_server):
+    body = HASKELL.run(lang_server, LIBRARIES_SOLUTION, checker=CODEBATTLE_STYLE_CHECKER)
     assert body["exit_code"] == 0, body
     assert [json.loads(line) for line in body["stdout"].splitlines()] == [
         {"status": "success", "result": 3, "expected": 3, "arguments": "[1, 2]"},
@@ -157,12 +107,7 @@ def test_a_codebattle_style_checker_and_the_libraries_codebattle_lists(server):
     ]
 
 
-def test_a_checker_module_with_a_main(server):
-    checker = CHECKER.replace("module Main (main) where", "module Checker (main) where")
+def test_a_checker_module_with_a_main(lang_server):
+    checker = HASKELL.checker.replace("module Main (main) where", "module Checker (main) where")
     assert "module Checker (main) where" in checker
-    assert [i["value"] for i in HASKELL.items(HASKELL.run(server, SOLUTION, checker=checker))] == [3, 7, 3, 0]
-
-
-def test_two_runs_at_once_in_both_slots(server):
-    """Each slot runs as its own uid: the workspace must build for any of them."""
-    langcase.assert_four_runs_in_two_slots(HASKELL, server, SOLUTION, [3, 7, 3, 0])
+    assert [i["value"] for i in HASKELL.items(HASKELL.run(lang_server, HASKELL.solution, checker=checker))] == [3, 7, 3, 0]

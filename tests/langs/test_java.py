@@ -1,73 +1,39 @@
 """java through the real HTTP API and the real sandbox: langs/java compiles the client's
 Checker.java with Solution.java (both `package solution`, gson on the class path) and runs
-solution.Checker, javac and the checker in one JVM (kiln.Run); the checker prints the protocol."""
+solution.Checker, javac and the checker in one JVM (kiln.Run); the checker prints the protocol.
+
+Here: its own tests. The tests every language has (a+b, a loop, an error in one call...) are
+its rows in test_every_language.py."""
 
 from __future__ import annotations
 
-import pytest
-
 import langcase
-from kilntest import REPO
 
-SOLUTION = langcase.example("java", "Solution.java")
-CHECKER = langcase.example("java", "Checker.java")
-JAVA = langcase.Lang("java", checker=CHECKER, ready_timeout=120)
+pytestmark = langcase.only("java")
+JAVA = langcase.LANGS["java"]
 
 
-@pytest.fixture(scope="module")
-def server():
-    yield from JAVA.serve(langcase.missing(
-        "run langs/java/install.sh",
-        programs=("javac", "java"),
-        paths=(
-            ("/usr/share/java/gson.jar", "gson is not installed"),
-            (REPO / "langs" / "java" / "runner" / "run.jar", "the workspace is not prepared (runner/run.jar)"),
-        ),
-    ))
-
-
-def test_a_plus_b_with_the_example_checker(server):
-    body = JAVA.run(server, SOLUTION)
-    assert body["stderr"] == ""
-    langcase.assert_a_plus_b(JAVA, body, [[1, 2], [10, 20], [-5, 5]], key_order=True)
-
-
-def test_an_exception_in_one_call_is_that_calls_error(server):
-    solution = SOLUTION.replace("return a + b;", 'if (a < 0) throw new IllegalArgumentException("negative: " + a);\n        return a + b;')
-    langcase.assert_an_exception_is_that_calls_error(JAVA, JAVA.run(server, solution), "java.lang.IllegalArgumentException: negative: -5")
-
-
-def test_output_is_utf8_whatever_the_locale(server):
-    solution = SOLUTION.replace('"adding " + a + " and " + b', '"héllo ✓ " + a').replace("public int solution", "public Object solution").replace("return a + b;", 'return "привет " + (a + b);')
-    langcase.assert_utf8_output(JAVA, JAVA.run(server, solution))
-
-
-def test_a_compile_error_is_a_failed_run_with_javacs_message(server):
-    body = JAVA.run(server, SOLUTION.replace("return a + b;", 'return "not an int";'))
-    langcase.assert_compile_error(body, "check/Solution.java:", "error: incompatible types: String cannot be converted to int", exit_code=1)
-
-
-def test_a_checker_error_names_the_checker_file(server):
-    body = JAVA.run(server, SOLUTION, checker=CHECKER.replace("int[][] pairs", "int[][] pairs = 1; int[][] other"))
+def test_a_checker_error_names_the_checker_file(lang_server):
+    body = JAVA.run(lang_server, JAVA.solution, checker=JAVA.checker.replace("int[][] pairs", "int[][] pairs = 1; int[][] other"))
     assert body["exit_code"] == 1
     assert "check/Checker.java:" in body["stderr"] and "error:" in body["stderr"]
 
 
-def test_an_uncaught_exception_ends_as_java_reports_it(server):
+def test_an_uncaught_exception_ends_as_java_reports_it(lang_server):
     checker = 'package solution;\n\npublic class Checker {\n    public static void main(String[] args) {\n        System.out.println("before");\n        throw new IllegalStateException("boom");\n    }\n}\n'
-    body = JAVA.run(server, SOLUTION, checker=checker)
+    body = JAVA.run(lang_server, JAVA.solution, checker=checker)
     assert (body["exit_code"], body["stdout"]) == (1, "before\n")
     # the launcher's own frames are not in the trace
     assert body["stderr"] == 'Exception in thread "main" java.lang.IllegalStateException: boom\n\tat solution.Checker.main(Checker.java:6)\n'
 
 
-def test_the_checkers_exit_status_is_the_runs(server):
+def test_the_checkers_exit_status_is_the_runs(lang_server):
     checker = "package solution;\n\npublic class Checker {\n    public static void main(String[] args) {\n        System.exit(new Solution().solution(1, 2));\n    }\n}\n"
-    body = JAVA.run(server, SOLUTION, checker=checker)
+    body = JAVA.run(lang_server, JAVA.solution, checker=checker)
     assert (body["exit_code"], body["stdout"]) == (3, "adding 1 and 2\n")
 
 
-def test_a_codebattle_style_checker_with_gson_compiles_unchanged(server):
+def test_a_codebattle_style_checker_with_gson_compiles_unchanged(lang_server):
     """The shape of checkers Codebattle generates: private fields serialised by gson, typed
     arguments (Map, List), one JSON object per line."""
     solution = (
@@ -102,10 +68,5 @@ def test_a_codebattle_style_checker_with_gson_compiles_unchanged(server):
         "        this.type = \"result\";\n        this.value = value;\n        this.output = output;\n        this.time = time;\n    }\n\n"
         "    @Override\n    public String toString() {\n        return new Gson().toJson(this);\n    }\n}\n"
     )
-    body = JAVA.run(server, solution, checker=checker)
+    body = JAVA.run(lang_server, solution, checker=checker)
     langcase.assert_gson_report(body)
-
-
-def test_an_infinite_loop_times_out(server):
-    body = JAVA.run(server, SOLUTION.replace("return a + b;", "while (true) { }"), timeout="2s")
-    langcase.assert_timed_out(body)

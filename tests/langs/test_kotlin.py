@@ -1,56 +1,22 @@
 """kotlin through the real HTTP API and the real sandbox: langs/kotlin compiles the client's
 checker.kt with solution.kt (both `package solution`, gson on the class path) and runs
 solution.CheckerKt, the compiler and the checker in one JVM (kiln.Run); the checker prints the
-protocol."""
+protocol.
+
+Here: its own tests. The tests every language has (a+b, a loop, an error in one call...) are
+its rows in test_every_language.py."""
 
 from __future__ import annotations
 
-import pytest
-
 import langcase
-from kilntest import REPO
 
-SOLUTION = langcase.example("kotlin", "solution.kt")
-# the Kotlin compiler takes seconds: runs get a minute
-KOTLIN = langcase.Lang("kotlin", checker=langcase.example("kotlin", "checker.kt"), timeout="60s", ready_timeout=120)
+pytestmark = langcase.only("kotlin")
+KOTLIN = langcase.LANGS["kotlin"]
 
 
-@pytest.fixture(scope="module")
-def server():
-    yield from KOTLIN.serve(langcase.missing(
-        "run langs/kotlin/install.sh",
-        programs=("kotlinc", "java"),
-        paths=(
-            ("/usr/share/java/gson.jar", "gson is not installed"),
-            (REPO / "langs" / "kotlin" / "runner" / "run.jar", "the workspace is not prepared (runner/run.jar)"),
-        ),
-    ))
-
-
-def test_a_plus_b_with_the_example_checker(server):
-    body = KOTLIN.run(server, SOLUTION)
-    assert body["stderr"] == ""
-    langcase.assert_a_plus_b(KOTLIN, body, [[1, 2], [10, 20], [-5, 5]], key_order=True)
-
-
-def test_an_exception_in_one_call_is_that_calls_error(server):
-    solution = SOLUTION.replace("return a + b", 'require(a >= 0) { "negative: $a" }\n    return a + b')
-    langcase.assert_an_exception_is_that_calls_error(KOTLIN, KOTLIN.run(server, solution), "java.lang.IllegalArgumentException: negative: -5")
-
-
-def test_output_is_utf8_whatever_the_locale(server):
-    solution = 'package solution\n\nfun solution(a: Int, b: Int): String {\n    println("héllo ✓ $a")\n    return "привет ${a + b}"\n}\n'
-    langcase.assert_utf8_output(KOTLIN, KOTLIN.run(server, solution))
-
-
-def test_a_compile_error_is_a_failed_run_with_the_compilers_message(server):
-    body = KOTLIN.run(server, SOLUTION.replace("return a + b", 'return "not an int"'))
-    langcase.assert_compile_error(body, "check/solution.kt:", "error:", exit_code=1)
-
-
-def test_an_uncaught_exception_ends_as_the_jvm_reports_it(server):
+def test_an_uncaught_exception_ends_as_the_jvm_reports_it(lang_server):
     checker = 'package solution\n\nfun main() {\n    println("before")\n    throw IllegalStateException("boom")\n}\n'
-    body = KOTLIN.run(server, SOLUTION, checker=checker)
+    body = KOTLIN.run(lang_server, KOTLIN.solution, checker=checker)
     assert (body["exit_code"], body["stdout"]) == (1, "before\n")
     # the launcher's own frames are not in the trace
     assert body["stderr"] == (
@@ -60,13 +26,13 @@ def test_an_uncaught_exception_ends_as_the_jvm_reports_it(server):
     )
 
 
-def test_the_checkers_exit_status_is_the_runs(server):
+def test_the_checkers_exit_status_is_the_runs(lang_server):
     checker = "package solution\n\nimport kotlin.system.exitProcess\n\nfun main() {\n    exitProcess(solution(1, 2))\n}\n"
-    body = KOTLIN.run(server, SOLUTION, checker=checker)
+    body = KOTLIN.run(lang_server, KOTLIN.solution, checker=checker)
     assert (body["exit_code"], body["stdout"]) == (3, "adding 1 and 2\n")
 
 
-def test_a_codebattle_style_checker_with_gson_compiles_unchanged(server):
+def test_a_codebattle_style_checker_with_gson_compiles_unchanged(lang_server):
     """The shape of checkers Codebattle generates: a data class serialised by gson, typed
     arguments, one JSON object per line."""
     solution = (
@@ -95,11 +61,5 @@ def test_a_codebattle_style_checker_with_gson_compiles_unchanged(server):
         "    private val type = \"result\"\n"
         "    override fun toString(): String = Gson().toJson(this)\n}\n"
     )
-    body = KOTLIN.run(server, solution, checker=checker)
+    body = KOTLIN.run(lang_server, solution, checker=checker)
     langcase.assert_gson_report(body)
-
-
-def test_an_infinite_loop_times_out(server):
-    # long enough for the compiler to finish, so that it is the loop that times out
-    body = KOTLIN.run(server, SOLUTION.replace("return a + b", "while (true) { }"), timeout="15s")
-    langcase.assert_timed_out(body)

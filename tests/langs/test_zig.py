@@ -1,65 +1,19 @@
 """zig through the real HTTP API and the real sandbox: zig build-exe compiles the client's
 checker.zig, which imports solution.zig (langs/zig, prewarmed cache), and the checker prints the
-harness protocol."""
+harness protocol.
+
+Here: its own tests. The tests every language has (a+b, a loop, an error in one call...) are
+its rows in test_every_language.py."""
 
 from __future__ import annotations
 
-import pytest
-
 import langcase
-from kilntest import REPO
 
-ARGUMENTS = [[1, 2], [3, 4], [-5, 5], [100, 23]]
-SOLUTION = langcase.example("zig", "solution.zig")
-ZIG = langcase.Lang("zig", checker=langcase.example("zig", "checker.zig"), asserts={"arguments": ARGUMENTS}, ready_timeout=120, one_line=False)
-WORKSPACE = REPO / "langs" / "zig"
+pytestmark = langcase.only("zig")
+ZIG = langcase.LANGS["zig"]
 
 
-@pytest.fixture(scope="module")
-def server():
-    yield from ZIG.serve(langcase.missing(
-        "run langs/install-toolchains.sh zig",
-        programs=("zig",),
-        paths=(
-            (WORKSPACE / ".cache" / "zig", "the zig cache is not prewarmed"),
-            (WORKSPACE / ".installed", "the workspace is not marked prepared"),
-        ),
-    ))
-
-
-def test_a_plus_b_with_the_example_checker(server):
-    body = ZIG.run(server, SOLUTION)
-    assert body["stderr"] == ""
-    langcase.assert_a_plus_b(ZIG, body, ARGUMENTS)
-
-
-def test_output_is_captured_per_call(server):
-    solution = (
-        "const std = @import(\"std\");\n\n"
-        "pub fn solution(a: i64, b: i64) i64 {\n"
-        "    const out = std.fs.File.stdout();\n"
-        "    if (a == 3) out.deprecatedWriter().print(\"three {d}\", .{b}) catch {};\n"
-        "    if (a < 0) out.writeAll(\"negative\") catch {};\n"
-        "    return a * b;\n"
-        "}\n"
-    )
-    got = ZIG.items(ZIG.run(server, solution))
-    assert [(i["value"], i["output"]) for i in got] == [(2, ""), (12, "three 4"), (-25, "negative"), (2300, "")]
-
-
-def test_an_error_in_one_call_leaves_the_others(server):
-    solution = (
-        "const std = @import(\"std\");\n\n"
-        "pub fn solution(a: i64, b: i64) !i64 {\n"
-        "    try std.fs.File.stdout().writeAll(\"before\");\n"
-        "    if (a == 3) return error.ThreeIsNotAllowed;\n"
-        "    return a - b;\n"
-        "}\n"
-    )
-    langcase.assert_only_the_failing_call_fails(ZIG, ZIG.run(server, solution), "ThreeIsNotAllowed")
-
-
-def test_a_checker_in_codebattles_shape_compiles_unchanged(server):
+def test_a_checker_in_codebattles_shape_compiles_unchanged(lang_server):
     # The shape Codebattle generates for Zig 0.15: a pipe around each call, std.json.fmt through
     # the new std.Io.Writer interface, the solution's own `const std` and typed constants.
     checker = (
@@ -110,28 +64,6 @@ def test_a_checker_in_codebattles_shape_compiles_unchanged(server):
         "    return ans;\n"
         "}\n"
     )
-    got = ZIG.items(ZIG.run(server, solution, checker=checker))
+    got = ZIG.items(ZIG.run(lang_server, solution, checker=checker))
     assert [(i["type"], i["value"], i["output"]) for i in got] == [("result", 3, "hi")]
     assert isinstance(got[0]["time"], float)
-
-
-def test_two_runs_at_once_each_with_its_own_copy(server):
-    langcase.assert_each_run_has_its_own_copy(ZIG, server, SOLUTION)
-
-
-def test_a_compile_error_is_the_compilers_message_and_status(server):
-    body = ZIG.run(server, "pub fn solution(a: i64, b: i64) i64 {\n    return a +;\n}\n")
-    langcase.assert_compile_error(body, "solution.zig:2", "error")
-
-
-def test_an_infinite_loop_times_out(server):
-    solution = (
-        "const std = @import(\"std\");\n\n"
-        "pub fn solution(a: i64, b: i64) i64 {\n"
-        "    std.debug.print(\"looping\\n\", .{});\n"
-        "    var n: i64 = a;\n"
-        "    while (true) {\n        n +%= b;\n        std.mem.doNotOptimizeAway(n);\n    }\n"
-        "}\n"
-    )
-    body = ZIG.run(server, solution, timeout="15s")  # compiling takes part of it; the loop the rest
-    langcase.assert_timed_out(body, "looping")
