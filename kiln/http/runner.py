@@ -103,9 +103,13 @@ class Runner:
         return runs[0].value, runs[1].value
 
     def _prestart_kind(self, job: Job) -> str | None:
-        """The language of the prestarted slot that can serve `job` (None: a plain slot)."""
+        """The language of the prestarted slot that can serve `job` (None: a plain slot). A job
+        with its own memory or pids limit needs a plain slot: a prestarted one's were written
+        while it warmed, and its runtime may already hold more than the job allows."""
         workload = self.workloads.get(job.slug)
         if workload is None or workload.prestart_argv is None or job.stdin is not None or job.command != "test" or job.slug in self.prestart_broken:
+            return None
+        if job.limits.memory or job.limits.pids:
             return None
         return job.slug
 

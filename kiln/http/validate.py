@@ -7,8 +7,8 @@ import json
 from dataclasses import dataclass
 
 from kiln.runtime import Runtime
-from kiln.units import format_duration_ms, parse_duration_ms
-from kiln.zygote.protocol import Job
+from kiln.units import format_duration_ms, format_size, parse_duration_ms, parse_size
+from kiln.zygote.protocol import Job, Limits
 
 
 class ApiError(Exception):
@@ -27,10 +27,11 @@ class RunRequest:
     timeout_ms: int
     files: tuple[tuple[str, bytes], ...]  # ("solution" | "checker" | "asserts", UTF-8 bytes)
     stdin: bytes | None
+    limits: Limits = Limits()  # `limits`: less memory, pids or output than the server's
 
     @property
     def job(self) -> Job:
-        return Job(self.slug, self.timeout_ms, self.files, self.stdin)
+        return Job(self.slug, self.timeout_ms, self.files, self.stdin, limits=self.limits)
 
 
 def _reject_constant(name: str):
@@ -102,7 +103,28 @@ def parse_run(raw: bytes, runtime: Runtime) -> RunRequest:
         files.append(("checker", checker_bytes))
     if asserts_bytes is not None:
         files.append(("asserts", asserts_bytes))
-    return RunRequest(slug=slug, timeout_ms=timeout_ms, files=tuple(files), stdin=stdin_bytes)
+    limits = _run_limits(body.get("limits"), workload, runtime.config)
+    return RunRequest(slug=slug, timeout_ms=timeout_ms, files=tuple(files), stdin=stdin_bytes, limits=limits)
+
+
+RUN_LIMITS = ("memory", "pids", "output")
+
+
+def _run_limits(value, workload, config) -> Limits:
+    """/run's `limits` (DESIGN.md): memory, pids and output, none above the server's."""
+    if value is None:
+        return Limits()
+    if type(value) is not dict:
+        raise ApiError(400, "limits must be an object (memory, pids, output)")
+    unknown = sorted(set(value) - set(RUN_LIMITS))
+    if unknown:
+        raise ApiError(400, f"limits.{unknown[0]}: /run takes only memory, pids and output (a time limit is its timeout)")
+    given = {key: value.get(key) for key in RUN_LIMITS}
+    return Limits(
+        memory=size_field(given["memory"], "limits.memory", workload.memory_max, low=1 << 20) if given["memory"] is not None else 0,
+        pids=count_field(given["pids"], "limits.pids", workload.pids_max) if given["pids"] is not None else 0,
+        output=size_field(given["output"], "limits.output", config.output_max, low=1) if given["output"] is not None else 0,
+    )
 
 
 def _timeout(value, config) -> int:
@@ -119,3 +141,52 @@ def _timeout(value, config) -> int:
     if timeout_ms > config.timeout_max_ms:
         raise ApiError(400, f"timeout {value} is above the limit of {format_duration_ms(config.timeout_max_ms)}")
     return timeout_ms
+
+
+# --- limits, as /run's `limits` and /judge's give them ---
+
+
+def duration_field(value, field: str, default_ms: int, maximum_ms: int) -> int:
+    if value is None:
+        return default_ms
+    if type(value) is not str:
+        raise ApiError(400, f'{field} must be a duration string such as "500ms", "2s" or "1m"')
+    try:
+        ms = parse_duration_ms(value)
+    except ValueError:
+        raise ApiError(400, f'{field} {value[:40]!r} is not a duration such as "500ms", "2s" or "1m"') from None
+    if ms == 0:
+        raise ApiError(400, f"{field} must be above zero")
+    if ms > maximum_ms:
+        raise ApiError(400, f"{field} {value} is above its maximum of {format_duration_ms(maximum_ms)}")
+    return ms
+
+
+def size_field(value, field: str, maximum: int, low: int) -> int:
+    if value is None:
+        return maximum
+    if type(value) is int:
+        size = value
+    elif type(value) is str:
+        try:
+            size = parse_size(value)
+        except ValueError:
+            raise ApiError(400, f'{field} {value[:40]!r} is not a size such as 65536, "64k", "256m" or "1g"') from None
+    else:
+        raise ApiError(400, f'{field} must be a size: bytes as an integer, or a string such as "256m"')
+    if size < low:
+        raise ApiError(400, f"{field} must be at least {format_size(low)}")
+    if size > maximum:
+        raise ApiError(400, f"{field} {value} is above its maximum of {format_size(maximum)}")
+    return size
+
+
+def count_field(value, field: str, maximum: int) -> int:
+    if value is None:
+        return maximum
+    if type(value) is not int or value < 1:
+        raise ApiError(400, f"{field} must be a whole number >= 1")
+    if value > maximum:
+        raise ApiError(400, f"{field} {value} is above its maximum of {maximum}")
+    return value
+

@@ -7,11 +7,11 @@ import math
 import re
 from dataclasses import dataclass
 
-from kiln.http.validate import ApiError, decode_json_object, utf8
+from kiln.http.validate import ApiError, count_field, decode_json_object, duration_field, size_field, utf8
 from kiln.judge.compare import MODES
 from kiln.judge.files import FILE_ID
 from kiln.runtime import Runtime
-from kiln.units import format_duration_ms, format_size, parse_duration_ms, parse_size
+from kiln.units import format_duration_ms
 
 # a file beside the judge file: frames.c file_name() checks the same in kiln-init
 FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
@@ -104,7 +104,7 @@ def parse_judge(raw: bytes, runtime: Runtime) -> JudgeRequest:
         compare=compare,
         epsilon=epsilon,
         limits=_limits(body.get("limits"), workload, config),
-        compile_timeout_ms=_duration(body.get("compile_timeout"), "compile_timeout", min(COMPILE_TIMEOUT_MS, config.timeout_max_ms), config.timeout_max_ms),
+        compile_timeout_ms=duration_field(body.get("compile_timeout"), "compile_timeout", min(COMPILE_TIMEOUT_MS, config.timeout_max_ms), config.timeout_max_ms),
         stop_on_failure=_optional(body, "stop_on_failure", bool, False),
         checker=checker,
         interactor=interactor,
@@ -216,61 +216,15 @@ def _limits(value, workload, config) -> TestLimits:
         value = {}
     if type(value) is not dict:
         raise ApiError(400, "limits must be an object (time, wall_time, memory, output, pids)")
-    time_ms = _duration(value.get("time"), "limits.time", workload.language.judge_time_ms, config.judge_time_max_ms)
+    time_ms = duration_field(value.get("time"), "limits.time", workload.language.judge_time_ms, config.judge_time_max_ms)
     wall_default = min(2 * time_ms + 1000, config.timeout_max_ms)
-    wall_ms = _duration(value.get("wall_time"), "limits.wall_time", wall_default, config.timeout_max_ms)
+    wall_ms = duration_field(value.get("wall_time"), "limits.wall_time", wall_default, config.timeout_max_ms)
     if wall_ms < time_ms:
         raise ApiError(400, f"limits.wall_time ({format_duration_ms(wall_ms)}) is below limits.time ({format_duration_ms(time_ms)})")
     return TestLimits(
         time_ms=time_ms,
         wall_time_ms=wall_ms,
-        memory=_size(value.get("memory"), "limits.memory", workload.memory_max, low=1 << 20),
-        output=_size(value.get("output"), "limits.output", config.output_max, low=0),
-        pids=_count(value.get("pids"), "limits.pids", workload.pids_max),
+        memory=size_field(value.get("memory"), "limits.memory", workload.memory_max, low=1 << 20),
+        output=size_field(value.get("output"), "limits.output", config.output_max, low=1),
+        pids=count_field(value.get("pids"), "limits.pids", workload.pids_max),
     )
-
-
-def _duration(value, field: str, default_ms: int, maximum_ms: int) -> int:
-    if value is None:
-        return default_ms
-    if type(value) is not str:
-        raise ApiError(400, f'{field} must be a duration string such as "500ms", "2s" or "1m"')
-    try:
-        ms = parse_duration_ms(value)
-    except ValueError:
-        raise ApiError(400, f'{field} {value[:40]!r} is not a duration such as "500ms", "2s" or "1m"') from None
-    if ms == 0:
-        raise ApiError(400, f"{field} must be above zero")
-    if ms > maximum_ms:
-        raise ApiError(400, f"{field} {value} is above its maximum of {format_duration_ms(maximum_ms)}")
-    return ms
-
-
-def _size(value, field: str, maximum: int, low: int) -> int:
-    if value is None:
-        return maximum
-    if type(value) is int:
-        size = value
-    elif type(value) is str:
-        try:
-            size = parse_size(value)
-        except ValueError:
-            raise ApiError(400, f'{field} {value[:40]!r} is not a size such as 65536, "64k", "256m" or "1g"') from None
-    else:
-        raise ApiError(400, f'{field} must be a size: bytes as an integer, or a string such as "256m"')
-    if size < low:
-        raise ApiError(400, f"{field} must be at least {format_size(low)}")
-    if size > maximum:
-        raise ApiError(400, f"{field} {value} is above its maximum of {format_size(maximum)}")
-    return size
-
-
-def _count(value, field: str, maximum: int) -> int:
-    if value is None:
-        return maximum
-    if type(value) is not int or value < 1:
-        raise ApiError(400, f"{field} must be a whole number >= 1")
-    if value > maximum:
-        raise ApiError(400, f"{field} {value} is above its maximum of {maximum}")
-    return value
-

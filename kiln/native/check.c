@@ -16,9 +16,11 @@ size_t job_frame_max(const struct slot *s) {
     return (judge > test ? judge : test) + 64 * 1024 + 64;
 }
 
-/* a prestarted slot serves its language's test jobs without stdin (its task's stdin is /dev/null) */
+/* a prestarted slot serves its language's test jobs without stdin (its task's stdin is /dev/null)
+ * and without memory or pids limits of their own (its limits were written while it warmed) */
 int refused_here(const struct slot *s, const struct job *job, char *err) {
-    if (s->prestarted.workload < 0 || (job->workload == s->prestarted.workload && !job->has_stdin && job->command == CMD_TEST)) return 0;
+    if (s->prestarted.workload < 0) return 0;
+    if (job->workload == s->prestarted.workload && !job->has_stdin && job->command == CMD_TEST && !job->memory && !job->pids) return 0;
     snprintf(err, ERR, "slot warmed for %s requests without stdin", s->recipe.recs[s->prestarted.workload].args[0].p);
     return -1;
 }

@@ -411,3 +411,32 @@ def test_languages_say_which_judge(server):
     assert (languages["python"]["judge"], languages["python"]["judge_file"], languages["python"]["judge_time"]) == (True, "main.py", "1s")
     assert languages["cpp"]["judge_file"] == "main.cpp"
     assert alive(server.pids()["zygote"])
+
+
+# --- /run's limits (DESIGN.md, Judge API: a client may ask for less than the server's) ---------
+
+
+def test_run_takes_less_memory_pids_or_output_than_the_servers(server):
+    hungry = server.run(solution_text="x = bytearray(100 << 20)\nprint(len(x))\n", limits={"memory": "48m"}).json()
+    assert hungry["stats"]["outcome"] == "out_of_memory"
+    assert server.run(solution_text="x = bytearray(100 << 20)\nprint(len(x))\n").json()["stdout"] == "104857600\n"
+    forks = "import os, time\nfor _ in range(8):\n    if os.fork() == 0:\n        time.sleep(2)\n        os._exit(0)\n"
+    assert server.run(solution_text=forks, limits={"pids": 4}).json()["stats"]["outcome"] == "pids_limit"
+    assert server.run(solution_text=forks).json()["stats"]["outcome"] == "exited"
+    loud = server.run(solution_text="print('x' * 5000)\n", limits={"output": 1000})
+    assert loud.status_code == 413 and loud.json() == {"error": "output too large"}
+    assert server.run(solution_text="print('x' * 5000)\n").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("limits", "error"),
+    [
+        ({"memory": "2g"}, "limits.memory 2g is above its maximum of 1g"),
+        ({"time": "1s"}, "limits.time: /run takes only memory, pids and output (a time limit is its timeout)"),
+        ({"output": 0}, "limits.output must be at least 1"),
+        ("64m", "limits must be an object (memory, pids, output)"),
+    ],
+)
+def test_run_refuses_limits_it_cannot_take(server, limits, error):
+    answer = server.run(solution_text="print(1)", limits=limits)
+    assert answer.status_code == 400 and answer.json()["error"] == error

@@ -369,6 +369,12 @@ def test_a_prestarted_slot_serves_only_its_language_without_stdin(recipe_fd, slu
         assert reply == {"op": "error", "error": "slot warmed for python requests without stdin"}
 
 
+def test_a_prestarted_slot_takes_no_job_with_its_own_memory_or_pids_limit(recipe_fd):
+    for limits, taken in (([0, 0, 0, 100], True), ([0, 64 << 20, 0, 0], False), ([0, 0, 8, 0], False)):
+        [reply] = native_check(protocol.encode(job_header(limits=limits), [b"x"]), recipe_fd, prestart="python")
+        assert (reply["op"] == "job") is taken, (limits, reply)
+
+
 @pytest.mark.parametrize("command", ["build", "exec"])
 def test_a_prestarted_slot_runs_no_judge_job(recipe_fd, command):
     header = job_header(command=command, files=["main.py"] if command == "build" else [], layer="a" * 64 if command == "exec" else "")
