@@ -156,7 +156,7 @@ class App:
             with files.pinned(request.file_ids) if files else contextlib.nullcontext():
                 answer = self.judge.run(request, files, watch.gone)
         except UnknownFile as unknown:
-            raise ApiError(400, f"unknown file {unknown} (upload it to /files and retry)") from None
+            raise ApiError(400, f"unknown file {unknown}") from None  # DESIGN.md's words: upload it and retry
         except DoesNotBuild as failed:
             info.update(outcome=f"{failed.what} does not build")
             return json_response(400, {"error": str(failed), "detail": cut(failed.detail.encode())})

@@ -16,6 +16,7 @@ from kiln.units import format_duration_ms
 # a file beside the judge file: frames.c file_name() checks the same in kiln-init
 FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 FILES_MAX = 64
+LIMITS = ("time", "wall_time", "memory", "output", "pids")  # a test's, in `limits`
 COMPILE_TIMEOUT_MS = 30_000
 DEFAULT_EPSILON = 1e-6
 
@@ -216,8 +217,12 @@ def _limits(value, workload, config) -> TestLimits:
         value = {}
     if type(value) is not dict:
         raise ApiError(400, "limits must be an object (time, wall_time, memory, output, pids)")
-    time_ms = duration_field(value.get("time"), "limits.time", workload.language.judge_time_ms, config.judge_time_max_ms)
-    wall_default = min(2 * time_ms + 1000, config.timeout_max_ms)
+    unknown = sorted(set(value) - set(LIMITS))
+    if unknown:
+        raise ApiError(400, f"limits.{unknown[0][:40]}: not a limit (one of {', '.join(LIMITS)})")
+    time_max = min(config.judge_time_max_ms, config.timeout_max_ms)
+    time_ms = duration_field(value.get("time"), "limits.time", min(workload.language.judge_time_ms, time_max), time_max)
+    wall_default = max(time_ms, min(2 * time_ms + 1000, config.timeout_max_ms))
     wall_ms = duration_field(value.get("wall_time"), "limits.wall_time", wall_default, config.timeout_max_ms)
     if wall_ms < time_ms:
         raise ApiError(400, f"limits.wall_time ({format_duration_ms(wall_ms)}) is below limits.time ({format_duration_ms(time_ms)})")

@@ -201,7 +201,7 @@ def test_the_file_stores_files_are_a_tests_input_and_answer(server):
     assert verdicts(body) == ["AC", "AC"]
     missing = "sha256:" + "0" * 64
     refused = judge(server, tests=[{"stdin_file": missing, "expected": "1"}])
-    assert refused.status_code == 400 and refused.json() == {"error": f"unknown file {missing} (upload it to /files and retry)"}
+    assert refused.status_code == 400 and refused.json() == {"error": f"unknown file {missing}"}
 
 
 # --- checkers ----------------------------------------------------------------------------------------
@@ -362,6 +362,7 @@ def test_an_interactor_with_compare_is_a_400(server):
         ({"limits": {"pids": 100000}}, "limits.pids 100000 is above its maximum of 256"),
         ({"limits": {"time": "2s", "wall_time": "1s"}}, "limits.wall_time (1s) is below limits.time (2s)"),
         ({"limits": {"time": 5}}, 'limits.time must be a duration string such as "500ms", "2s" or "1m"'),
+        ({"limits": {"memroy": "64m"}}, "limits.memroy: not a limit (one of time, wall_time, memory, output, pids)"),
         ({"compile_timeout": "10m"}, "compile_timeout 10m is above its maximum of 5m"),
         ({"stop_on_failure": "yes"}, "stop_on_failure must be a boolean (true or false)"),
     ],
