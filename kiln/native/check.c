@@ -19,9 +19,9 @@ size_t job_frame_max(const struct slot *s) {
 /* a prestarted slot serves its language's test jobs without stdin (its task's stdin is /dev/null)
  * and without memory or pids limits of their own (its limits were written while it warmed) */
 int refused_here(const struct slot *s, const struct job *job, char *err) {
-    if (s->prestarted.workload < 0) return 0;
-    if (job->workload == s->prestarted.workload && !job->has_stdin && job->command == CMD_TEST && !job->memory && !job->pids) return 0;
-    snprintf(err, ERR, "slot warmed for %s requests without stdin", s->recipe.recs[s->prestarted.workload].args[0].p);
+    if (s->prestarted.workload_rec < 0) return 0;
+    if (job->workload_rec == s->prestarted.workload_rec && !job->has_stdin && job->command == CMD_TEST && !job->memory && !job->pids) return 0;
+    snprintf(err, ERR, "slot warmed for %s requests without stdin", s->recipe.recs[s->prestarted.workload_rec].args[0].p);
     return -1;
 }
 
@@ -31,7 +31,7 @@ int check_job(struct slot *s) {
     struct job job;
     const char *prestart = getenv("KILN_PRESTART");
     s->sock = 0;
-    if (prestart) s->prestarted.workload = find_workload(&s->recipe, prestart);
+    if (prestart) s->prestarted.workload_rec = find_workload_rec(&s->recipe, prestart);
     int fds[MAX_JOB_FDS], nfds = 0;
     int rc = read_frame(s->sock, job_frame_max(s), &body, &len, fds, &nfds, err, ERR);
     if (rc == 0) return 0;
@@ -42,7 +42,7 @@ int check_job(struct slot *s) {
     static const char *commands[] = {[CMD_TEST] = "test", [CMD_BUILD] = "build", [CMD_EXEC] = "exec"};
     int n = snprintf(json, sizeof json, "{\"op\":\"job\",\"slug\":\"%s\",\"command\":\"%s\",\"timeout_ms\":%lld,\"limits\":[%lld,%lld,%lld,%lld],"
                      "\"layer\":\"%s\",\"stdin\":%s,\"pipes\":%s,\"files\":[",
-                     s->recipe.recs[job.workload].args[0].p, commands[job.command], job.timeout_ms, job.cpu_ms, job.memory, job.pids, job.output,
+                     s->recipe.recs[job.workload_rec].args[0].p, commands[job.command], job.timeout_ms, job.cpu_ms, job.memory, job.pids, job.output,
                      job.layer, job.has_stdin ? "true" : "false", job.has_pipes ? "true" : "false");
     for (int i = 0; i < job.nparts; i++) n += snprintf(json + n, sizeof json - n, "%s\"%s\"", i ? "," : "", job.part_names[i]);
     snprintf(json + n, sizeof json - n, "]}");

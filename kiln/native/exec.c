@@ -26,12 +26,12 @@ void make_as_task(const struct slot *s, int yes) {
     syscall(SYS_setfsuid, yes ? s->recipe.uid : 0);
 }
 
-int command_of(const struct slot *s, struct span w, uint32_t argv_kind, char *argv[COMMAND_MAX], char *envp[COMMAND_MAX]) {
+int command_of(const struct slot *s, struct span w, uint32_t argv_type, char *argv[COMMAND_MAX], char *envp[COMMAND_MAX]) {
     int argc = 0, envc = 0;
     for (size_t i = w.from; i < w.to; i++) {
         const struct rec *r = &s->recipe.recs[i];
-        for (uint32_t k = 0; r->kind == argv_kind && k < r->nargs && argc < COMMAND_MAX - 1; k++) argv[argc++] = (char *)r->args[k].p;
-        for (uint32_t k = 0; r->kind == K_W_ENV && k < r->nargs && envc < COMMAND_MAX - 1; k++) envp[envc++] = (char *)r->args[k].p;
+        for (uint32_t k = 0; r->type == argv_type && k < r->nargs && argc < COMMAND_MAX - 1; k++) argv[argc++] = (char *)r->args[k].p;
+        for (uint32_t k = 0; r->type == K_W_ENV && k < r->nargs && envc < COMMAND_MAX - 1; k++) envp[envc++] = (char *)r->args[k].p;
     }
     argv[argc] = envp[envc] = NULL;
     return argc;
@@ -62,11 +62,11 @@ static int prepare_task(void *arg) {
     return 0;
 }
 
-int spawn_task(struct slot *s, struct span w, uint32_t argv_kind, char *const *args, int nargs, const int *fds, int nfds, pid_t *pid, char *err) {
+int spawn_task(struct slot *s, struct span w, uint32_t argv_type, char *const *args, int nargs, const int *fds, int nfds, pid_t *pid, char *err) {
     char *argv[COMMAND_MAX + MAX_PARTS], *envp[COMMAND_MAX];
-    const char *step = argv_kind == K_W_PRESTART_ARGV ? "start the prestart command" : argv_kind == K_W_BUILD_ARGV ? "exec the build command"
-                     : argv_kind == K_W_EXEC_ARGV ? "exec the exec command" : "exec the test command";
-    int argc = command_of(s, w, argv_kind, argv, envp);
+    const char *step = argv_type == K_W_PRESTART_ARGV ? "start the prestart command" : argv_type == K_W_BUILD_ARGV ? "exec the build command"
+                     : argv_type == K_W_EXEC_ARGV ? "exec the exec command" : "exec the test command";
+    int argc = command_of(s, w, argv_type, argv, envp);
     if (!argc) return snprintf(err, ERR, "sandbox step '%s' failed: no command", step), -1;
     for (int i = 0; i < nargs && i < MAX_PARTS; i++) argv[argc++] = args[i];
     argv[argc] = NULL;

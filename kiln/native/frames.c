@@ -151,7 +151,7 @@ static int check_files(const struct recipe *r, struct job *job, int nfiles, char
         }
         return 0;
     }
-    int seen = 0, with_checker = 0, has_checker = arg_int(&r->recs[job->workload].args[1]) != 0;
+    int seen = 0, with_checker = 0, has_checker = arg_int(&r->recs[job->workload_rec].args[1]) != 0;
     for (int i = 0; i < nfiles; i++) {
         int k = 0;
         while (k < 3 && strcmp(names[i], PART_NAMES[k])) k++;
@@ -167,7 +167,7 @@ static int check_files(const struct recipe *r, struct job *job, int nfiles, char
 
 /* the job's own limits: none above the language's (its K_WORKLOAD record) or the service's */
 static int check_limits(const struct recipe *r, const struct job *job, char *err, size_t errlen) {
-    const struct rec *w = &r->recs[job->workload];
+    const struct rec *w = &r->recs[job->workload_rec];
     long long memory_max = w->nargs > 2 ? arg_int(&w->args[2]) : 0, pids_max = w->nargs > 3 ? arg_int(&w->args[3]) : 0;
     if (job->cpu_ms > r->timeout_max_ms || (memory_max && job->memory > memory_max) || (pids_max && job->pids > pids_max) || job->output > r->output_max)
         return snprintf(err, errlen, "a job limit above its maximum"), -1;
@@ -216,8 +216,8 @@ int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, c
         }
     if (expect(&c, "}") || c.at != c.end) goto form;
 
-    job->workload = find_workload(r, slug);
-    if (job->workload < 0) return snprintf(err, errlen, "unknown slug '%s'", slug), -1;
+    job->workload_rec = find_workload_rec(r, slug);
+    if (job->workload_rec < 0) return snprintf(err, errlen, "unknown slug '%s'", slug), -1;
     if (job->timeout_ms <= 0 || job->timeout_ms > r->timeout_max_ms)
         return snprintf(err, errlen, "bad timeout_ms %lld", job->timeout_ms), -1;
     if (check_limits(r, job, err, errlen) || check_files(r, job, nfiles, names, err, errlen)) return -1;

@@ -43,7 +43,7 @@ int take_filter(const struct slot *s, char *err) {
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) return snprintf(err, ERR, "sandbox step 'set no_new_privs' failed: %s", strerror(errno)), -1;
     for (size_t i = 0; i < s->recipe.n; i++) {
         const struct rec *r = &s->recipe.recs[i];
-        if (r->kind != K_SECCOMP) continue;
+        if (r->type != K_SECCOMP) continue;
         struct sock_fprog prog = {r->args[0].len / 8, (struct sock_filter *)r->args[0].p};
         if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog)) return snprintf(err, ERR, "sandbox step 'load seccomp' failed: %s", strerror(errno)), -1;
     }

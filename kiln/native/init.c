@@ -133,8 +133,8 @@ static void warm(struct slot *s, const struct start *start) {
     int built = build_root(s, start->template_fd, err);
     if (built == -2) fail_warm(s, err);
     if (*start->prestart) {
-        if ((s->prestarted.workload = find_workload(&s->recipe, start->prestart)) < 0) fail_warm(s, "prestarted for a language the recipe does not have");
-        struct span w = workload_span(&s->recipe, s->prestarted.workload);
+        if ((s->prestarted.workload_rec = find_workload_rec(&s->recipe, start->prestart)) < 0) fail_warm(s, "prestarted for a language the recipe does not have");
+        struct span w = workload_span(&s->recipe, s->prestarted.workload_rec);
         if (start->forked >= 0 ? start_forked(s, w, start->forked, start->forked_pid, err) : start_prestarted(s, w, err)) fail_warm(s, err);
     } else if (apply_cgroup_limits(s, (struct span){0, s->recipe.n}, K_WARM_LIMIT, err)) {
         fail_warm(s, err); /* most requests then find them written */
@@ -243,10 +243,10 @@ static void serve_one_job(struct slot *s) {
     if (rc == 0) return; /* the front closed the slot unused (shutdown, or warmed for another language) */
     if (rc < 0 || parse_job(&s->recipe, body, len, &job, err, ERR) || refused_here(s, &job, err) || take_pipes(&job, fds, nfds, err))
         return send_error(s->sock, "error", err);
-    struct span w = workload_span(&s->recipe, job.workload);
-    snprintf(title, sizeof title, "kiln: slot %ld busy %s", s->recipe.index, s->recipe.recs[job.workload].args[0].p);
+    struct span w = workload_span(&s->recipe, job.workload_rec);
+    snprintf(title, sizeof title, "kiln: slot %ld busy %s", s->recipe.index, s->recipe.recs[job.workload_rec].args[0].p);
     set_title(s, "%s", title);
-    if (s->prestarted.workload >= 0) execute_prestarted(s, &job, w, title);
+    if (s->prestarted.workload_rec >= 0) execute_prestarted(s, &job, w, title);
     else execute(s, &job, w, title);
 }
 
@@ -292,7 +292,7 @@ static void keep_descriptors(const struct slot *s, const struct start *start) {
 }
 
 int main(int argc, char **argv) {
-    struct slot s = {.sock = -1, .zygote = -1, .sandbox = -1, .prestarted = {.workload = -1}, .title = argv[0], .title_cap = strlen(argv[0])};
+    struct slot s = {.sock = -1, .zygote = -1, .sandbox = -1, .prestarted = {.workload_rec = -1}, .title = argv[0], .title_cap = strlen(argv[0])};
     struct start start;
     char err[ERR];
     if (recipe_load(env_fd("KILN_RECIPE"), &s.recipe, err, ERR)) {

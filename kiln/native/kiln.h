@@ -20,7 +20,7 @@
 
 /* --- recipe.c: what the zygote decided, as records (kiln/zygote/recipe.py writes them) ------ */
 
-/* Record kinds: recipe.py's K_* (tests/unit/test_contract.py checks they match). */
+/* Record types: recipe.py's K_* (tests/unit/test_contract.py checks they match). */
 enum {
     K_CONST = 1,      /* name value */
     K_SECCOMP = 2,    /* BPF program */
@@ -51,7 +51,7 @@ struct arg {
 };
 
 struct rec {
-    uint32_t kind, nargs;
+    uint32_t type, nargs;
     struct arg *args;
 };
 
@@ -78,7 +78,7 @@ struct span {
 int recipe_load(int fd, struct recipe *out, char *err, size_t errlen);
 void recipe_unload(struct recipe *r);
 long long arg_int(const struct arg *a);
-long find_workload(const struct recipe *r, const char *slug); /* its K_WORKLOAD record, or -1 */
+long find_workload_rec(const struct recipe *r, const char *slug); /* its K_WORKLOAD record, or -1 */
 struct span workload_span(const struct recipe *r, size_t record);
 
 /* --- the slot: everything kiln-init knows, handed from step to step ------------------------ */
@@ -91,7 +91,7 @@ struct slot {
     int sandbox;                                 /* /sandbox, once mount_workspace opened it */
     const char *layer;                           /* the job's build layer, for OP_OVERLAY; NULL none */
     struct {                                     /* a slot warmed for one language */
-        long workload;                           /* its K_WORKLOAD record; -1: a plain slot */
+        long workload_rec;                       /* its K_WORKLOAD record; -1: a plain slot */
         pid_t pid;                               /* the prestart command, waiting on its fd 3 */
         int go, out, err;                        /* init's ends of its pipes */
     } prestarted;
@@ -110,7 +110,7 @@ static inline double monotonic_s(void) {
 /* Ops of the K_BUILD, K_FINISH and K_W_MOUNT records: recipe.py's OPS, codes from 1. */
 enum op { OP_MOUNT = 1, OP_SETATTR, OP_MKDIR, OP_MKDIRS, OP_TOUCH, OP_WRITE, OP_SYMLINK, OP_MKNOD, OP_PIVOT, OP_SAVE_NS, OP_UNSHARE_NS, OP_HOSTNAME, OP_DETACH, OP_OVERLAY };
 
-int apply_ops(struct slot *s, struct span span, uint32_t kind, int *template_fd, char *err);
+int apply_ops(struct slot *s, struct span span, uint32_t type, int *template_fd, char *err);
 /* the index's template root built (its descriptor: >= 0) or a copy of it entered (-1), then the
  * slot's own; -2 on error */
 int build_root(struct slot *s, int template_fd, char *err);
@@ -130,7 +130,7 @@ int open_stdin(const struct job *job); /* a sealed memfd, or /dev/null */
 
 /* --- limits.c: rlimits and cgroup limits -------------------------------------------------- */
 
-int apply_cgroup_limits(struct slot *s, struct span span, uint32_t kind, char *err);
+int apply_cgroup_limits(struct slot *s, struct span span, uint32_t type, char *err);
 int apply_job_limits(struct slot *s, const struct job *job, char *err); /* its own memory and pids, if any */
 /* RLIMIT_CPU: from the job's CPU limit (cpu_ms > 0), else from its timeout */
 long cpu_limit_s(const struct slot *s, struct span w, long long timeout_ms, long long cpu_ms);
@@ -150,11 +150,11 @@ void keep_only(int *keep, int n);
 #define COMMAND_MAX 256
 int output_pipe(int ends[2]);
 void make_as_task(const struct slot *s, int yes); /* 1: what init makes is the task's (fsuid); 0: root's */
-/* the argv of records argv_kind and the K_W_ENV environment of a language; returns argc */
-int command_of(const struct slot *s, struct span w, uint32_t argv_kind, char *argv[COMMAND_MAX], char *envp[COMMAND_MAX]);
-/* the command of argv_kind, with `args` after its own, and fds[i] on descriptor i, taking the
+/* the argv of records argv_type and the K_W_ENV environment of a language; returns argc */
+int command_of(const struct slot *s, struct span w, uint32_t argv_type, char *argv[COMMAND_MAX], char *envp[COMMAND_MAX]);
+/* the command of argv_type, with `args` after its own, and fds[i] on descriptor i, taking the
  * task's identity and filter in its own process (init stays root and unfiltered by it) */
-int spawn_task(struct slot *s, struct span w, uint32_t argv_kind, char *const *args, int nargs, const int *fds, int nfds, pid_t *pid, char *err);
+int spawn_task(struct slot *s, struct span w, uint32_t argv_type, char *const *args, int nargs, const int *fds, int nfds, pid_t *pid, char *err);
 
 /* --- frames.c ------------------------------------------------------------------------------ */
 
@@ -164,7 +164,7 @@ int spawn_task(struct slot *s, struct span w, uint32_t argv_kind, char *const *a
 enum command { CMD_TEST, CMD_BUILD, CMD_EXEC };
 
 struct job {
-    int workload;        /* index of its K_WORKLOAD record */
+    int workload_rec;    /* its language: the index of its K_WORKLOAD record */
     enum command command;
     long long timeout_ms;
     /* its own limits, each 0 for the language's: CPU time of the whole run, memory, pids,

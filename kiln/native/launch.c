@@ -22,9 +22,9 @@ void exec_template(struct slot *s, int template_fd, const char *slug, int module
     char err[ERR], *argv[COMMAND_MAX], *envp[COMMAND_MAX];
     arm_death_signal(s);
     setsid();
-    long workload = find_workload(&s->recipe, slug);
-    if (workload < 0 || template_fd < 0) fail(s, "a template needs its index's root and a language the recipe has");
-    struct span w = workload_span(&s->recipe, workload);
+    long workload_rec = find_workload_rec(&s->recipe, slug);
+    if (workload_rec < 0 || template_fd < 0) fail(s, "a template needs its index's root and a language the recipe has");
+    struct span w = workload_span(&s->recipe, workload_rec);
     if (build_root(s, template_fd, err) == -2 || mount_workspace(s, w, NULL, err)) fail(s, err);
     int null = open("/dev/null", O_RDWR);
     if (!command_of(s, w, K_W_TEMPLATE_ARGV, argv, envp) || !s->recipe.cwd || chdir(s->recipe.cwd) || null < 0 || dup2(null, 0) < 0 ||

@@ -20,10 +20,10 @@ static int write_cgroup(const struct slot *s, const struct rec *r, char *err) {
     return n < 0 ? -1 : 0;
 }
 
-/* Every limit record of `kind` (K_WARM_LIMIT, K_W_LIMIT, K_W_PRESTART_LIMIT) in `span`, in order */
-int apply_cgroup_limits(struct slot *s, struct span span, uint32_t kind, char *err) {
+/* Every limit record of `type` (K_WARM_LIMIT, K_W_LIMIT, K_W_PRESTART_LIMIT) in `span`, in order */
+int apply_cgroup_limits(struct slot *s, struct span span, uint32_t type, char *err) {
     for (size_t i = span.from; i < span.to; i++)
-        if (s->recipe.recs[i].kind == kind && write_cgroup(s, &s->recipe.recs[i], err)) return -1;
+        if (s->recipe.recs[i].type == type && write_cgroup(s, &s->recipe.recs[i], err)) return -1;
     return 0;
 }
 
@@ -32,7 +32,7 @@ int apply_cgroup_limits(struct slot *s, struct span span, uint32_t kind, char *e
 int apply_job_limits(struct slot *s, const struct job *job, char *err) {
     for (size_t i = 0; i < s->recipe.n; i++) {
         const struct rec *r = &s->recipe.recs[i];
-        if (r->kind != K_JOB_LIMIT || r->nargs != 3) continue;
+        if (r->type != K_JOB_LIMIT || r->nargs != 3) continue;
         long long value = !strcmp(r->args[0].p, "memory") ? job->memory : !strcmp(r->args[0].p, "pids") ? job->pids : 0;
         if (value <= 0) continue;
         char text[32];
@@ -50,7 +50,7 @@ int apply_job_limits(struct slot *s, const struct job *job, char *err) {
 long cpu_limit_s(const struct slot *s, struct span w, long long timeout_ms, long long cpu_ms) {
     if (cpu_ms > 0) return (cpu_ms + 999) / 1000 + 1;
     for (size_t i = w.from; i < w.to; i++)
-        if (s->recipe.recs[i].kind == K_W_RLIMIT_CPU)
+        if (s->recipe.recs[i].type == K_W_RLIMIT_CPU)
             return (timeout_ms + 999) / 1000 * arg_int(&s->recipe.recs[i].args[0]) + arg_int(&s->recipe.recs[i].args[1]);
     return 0;
 }
@@ -74,7 +74,7 @@ int take_limits(struct slot *s, struct span w, long long timeout_ms, long long c
     long cpu = cpu_limit_s(s, w, timeout_ms, cpu_ms);
     if (cpu > 0 && set_rlimit(RLIMIT_CPU, cpu)) return fail(err, "set rlimits", "RLIMIT_CPU");
     for (size_t i = w.from; i < w.to; i++)
-        if (s->recipe.recs[i].kind == K_W_RLIMIT && set_rlimit(arg_int(&s->recipe.recs[i].args[0]), arg_int(&s->recipe.recs[i].args[1])))
+        if (s->recipe.recs[i].type == K_W_RLIMIT && set_rlimit(arg_int(&s->recipe.recs[i].args[0]), arg_int(&s->recipe.recs[i].args[1])))
             return fail(err, "set rlimits", s->recipe.recs[i].args[0].p);
     const char *cwd = s->recipe.cwd;
     if (!cwd) errno = ENOENT;

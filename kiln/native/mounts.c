@@ -126,10 +126,10 @@ static int apply_op(const struct slot *s, const struct rec *r, int *template_fd,
     return -1;
 }
 
-/* Every op record of `kind` in `span`, in order; the first failure stops and says which step. */
-int apply_ops(struct slot *s, struct span span, uint32_t kind, int *template_fd, char *err) {
+/* Every op record of `type` in `span`, in order; the first failure stops and says which step. */
+int apply_ops(struct slot *s, struct span span, uint32_t type, int *template_fd, char *err) {
     for (size_t i = span.from; i < span.to; i++)
-        if (s->recipe.recs[i].kind == kind && apply_op(s, &s->recipe.recs[i], template_fd, err)) return -1;
+        if (s->recipe.recs[i].type == type && apply_op(s, &s->recipe.recs[i], template_fd, err)) return -1;
     return 0;
 }
 

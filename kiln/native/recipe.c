@@ -1,6 +1,6 @@
 /* The recipe: records the zygote wrote into a sealed memfd (kiln/zygote/recipe.py).
  *
- *     "KILNRCP1" | record... ; record = u32 kind | u32 nargs | arg... ; arg = u32 len | bytes | NUL
+ *     "KILNRCP1" | record... ; record = u32 type | u32 nargs | arg... ; arg = u32 len | bytes | NUL
  *
  * The zygote is root and wrote it for this slot: it is checked for shape, not trusted less. The
  * mapping outlives the memfd's descriptor, which init closes with the others it does not keep. */
@@ -26,9 +26,9 @@ static int walk(const char *data, const char *end, struct rec *recs, struct arg 
     const char *at = data;
     *n_recs = *n_args = 0;
     while (at < end) {
-        uint32_t kind, nargs;
-        if (take_u32(&at, end, &kind) || take_u32(&at, end, &nargs) || nargs > 4096) return -1;
-        if (recs) recs[*n_recs] = (struct rec){kind, nargs, args + *n_args};
+        uint32_t type, nargs;
+        if (take_u32(&at, end, &type) || take_u32(&at, end, &nargs) || nargs > 4096) return -1;
+        if (recs) recs[*n_recs] = (struct rec){type, nargs, args + *n_args};
         for (uint32_t i = 0; i < nargs; i++) {
             uint32_t len;
             if (take_u32(&at, end, &len) || (size_t)(end - at) < (size_t)len + 1 || at[len] != '\0') return -1;
@@ -48,7 +48,7 @@ static void read_consts(struct recipe *r) {
     r->cwd = r->judge_dir = r->upper = r->layers = NULL;
     for (size_t i = 0; i < r->n; i++) {
         const struct rec *c = &r->recs[i];
-        if (c->kind != K_CONST || c->nargs != 2) continue;
+        if (c->type != K_CONST || c->nargs != 2) continue;
         const char *name = c->args[0].p;
         long long value = strtoll(c->args[1].p, NULL, 10);
         if (!strcmp(name, "index")) r->index = value;
@@ -102,14 +102,14 @@ long long arg_int(const struct arg *a) {
     return strtoll(a->p, NULL, 0);
 }
 
-long find_workload(const struct recipe *r, const char *slug) {
+long find_workload_rec(const struct recipe *r, const char *slug) {
     for (size_t i = 0; i < r->n; i++)
-        if (r->recs[i].kind == K_WORKLOAD && !strcmp(r->recs[i].args[0].p, slug)) return i;
+        if (r->recs[i].type == K_WORKLOAD && !strcmp(r->recs[i].args[0].p, slug)) return i;
     return -1;
 }
 
 struct span workload_span(const struct recipe *r, size_t record) {
     struct span w = {record, record + 1};
-    while (w.to < r->n && r->recs[w.to].kind != K_WORKLOAD) w.to++;
+    while (w.to < r->n && r->recs[w.to].type != K_WORKLOAD) w.to++;
     return w;
 }

@@ -48,7 +48,7 @@ static struct stats cgroup_stats(const struct slot *slot) {
     for (size_t i = 0; i < slot->recipe.n; i++) {
         const struct rec *r = &slot->recipe.recs[i];
         double v;
-        if (r->kind != K_STAT || r->nargs != 5 || read_stat(slot, r, &v)) continue;
+        if (r->type != K_STAT || r->nargs != 5 || read_stat(slot, r, &v)) continue;
         if (!strcmp(r->args[0].p, "memory_peak")) s.memory_peak = v, s.has_memory = 1;
         else if (!strcmp(r->args[0].p, "cpu")) s.cpu_ms = v, s.has_cpu = 1;
         else if (!strcmp(r->args[0].p, "oom_kills")) s.oom_kills = v;
@@ -62,7 +62,7 @@ double cgroup_cpu_ms(const struct slot *s) {
     for (size_t i = 0; i < s->recipe.n; i++) {
         const struct rec *r = &s->recipe.recs[i];
         double v;
-        if (r->kind == K_STAT && r->nargs == 5 && !strcmp(r->args[0].p, "cpu") && !read_stat(s, r, &v)) return v;
+        if (r->type == K_STAT && r->nargs == 5 && !strcmp(r->args[0].p, "cpu") && !read_stat(s, r, &v)) return v;
     }
     return -1;
 }

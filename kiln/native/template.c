@@ -179,9 +179,9 @@ static int enter_slot(int sock, int recipe_fd, const char *slug, int populate, c
     struct slot slot = {.sock = -1, .zygote = -1, .sandbox = -1};
     if (recipe_load(recipe_fd, &slot.recipe, err, ERR)) return -1;
     close(recipe_fd);
-    long workload = find_workload(&slot.recipe, slug);
-    if (slot.recipe.uid == 0 || workload < 0) return errno = ENOENT, fail(err, "find its language in the recipe");
-    struct span w = workload_span(&slot.recipe, workload);
+    long workload_rec = find_workload_rec(&slot.recipe, slug);
+    if (slot.recipe.uid == 0 || workload_rec < 0) return errno = ENOENT, fail(err, "find its language in the recipe");
+    struct span w = workload_span(&slot.recipe, workload_rec);
     if (setns(fds[1], CLONE_NEWNET) || setns(fds[0], CLONE_NEWNS)) return fail(err, "enter the slot's namespaces");
     if (setsid() < 0) return fail(err, "start its session");
     if (empty_bounding_set()) return fail(err, "empty its bounding set");

@@ -4,9 +4,9 @@ the slot's init applies (kiln/native/init.c), once per slot index.
 The plans stay the description of the sandbox, as plain data; this module turns them, with
 mount(2)'s arguments from kiln.sandbox.mounts, into records:
 
-    "KILNRCP1" | record... ; record = u32 kind | u32 nargs | arg... ; arg = u32 len | bytes | NUL
+    "KILNRCP1" | record... ; record = u32 type | u32 nargs | arg... ; arg = u32 len | bytes | NUL
 
-(little-endian; integers as decimal text). The kinds are kiln.h's. A request's own data (its
+(little-endian; integers as decimal text). The record types are kiln.h's. A request's own data (its
 files, stdin, timeout) comes later, in the job frame; everything else is decided here.
 """
 

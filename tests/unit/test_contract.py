@@ -1,5 +1,5 @@
 """The Python <-> C contract, checked against the C sources: every fact that both sides state
-(record kinds, job and result fields and their order, the parts of a job, the outcomes) is owned
+(record types, job and result fields and their order, the parts of a job, the outcomes) is owned
 by Python (kiln/zygote/protocol.py, kiln/zygote/recipe.py) and must read the same in C."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ def c_source(name: str) -> str:
     return (NATIVE / name).read_text()
 
 
-def test_record_kinds_are_kiln_h_s():
+def test_record_types_are_kiln_h_s():
     enum = dict((name, int(value)) for name, value in re.findall(r"^\s*(K_[A-Z_]+)\s*=\s*(\d+),", c_source("kiln.h"), re.MULTILINE))
     python = {name: value for name, value in vars(recipe).items() if re.fullmatch(r"K_[A-Z_]+", name)}
     assert enum == python
@@ -26,10 +26,21 @@ def test_record_kinds_are_kiln_h_s():
 def test_the_job_header_is_read_in_the_order_encode_job_writes_it():
     frames = c_source("frames.c")
     parse = frames[frames.index("int parse_job("):]
-    keys = re.findall(r'\\"([a-z_]+)\\":', parse[: parse.index("job->workload = ")])
+    keys = re.findall(r'\\"([a-z_]+)\\":', parse[: parse.index("job->workload_rec = ")])
     assert keys == [*protocol.JOB_KEYS, "blobs"]
     header, blobs = protocol.encode_job(protocol.Job("python", 1000, (("solution", b"x"),), b"in"))
     assert list(header) == list(protocol.JOB_KEYS) and blobs == [b"x", b"in"]
+
+
+def test_the_commands_of_a_job_are_frames_c_s():
+    [names] = re.findall(r"COMMAND_NAMES\[\] = \{([^}]*)\}", c_source("frames.c"))
+    assert tuple(re.findall(r'"([a-z]+)"', names)) == protocol.COMMANDS
+
+
+def test_a_builds_layer_is_written_as_protocol_reads_it():
+    layer = c_source("layer.c")
+    assert set(re.findall(r"entry\(l, '(\w)'", layer)) == {t.decode() for t in protocol.LAYER_TYPES}
+    assert protocol.LAYER_ENTRY.format == ">cHHI" and "htons(mode & 0777), len16 = htons(path_len)" in layer and "htonl(size)" in layer
 
 
 def test_the_parts_of_a_job_are_frames_c_s():
