@@ -37,10 +37,11 @@ from kiln import config, runtime
 from kiln.http import api
 from kiln.http.api import App
 from kiln.http.pool import Busy, NoWarmSlot, WarmSlot
+from kiln.http.validate import RUN_LIMITS
 from kiln.judge import compare, judge, request
 from kiln.judge.files import FILE_ID
 from kiln.log import Log
-from kiln.units import format_duration_ms
+from kiln.units import format_duration_ms, format_size
 from kiln.zygote import protocol
 from kilntest import Server
 
@@ -126,7 +127,7 @@ def test_run_request_fields_are_exactly_the_contracts():
     schema = DOC["components"]["schemas"]["RunRequest"]
     assert schema["required"] == ["lang_slug", "solution_text"]
     assert schema["additionalProperties"] is True  # unknown fields are ignored
-    types = {name: field["type"] for name, field in schema["properties"].items()}
+    types = {name: field.get("type") for name, field in schema["properties"].items()}
     assert types == {
         "lang_slug": "string",
         "solution_text": "string",
@@ -134,8 +135,16 @@ def test_run_request_fields_are_exactly_the_contracts():
         "asserts": ["string", "array", "object", "null"],
         "timeout": ["string", "null"],
         "stdin": ["string", "null"],
+        "limits": None,  # anyOf: RunLimits or null
     }
     assert schema["properties"]["timeout"]["pattern"] == "^[0-9]+(ms|s|m)$"
+    # /run's limits (kiln/http/validate.py _run_limits): memory, pids, output; any other key a 400
+    assert schema["properties"]["limits"]["anyOf"] == [{"$ref": "#/components/schemas/RunLimits"}, {"type": "null"}]
+    limits = DOC["components"]["schemas"]["RunLimits"]
+    assert tuple(limits["properties"]) == RUN_LIMITS and limits["additionalProperties"] is False
+    for name, low in (("memory", 1 << 20), ("output", 1)):
+        assert (limits["properties"][name]["type"], limits["properties"][name]["pattern"], limits["properties"][name]["minimum"]) == (["integer", "string", "null"], "^[0-9]+[kKmMgG]?$", low)
+    assert (limits["properties"]["pids"]["type"], limits["properties"]["pids"]["minimum"]) == (["integer", "null"], 1)
 
 
 def test_judge_request_fields_are_exactly_the_contracts():
@@ -167,19 +176,23 @@ def test_judge_request_fields_are_exactly_the_contracts():
     assert fields["compile_timeout"]["default"] == format_duration_ms(request.COMPILE_TIMEOUT_MS)
     assert fields["stop_on_failure"]["default"] is False
     assert fields["limits"]["anyOf"] == [{"$ref": "#/components/schemas/JudgeLimits"}, {"type": "null"}]
-    for program in ("checker", "interactor"):
+    for program in ("checker", "interactor"):  # served: the document says what they get and how they decide
         assert fields[program]["required"] == ["lang_slug", "source"]
-    for soon in SOON:  # in the contract, answered 400 by this server: said so
-        assert "NOT SUPPORTED BY THIS SERVER YET" in fields[soon]["description"]
+        assert set(fields[program]["properties"]) == {"lang_slug", "source"}
+        assert "exit 0 `AC`, 1 `WA`, 2 `PE`" in fields[program]["description"] or "(0 `AC`, 1 `WA`, 2 `PE`" in fields[program]["description"]
+    assert judge.CHECKER_VERDICTS == {0: "AC", 1: "WA", 2: "PE"}  # testlib's: anything else IE
+    assert "`judge/input judge/output judge/answer`" in fields["checker"]["description"] and judge.CHECKER_FILES == ("input", "output", "answer")
+    assert "`judge/input judge/record`" in fields["interactor"]["description"]
+    assert "not supported by this server yet" not in DOCUMENT_PATH.read_text().lower()
     test = schemas["JudgeTest"]
     assert set(test["properties"]) == {"stdin", "stdin_file", "expected", "expected_file"} and "required" not in test
     for name in ("stdin_file", "expected_file"):
         assert test["properties"][name]["pattern"] == f"^{FILE_ID.pattern}$" == DOC["components"]["parameters"]["FileId"]["schema"]["pattern"]
     limits = schemas["JudgeLimits"]["properties"]
-    assert set(limits) == {"time", "wall_time", "memory", "output", "pids"}
+    assert tuple(limits) == request.LIMITS and schemas["JudgeLimits"]["additionalProperties"] is False  # an unknown limit: a 400
     duration = DOC["components"]["schemas"]["RunRequest"]["properties"]["timeout"]["pattern"]
     assert limits["time"]["pattern"] == limits["wall_time"]["pattern"] == fields["compile_timeout"]["pattern"] == duration
-    for name, low in (("memory", 1 << 20), ("output", 0)):
+    for name, low in (("memory", 1 << 20), ("output", 1)):
         assert (limits[name]["type"], limits[name]["pattern"], limits[name]["minimum"]) == (["integer", "string", "null"], "^[0-9]+[kKmMgG]?$", low)
     assert (limits["pids"]["type"], limits["pids"]["minimum"]) == (["integer", "null"], 1)
     # the answer: DESIGN.md's verdicts, the test's in kiln/judge/judge.py's order of precedence
@@ -222,9 +235,9 @@ class Slot(threading.Thread):
                 protocol.send_frame(self.far, *self.answer)
 
 
-def result_frame(stdout: bytes = b"out \xff\n", layer: bytes | None = None, **overrides) -> tuple[dict, list[bytes]]:
+def result_frame(stdout: bytes = b"out \xff\n", layer: bytes | None = None, stderr: bytes = b"", **overrides) -> tuple[dict, list[bytes]]:
     header = {"op": "result", "exit_code": 0, "outcome": "exited", "wall_ms": 12.5, "cpu_ms": 3.0, "memory_peak_bytes": 4096, "signal": None, "output_overflow": False}
-    return {**header, **overrides}, [stdout, b""] + ([] if layer is None else [layer])
+    return {**header, **overrides}, [stdout, stderr] + ([] if layer is None else [layer])
 
 
 # what a judge's build leaves: judge/main.pyc (a layer that is not empty is kept by the build cache)
@@ -240,12 +253,16 @@ class Pool:
         self.queue: list = []
         self.next: Exception | tuple | list | None = None  # a list: one answer per slot taken, in turn
         self.released = 0
+        self.slots: list[Slot] = []  # every slot taken, in turn: each has the job it was sent
+        self.wants: list[str | None] = []  # the prestarted language each acquire asked for
 
     def acquire(self, want: str | None = None, wait_s: float | None = 0.0, gone=None) -> WarmSlot:
+        self.wants.append(want)
         answer = self.next.pop(0) if isinstance(self.next, list) else self.next
         if isinstance(answer, Exception):
             raise answer
         slot = Slot(answer)
+        self.slots.append(slot)
         self.in_flight += 1
         return WarmSlot(index=0, pid=0, sock=slot.front)
 
@@ -384,6 +401,44 @@ def test_run_statuses_are_documented(make_app, observed):
     observed.check("/run", "post", post_run(client, b"{", Authorization="Bearer k1"))
 
 
+def test_run_limits_are_documented(make_app, observed):
+    """/run's `limits` (memory, pids, output; none above the server's): sent with the job, a run
+    with its own memory or pids in a plain slot; over limits.output the 413 of RUN_OUTPUT_MAX;
+    each wrong value a 400 that names the field (kiln/http/validate.py _run_limits)."""
+    app, pool, client = make_app()
+    check = lambda response, status: (observed.check("/run", "post", response), assert_status(response, status))  # noqa: E731
+    python = app.runtime.workloads["python"]
+    pool.next = result_frame()
+    check(post_run(client, {**PYTHON, "limits": {"memory": "64m", "pids": 16, "output": 1000}}), 200)
+    pool.slots[-1].join(5)
+    assert pool.slots[-1].job[0]["limits"] == [0, 64 << 20, 16, 1000] and pool.wants[-1] is None  # a plain slot
+    pool.next = result_frame()
+    check(post_run(client, {**PYTHON, "limits": {"output": "1k", "memory": None}}), 200)  # null: the server's
+    pool.slots[-1].join(5)
+    assert pool.slots[-1].job[0]["limits"] == [0, 0, 0, 1024]
+    pool.next = result_frame(output_overflow=True)  # over limits.output: as over RUN_OUTPUT_MAX
+    response = post_run(client, {**PYTHON, "limits": {"output": 1}})
+    check(response, 413)
+    assert response.get_json() == {"error": "output too large"}
+    over_memory, over_output = python.memory_max + 1, app.config.output_max + 1
+    bad = [
+        ([], "limits must be an object (memory, pids, output)"),
+        ({"time": "1s"}, "limits.time: /run takes only memory, pids and output (a time limit is its timeout)"),
+        ({"memory": over_memory}, f"limits.memory {over_memory} is above its maximum of {format_size(python.memory_max)}"),
+        ({"memory": "1k"}, "limits.memory must be at least 1m"),
+        ({"pids": 0}, "limits.pids must be a whole number >= 1"),
+        ({"pids": python.pids_max + 1}, f"limits.pids {python.pids_max + 1} is above its maximum of {python.pids_max}"),
+        ({"output": 0}, "limits.output must be at least 1"),
+        ({"output": over_output}, f"limits.output {over_output} is above its maximum of {format_size(app.config.output_max)}"),
+        ({"output": "1 m"}, "limits.output '1 m' is not a size such as 65536, \"64k\", \"256m\" or \"1g\""),
+    ]
+    for limits, error in bad:
+        response = post_run(client, {**PYTHON, "limits": limits})
+        check(response, 400)
+        assert response.get_json() == {"error": error}
+    assert pool.in_flight == 0 and len(pool.slots) == 3
+
+
 def test_other_statuses_are_documented(make_app, observed):
     app, pool, client = make_app()
     for path in ("/health", "/languages", "/metrics", "/openapi.json"):
@@ -433,9 +488,10 @@ def assert_status(response, status):
     assert response.status_code == status, (response.status_code, response.get_data())
 
 
-# checker and interactor: in the contract, answered 400 "not supported by this server yet" while here
-SOON = getattr(request, "SOON", ())
 JUDGE = {"lang_slug": "python", "solution_text": "print(3)", "tests": [{"stdin": "1 2\n", "expected": "3\n"}]}
+CHECKER = {"lang_slug": "python", "source": "import sys\nsys.exit(open(sys.argv[2]).read() != open(sys.argv[3]).read())\n"}
+INTERACTOR = {"lang_slug": "python", "source": "import sys\nprint(5, flush=True)\nsys.exit(input() != '5')\n"}
+ONE_SLOT = "interactor: this server runs one slot (RUN_CONCURRENCY=1); an interactive test needs two at once"
 
 
 def post_judge(client, body: bytes | dict, **kw):
@@ -484,20 +540,30 @@ def test_judge_statuses_are_documented(make_app, observed):
     # 400: the body, then field by field (the field named); a file the store lacks; a language without judge targets
     unknown = "sha256:" + "1" * 64
     bad = [(b"{", "body is not valid JSON"), ({"lang_slug": "cobol", "solution_text": "", "tests": []}, "unsupported lang_slug"),
-           ({**JUDGE, "tests": [{"stdin": ""}]}, "tests[0]: expected or expected_file is required"),
+           ({**JUDGE, "tests": [{"stdin": ""}]}, "tests[0]: expected or expected_file is required (unless compare is checker or none, or an interactor is given)"),
            ({**JUDGE, "limits": {"time": "20s"}}, "limits.time 20s is above its maximum of 10s"),
+           ({**JUDGE, "limits": {"time": "1s", "cpu": "1s"}}, "limits.cpu: not a limit (one of time, wall_time, memory, output, pids)"),
+           ({**JUDGE, "compare": "checker"}, "checker is required when compare is checker"),
+           ({**JUDGE, "checker": CHECKER}, "checker is given: compare must be checker (got tokens)"),
+           ({**JUDGE, "compare": "lines", "checker": CHECKER}, "checker is given: compare must be checker (got lines)"),
+           ({**JUDGE, "compare": "checker", "checker": {**CHECKER, "lang_slug": "cobol"}}, "checker.lang_slug: unsupported lang_slug"),
+           ({**JUDGE, "compare": "checker", "checker": {"lang_slug": "python"}}, "checker.source is required"),
+           ({**JUDGE, "interactor": {**INTERACTOR, "lang_slug": "cobol"}}, "interactor.lang_slug: unsupported lang_slug"),
+           ({**JUDGE, "interactor": INTERACTOR, "compare": "tokens"}, "interactor is given: compare must not be (the interactor gives the verdict)"),
            ({**JUDGE, "tests": [{"stdin_file": unknown, "expected": ""}]}, f"unknown file {unknown}")]  # fmt: skip
-    bad += [({**JUDGE, soon: {"lang_slug": "python", "source": ""}}, f"{soon}: not supported by this server yet") for soon in SOON]
     for body, error in bad:
         response = post_judge(client, body)
         check(response, 400)
-        assert response.get_json()["error"].startswith(error), response.get_json()
+        assert response.get_json() == {"error": error}  # DESIGN.md's words exactly
     workloads = dict(app.runtime.workloads)
     workloads["js"] = dataclasses.replace(workloads["js"], build_argv=None)
     app.runtime = dataclasses.replace(app.runtime, workloads=workloads)
     response = post_judge(client, {**JUDGE, "lang_slug": "js"})
     check(response, 400)
     assert response.get_json()["error"] == "lang_slug js cannot judge"
+    response = post_judge(client, {**JUDGE, "compare": "checker", "checker": {**CHECKER, "lang_slug": "js"}})
+    check(response, 400)
+    assert response.get_json()["error"] == "checker.lang_slug js cannot judge"
     languages = client.get("/languages")
     observed.check("/languages", "get", languages)
     served = {lang["slug"]: lang for lang in languages.get_json()["languages"]}
@@ -524,6 +590,117 @@ def test_judge_statuses_are_documented(make_app, observed):
     app, pool, client = make_app(api_keys=("k1",))
     check(post_judge(client, JUDGE), 401)
     check(post_judge(client, b"{", headers={"Authorization": "Bearer k1"}), 400)
+
+
+def jobs(pool: Pool, first: int = 0) -> list[tuple[dict, list[bytes]]]:
+    """The job frames the stand-in slots were sent, from the `first` slot taken on."""
+    for slot in pool.slots[first:]:
+        slot.join(5)
+    return [slot.job for slot in pool.slots[first:]]
+
+
+def test_judge_checker_answers_are_documented(make_app, observed):
+    """compare checker: the checker built first, then the submission; after each test whose run
+    gave no verdict of its own, the checker in a slot of its own with the test's input, output and
+    answer as its three files; its exit code in testlib's convention (0 AC, 1 WA, 2 PE, else IE),
+    its stdout then stderr the test's checker_message. Each answer checked against the document."""
+    app, pool, client = make_app(judge_parallel=1)
+    check = lambda response, status: (observed.check("/judge", "post", response), assert_status(response, status))  # noqa: E731
+    checked = {  # a test's run exits 0 (it has no verdict of its own): the checker's answer -> verdict, checker_message
+        "AC": (result_frame(b"ok 3\n"), "ok 3\n"),
+        "WA": (result_frame(b"wrong answer: expected 3, found 4\n", exit_code=1), "wrong answer: expected 3, found 4\n"),
+        "PE": (result_frame(b"", stderr=b"wrong output format: expected an integer\n", exit_code=2), "wrong output format: expected an integer\n"),
+        "IE": (result_frame(b"FAIL the answer is not an integer\n", exit_code=3), "FAIL the answer is not an integer\n"),  # testlib's checker failure
+    }
+    ie_timed_out = (result_frame(b"", outcome="timed_out", exit_code=None, signal=9), "kiln: the checker ended timed_out")
+    ie_lost = (None, "kiln: the checker's sandbox was lost")
+    both_streams = (result_frame(b"ok ", stderr=b"3 \xff"), "ok 3 \ufffd")
+    tests = [{"stdin": f"{i}\n", "expected": "3\n"} for i in range(len(checked) + 3)] + [{"stdin": "7\n"}, {"stdin": "8\n", "expected": "3\n"}]
+    script = [result_frame(b"", layer=LAYER), result_frame(b"", layer=LAYER)]  # the checker's build, then the submission's
+    for frame, _message in (*checked.values(), ie_timed_out, ie_lost, both_streams):
+        script += [result_frame(b"3\n"), frame]
+    script += [result_frame(b"3\n"), checked["AC"][0], result_frame(b"", exit_code=1)]  # a test without an answer; a test that is RE: no checker
+    pool.next = script
+    response = post_judge(client, {**JUDGE, "tests": tests, "compare": "checker", "checker": CHECKER})
+    check(response, 200)
+    answer = response.get_json()
+    verdicts = [*checked, "IE", "IE", "AC", "AC", "RE"]
+    assert [t["verdict"] for t in answer["tests"]] == verdicts and (answer["verdict"], answer["passed"]) == ("WA", 3), answer
+    messages = [message for _frame, message in (*checked.values(), ie_timed_out, ie_lost, both_streams)] + ["ok 3\n", None]
+    assert [t["checker_message"] for t in answer["tests"]] == messages
+    assert all(t["stdout"] == "3\n" for t in answer["tests"][:-1]) and answer["tests"][-1]["exit_code"] == 1
+    assert pool.in_flight == 0 and pool.next == []
+    sent = jobs(pool)
+    checker_build, build, runs = sent[0], sent[1], sent[2:]
+    assert (checker_build[0]["command"], checker_build[0]["files"], checker_build[1]) == ("build", ["main.py"], [CHECKER["source"].encode()])
+    assert (build[0]["command"], build[1]) == ("build", [JUDGE["solution_text"].encode()])
+    run_0, checker_0 = runs[0], runs[1]
+    assert (checker_0[0]["command"], checker_0[0]["slug"], checker_0[0]["files"], checker_0[0]["stdin"]) == ("exec", "python", list(judge.CHECKER_FILES), False)
+    assert checker_0[1] == [b"0\n", b"3\n", b"3\n"]  # the test's input, the submission's output, the expected answer
+    assert checker_0[0]["layer"] != run_0[0]["layer"] and checker_0[0]["limits"] == [0, 0, 0, 0]  # its own build, its language's limits
+    no_answer = runs[-2]  # the checker of the test without an answer
+    assert no_answer[1] == [b"7\n", b"3\n", b""]  # no expected answer: an empty file
+    assert len(runs) == 2 * (len(tests) - 1) + 1  # the RE test: no checker run
+    # the same checker again: cached, its build skipped; the submission's too
+    first = len(pool.slots)
+    pool.next = [result_frame(b"3\n"), checked["PE"][0]]
+    response = post_judge(client, {**JUDGE, "compare": "checker", "checker": CHECKER})
+    check(response, 200)
+    assert (response.get_json()["verdict"], response.get_json()["compile"]["cached"]) == ("PE", True)
+    assert [job[0]["command"] for job in jobs(pool, first)] == ["exec", "exec"]
+    # a checker that does not build: 400 with its compiler's words; the submission is not built
+    pool.next = [result_frame(b"  File \"judge/main.py\", line 1\n", stderr=b"SyntaxError: invalid syntax\n", exit_code=1)]
+    response = post_judge(client, {**JUDGE, "solution_text": "print(5)", "compare": "checker", "checker": {**CHECKER, "source": "import sys\nif\n"}})
+    check(response, 400)
+    assert response.get_json() == {"error": "checker does not build", "detail": '  File "judge/main.py", line 1\nSyntaxError: invalid syntax\n'}
+    assert pool.next == [] and pool.in_flight == 0
+
+
+def test_judge_interactor_answers_are_documented(make_app, observed):
+    """An interactor: built first, then per test two slots at once, the submission's and the
+    interactor's (their pipes sent with the jobs); the submission's own verdict if it has one,
+    else the interactor's exit code in testlib's convention; its stderr the checker_message."""
+    app, pool, client = make_app(judge_parallel=1)
+    check = lambda response, status: (observed.check("/judge", "post", response), assert_status(response, status))  # noqa: E731
+    ran = result_frame(b"5\n")  # the submission's run: exited 0, no verdict of its own
+    pairs = [  # (the submission's answer, the interactor's) -> the test's verdict and checker_message
+        (ran, result_frame(b"5\n", stderr=b"found in 1 query\n"), "AC", "found in 1 query\n"),
+        (ran, result_frame(b"5\n", stderr=b"wrong guess\n", exit_code=1), "WA", "wrong guess\n"),
+        (ran, result_frame(b"5\n", stderr=b"expected an integer\n", exit_code=2), "PE", "expected an integer\n"),
+        (ran, result_frame(b"5\n", exit_code=7), "IE", ""),
+        (ran, result_frame(b"5\n", outcome="timed_out", exit_code=None, signal=9), "IE", ""),
+        (result_frame(b"", outcome="timed_out", exit_code=None, signal=9), result_frame(b"5\n", stderr=b"no answer\n", exit_code=1), "TLE", "no answer\n"),
+        (None, result_frame(b"5\n"), "IE", None),  # the submission's slot lost
+    ]
+    script = [result_frame(b"", layer=LAYER), result_frame(b"", layer=LAYER)]  # the interactor's build, then the submission's
+    for submission, interactor, _verdict, _message in pairs:
+        script += [submission, interactor]
+    pool.next = script
+    tests = [{"stdin": f"{i}\n"} for i in range(len(pairs) - 1)] + [{"stdin": "9\n", "expected": "unused\n"}]
+    body = {**JUDGE, "solution_text": "print(input())", "tests": tests, "interactor": INTERACTOR, "limits": {"time": "1s", "wall_time": "3s"}}
+    response = post_judge(client, body)
+    check(response, 200)
+    answer = response.get_json()
+    assert [(t["verdict"], t["checker_message"]) for t in answer["tests"]] == [(verdict, message) for _s, _i, verdict, message in pairs]
+    assert (answer["verdict"], answer["passed"]) == ("WA", 1) and answer["tests"][0]["stdout"] == "5\n"  # what the submission wrote
+    assert answer["tests"][-1]["stats"] is None and pool.in_flight == 0 and pool.next == []
+    sent = jobs(pool)
+    submission, interactor = sent[2], sent[3]
+    assert (submission[0]["command"], submission[0]["pipes"], submission[0]["stdin"], submission[0]["files"]) == ("exec", True, False, [])
+    assert (interactor[0]["command"], interactor[0]["pipes"], interactor[0]["files"], interactor[1]) == ("exec", True, ["input", "record"], [b"0\n", b""])
+    assert interactor[0]["layer"] != submission[0]["layer"] and submission[0]["limits"][0] == 1000
+    assert interactor[0]["timeout_ms"] == judge.CHECKER_WALL_MS  # 10 s, or the test's wall time + 1 s when longer
+    # an interactor that does not build: 400 with its compiler's words
+    pool.next = [result_frame(b"", stderr=b"SyntaxError: invalid syntax\n", exit_code=1)]
+    response = post_judge(client, {**JUDGE, "interactor": {**INTERACTOR, "source": "if\n"}, "tests": [{"stdin": ""}]})
+    check(response, 400)
+    assert response.get_json() == {"error": "interactor does not build", "detail": "SyntaxError: invalid syntax\n"}
+    assert pool.next == [] and pool.in_flight == 0
+    # a server of one slot: an interactive test needs two at once
+    app, pool, client = make_app(concurrency=1, judge_parallel=1)
+    response = post_judge(client, {**JUDGE, "interactor": INTERACTOR})
+    check(response, 400)
+    assert response.get_json() == {"error": ONE_SLOT} and pool.slots == []
 
 
 def test_any_route_that_fails_answers_the_documented_500(make_app, observed):
@@ -586,12 +763,13 @@ def test_a_live_server_serves_the_document_without_a_key(start_server):
 # Few cases (KILN_JUDGE_FUZZ_EXAMPLES, split between valid and invalid ones) and a small server:
 # python only, at most 3 tests of at most 1 s CPU each, so that a valid case costs a build and a
 # few short runs. The hooks steer generation, never checking: a share of the cases gets the served
-# slug, a real program, usable limits, no checker, the ids of files the store has and an expected
-# answer; each swap keeps the case as valid or invalid as it was (a value is swapped only when it
-# is valid, for another valid one).
+# slug, a real program, usable limits, no checker or interactor or a real one, the ids of files the
+# store has and an expected answer; each swap keeps the case as valid or invalid as it was (a value
+# is swapped only when it is valid, for another valid one).
 
 JUDGE_FUZZ_EXAMPLES = int(os.environ.get("KILN_JUDGE_FUZZ_EXAMPLES", "25"))
-JUDGE_FUZZ_ENV = {"RUN_LANGS": "python", "RUN_CONCURRENCY": "4", "RUN_JUDGE_TESTS_MAX": "3", "RUN_JUDGE_TIME_MAX": "1s", "RUN_TIMEOUT_MAX": "5s", "ALLOW_SHUTDOWN": "0"}
+# RUN_TIMEOUT_MAX: above a checker's and an interactor's wall limit (judge.CHECKER_WALL_MS, 10 s), which no job may pass
+JUDGE_FUZZ_ENV = {"RUN_LANGS": "python", "RUN_CONCURRENCY": "4", "RUN_JUDGE_TESTS_MAX": "3", "RUN_JUDGE_TIME_MAX": "1s", "RUN_TIMEOUT_MAX": "11s", "ALLOW_SHUTDOWN": "0"}
 STORED = {b"1 2\n": None, b"3\n": None}  # uploaded before fuzzing: id -> its bytes
 STORED = {"sha256:" + hashlib.sha256(data).hexdigest(): data for data in STORED}
 PROGRAMS = [
@@ -600,6 +778,11 @@ PROGRAMS = [
     "print(1\n",  # CE
     "raise SystemExit(3)\n",  # RE
 ]
+# a checker (WA unless the output's tokens are the answer's) and an interactor (it sends the test's
+# input, then AC when the answer is 3), each built once (then cached) and run per test
+FUZZ_CHECKER = {"lang_slug": "python", "source": "import sys\nsys.exit(open(sys.argv[2]).read().split() != open(sys.argv[3]).read().split())\n"}
+FUZZ_INTERACTOR = {"lang_slug": "python", "source": "import sys\nsys.stdout.write(open(sys.argv[1]).read())\nsys.stdout.close()\ngot = sys.stdin.read().split()\nprint('got', got[:3], file=sys.stderr)\nsys.exit(got != ['3'])\n"}
+_program = lambda value: isinstance(value, dict) and all(isinstance(value.get(key), str) for key in ("lang_slug", "source"))  # noqa: E731
 _DURATION = re.compile(r"[0-9]+(ms|s|m)")
 _SIZE = re.compile(r"[0-9]+[kKmMgG]?")
 _duration = lambda value: isinstance(value, str) and _DURATION.fullmatch(value) is not None  # noqa: E731
@@ -608,16 +791,16 @@ _whole = lambda low: lambda value: type(value) is int and value >= low  # noqa: 
 STEERED = {
     "lang_slug": (lambda value: isinstance(value, str), ["python", "python"]),
     "solution_text": (lambda value: isinstance(value, str), PROGRAMS),
-    "compare": (lambda value: value in compare.MODES, ["tokens", "lines", "exact", "float", "none"]),  # checker: a 400 here
-    "checker": (lambda value: isinstance(value, dict) and all(isinstance(value.get(key), str) for key in ("lang_slug", "source")), [None]),  # likewise
-    "interactor": (lambda value: isinstance(value, dict) and all(isinstance(value.get(key), str) for key in ("lang_slug", "source")), [None]),
+    "compare": (lambda value: value in compare.MODES, ["tokens", "lines", "exact", "float", "none"]),
+    "checker": (_program, [None, FUZZ_CHECKER]),  # with compare checker (else a 400)
+    "interactor": (_program, [None, FUZZ_INTERACTOR]),  # without compare (else a 400)
     "compile_timeout": (_duration, ["5s"]),
 }
 STEERED_LIMITS = {
     "time": (_duration, ["200ms", "1s"]),
     "wall_time": (_duration, ["3s"]),
     "memory": (lambda value: _whole(1 << 20)(value) or isinstance(value, str) and _SIZE.fullmatch(value) is not None, [64 << 20, "64m"]),
-    "output": (_whole(0), [1 << 16]),
+    "output": (_whole(1), [1 << 16]),
     "pids": (_whole(1), [32]),
 }
 
@@ -641,8 +824,9 @@ judge_schema = schemathesis.openapi.from_dict(
             # coverage: off, its boundary cases are many, each a build and its runs when valid
             "phases": {"examples": {"enabled": True}, "coverage": {"enabled": False}, "fuzzing": {"enabled": True}, "stateful": {"enabled": False}},
             # positive_data_acceptance: a well-formed request is still a 400 for a test without an
-            # answer, an unknown file, a limit over the server's maximum, or a checker (not served
-            # yet), as the document says. ignored_auth: RUN_API_KEYS is unset here (the open API).
+            # answer, an unknown file, a limit over the server's maximum, a checker without compare
+            # checker (or the reverse), an interactor with a compare, or a checker or interactor that
+            # does not build, as the document says. ignored_auth: RUN_API_KEYS is unset here (the open API).
             "checks": {"positive_data_acceptance": {"enabled": False}, "ignored_auth": {"enabled": False}},
             "request-timeout": 60,
         }
