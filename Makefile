@@ -31,6 +31,7 @@ bench: setup
 	@scripts/setup.sh wrk
 	$(VENV)/bin/python bench/latency.py
 	$(VENV)/bin/python bench/cpu.py
+	$(VENV)/bin/python bench/judge.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache kiln/native/build
