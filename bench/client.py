@@ -41,13 +41,17 @@ class KilnClient:
 
     def post_run(self, payload: bytes) -> tuple[float, dict]:
         """(seconds from sending the request to the end of the answer, the answer)."""
+        return self.post("/run", payload)
+
+    def post(self, path: str, payload: bytes) -> tuple[float, dict]:
+        """POST a JSON payload: (seconds from sending it to the end of the answer, the answer)."""
         started = time.perf_counter()
-        self.conn.request("POST", "/run", payload, {"Content-Type": "application/json"})
+        self.conn.request("POST", path, payload, {"Content-Type": "application/json"})
         response = self.conn.getresponse()
         body = response.read()
         elapsed = time.perf_counter() - started
         if response.status != 200:
-            raise RuntimeError(f"kiln answered {response.status}: {body[:300]!r}")
+            raise RuntimeError(f"{path} answered {response.status}: {body[:500]!r}")
         return elapsed, json.loads(body)
 
 

@@ -138,15 +138,7 @@ class Cpu:
 class Kiln(KilnClient):
     def judge(self, body: dict) -> tuple[float, dict]:
         """(seconds from sending the request to the end of the answer, the answer)."""
-        payload = json.dumps(body).encode()
-        started = time.perf_counter()
-        self.conn.request("POST", "/judge", payload, {"Content-Type": "application/json"})
-        response = self.conn.getresponse()
-        data = response.read()
-        elapsed = time.perf_counter() - started
-        if response.status != 200:
-            raise RuntimeError(f"/judge answered {response.status}: {data[:500]!r}")
-        return elapsed, json.loads(data)
+        return self.post("/judge", json.dumps(body).encode())
 
 
 # -- bare ----------------------------------------------------------------------------------------
