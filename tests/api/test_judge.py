@@ -108,6 +108,28 @@ def test_each_verdict_of_a_run(server, solution, limits, verdict, outcome):
         assert len(test["stdout"].encode()) <= 4096
 
 
+CPP = "#include <cstdio>\n#include <cstdlib>\n#include <cstring>\n#include <vector>\n#include <unistd.h>\nint main() {\n%s\n}\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "limits", "verdict", "outcome"),
+    [
+        ("volatile long x = 0; for (;;) x++;", {"time": "300ms"}, "TLE", "timed_out"),
+        ("sleep(30);", {"time": "300ms", "wall_time": "600ms"}, "TLE", "timed_out"),
+        ("std::vector<char> v(200 << 20); memset(v.data(), 1, v.size()); printf(\"%d\", v[7]);", {"memory": "64m"}, "MLE", "out_of_memory"),
+        ("for (int i = 0; i < 100000; i++) putchar('x');", {"output": "10k"}, "OLE", "output_too_large"),
+        ("int *p = nullptr; *p = 1;", {}, "RE", "signaled"),
+        ("return 3;", {}, "RE", "exited"),
+        ("for (int i = 0; i < 64; i++) if (fork() < 0) return 1; return 0;", {"pids": 8}, "RE", "pids_limit"),
+        ("printf(\"%d\\n\", 3);", {}, "AC", "exited"),
+    ],
+)
+def test_each_verdict_of_a_compiled_program(server, body, limits, verdict, outcome):
+    answer = judge(server, CPP % body, [{"stdin": "", "expected": "3"}], lang="cpp", limits=limits).json()
+    [test] = answer["tests"]
+    assert (test["verdict"], test["stats"]["outcome"]) == (verdict, outcome), test
+
+
 def test_cpu_time_is_the_whole_tests_every_process(server):
     spin = "import os\nfor _ in range(2):\n    if os.fork() == 0:\n        break\nwhile True: pass\n"
     [test] = judge(server, spin, [{"stdin": "", "expected": ""}], limits={"time": "400ms", "wall_time": "5s"}).json()["tests"]
@@ -213,6 +235,7 @@ CHECKER = (
     "words = output.split()\n"
     "if not words:\n    print('no answer'); sys.exit(2)\n"
     "if words[0] == 'crash':\n    sys.exit(7)\n"
+    "if words[0] == 'fail':\n    print('checker failed'); sys.exit(3)\n"
     "print('expected', a + b, 'got', words[0], 'answer file', repr(answer), sorted(os.listdir('judge')))\n"
     "sys.exit(0 if int(words[0]) == a + b else 1)\n"
 )
@@ -220,10 +243,11 @@ ECHO = "import sys\nprint(sys.stdin.read().split()[2])\n"  # prints its input's 
 
 
 def test_a_checker_gives_each_verdict_in_testlibs_convention_with_its_message(server):
-    tests = [{"stdin": "1 2 3"}, {"stdin": "1 2 4"}, {"stdin": "1 2 ", "expected": "x"}, {"stdin": "1 2 crash"}]
+    tests = [{"stdin": "1 2 3"}, {"stdin": "1 2 4"}, {"stdin": "1 2 ", "expected": "x"}, {"stdin": "1 2 crash"}, {"stdin": "1 2 fail"}]
     body = judge(server, ECHO, tests, compare="checker", checker={"lang_slug": "python", "source": CHECKER}).json()
-    assert verdicts(body) == ["AC", "WA", "RE", "IE"], body
-    ok, wrong, _, crashed = body["tests"]
+    assert verdicts(body) == ["AC", "WA", "RE", "IE", "IE"], body
+    ok, wrong, _, crashed, failed = body["tests"]
+    assert failed["checker_message"] == "checker failed\n"
     # its own sandbox: its three files and its own source, nothing of the submission's
     assert ok["checker_message"] == "expected 3 got 3 answer file '' ['__pycache__', 'answer', 'input', 'main.py', 'output']\n"
     assert wrong["checker_message"].startswith("expected 3 got 4")
