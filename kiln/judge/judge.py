@@ -38,7 +38,7 @@ from kiln.zygote.protocol import Job, Limits, ProtocolError, RunResult
 # verdicts of a test, in the order the first that applies is given (DESIGN.md)
 VERDICTS = ("SK", "TLE", "MLE", "OLE", "SV", "RE", "AC", "WA", "PE", "IE")
 CUT = 4096  # bytes of a test's or the compile's stdout and stderr in the answer
-CHECKER_WALL_MS = 10_000
+CHECKER_WALL_MS = 10_000  # a checker's; an interactor's at least its test's wall time + 1 s; never past RUN_TIMEOUT_MAX
 CHECKER_FILES = ("input", "output", "answer")  # its arguments, in this order
 CHECKER_VERDICTS = {0: "AC", 1: "WA", 2: "PE"}  # testlib's exit codes; any other: IE
 
@@ -157,7 +157,8 @@ class Judge:
             limits=Limits(cpu_ms=limits.time_ms, memory=limits.memory, pids=limits.pids, output=limits.output),
         )  # fmt: skip
         files_of_interactor = (("input", _read(test.stdin, files)), ("record", b""))
-        helper = Job(request.interactor.slug, max(CHECKER_WALL_MS, limits.wall_time_ms + 1000), files_of_interactor, command="exec", layer=interactor.name, pipes=(to_interactor[0], to_submission[1]))
+        wall_ms = min(max(CHECKER_WALL_MS, limits.wall_time_ms + 1000), self.runtime.config.timeout_max_ms)
+        helper = Job(request.interactor.slug, wall_ms, files_of_interactor, command="exec", layer=interactor.name, pipes=(to_interactor[0], to_submission[1]))
         try:
             ran, judged = self.runner.run_pair(submission, helper, gone)
         except SlotLost as error:
@@ -173,7 +174,8 @@ class Judge:
     def _check(self, request: JudgeRequest, checker: Build, texts: tuple[bytes, bytes, bytes], gone) -> tuple[str, str]:
         """The checker's verdict on one test and its message (stdout then stderr, cut)."""
         assert request.checker is not None
-        job = Job(request.checker.slug, CHECKER_WALL_MS, tuple(zip(CHECKER_FILES, texts)), command="exec", layer=checker.name)
+        wall_ms = min(CHECKER_WALL_MS, self.runtime.config.timeout_max_ms)
+        job = Job(request.checker.slug, wall_ms, tuple(zip(CHECKER_FILES, texts)), command="exec", layer=checker.name)
         try:
             result = self.runner.run(job, gone, patient=True).result
         except SlotLost as error:

@@ -465,3 +465,13 @@ def test_run_takes_less_memory_pids_or_output_than_the_servers(server):
 def test_run_refuses_limits_it_cannot_take(server, limits, error):
     answer = server.run(solution_text="print(1)", limits=limits)
     assert answer.status_code == 400 and answer.json()["error"] == error
+
+
+def test_checkers_and_interactors_run_within_a_short_timeout_max(start_server):
+    """Their own wall limit (10 s, or the test's + 1 s) never goes past RUN_TIMEOUT_MAX: kiln-init
+    would refuse the job and every test would be IE."""
+    srv = start_server(RUN_LANGS="python", RUN_CONCURRENCY="2", RUN_TIMEOUT_MAX="3s")
+    checked = judge(srv, ECHO, [{"stdin": "1 2 3"}], compare="checker", checker={"lang_slug": "python", "source": CHECKER}, limits={"time": "1s"}).json()
+    assert verdicts(checked) == ["AC"], checked
+    talked = judge(srv, SEARCH, [{"stdin": "42"}], interactor={"lang_slug": "python", "source": INTERACTOR}, limits={"time": "1s", "wall_time": "3s"}).json()
+    assert verdicts(talked) == ["AC"], talked
