@@ -156,7 +156,10 @@ class Judge:
             request.slug, limits.wall_time_ms, (), command="exec", layer=build.name, pipes=(to_submission[0], to_interactor[1]),
             limits=Limits(cpu_ms=limits.time_ms, memory=limits.memory, pids=limits.pids, output=limits.output),
         )  # fmt: skip
+        # testlib's interactor arguments: input, record (it may write it), answer when the test has one
         files_of_interactor = (("input", _read(test.stdin, files)), ("record", b""))
+        if test.expected is not None:
+            files_of_interactor += (("answer", _read(test.expected, files)),)
         wall_ms = min(max(CHECKER_WALL_MS, limits.wall_time_ms + 1000), self.runtime.config.timeout_max_ms)
         helper = Job(request.interactor.slug, wall_ms, files_of_interactor, command="exec", layer=interactor.name, pipes=(to_interactor[0], to_submission[1]))
         try:

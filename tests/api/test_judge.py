@@ -351,6 +351,14 @@ def test_an_interactors_exit_code_is_the_verdict_and_a_silent_submission_is_TLE(
     assert (test["verdict"], test["checker_message"]) == ("PE", "no guess\n"), test
 
 
+def test_an_interactor_gets_the_tests_expected_answer_as_its_third_argument(server):
+    reads = "import sys\nprint(len(sys.argv) - 1, open(sys.argv[3]).read() if len(sys.argv) > 3 else '-', file=sys.stderr)\n"
+    solution = "pass\n"
+    tests = [{"stdin": "1", "expected": "forty-two"}, {"stdin": "1"}]
+    body = judge(server, solution, tests, interactor={"lang_slug": "python", "source": reads}).json()
+    assert [t["checker_message"] for t in body["tests"]] == ["3 forty-two\n", "2 -\n"], body
+
+
 def test_a_submission_that_crashes_keeps_its_own_verdict(server):
     [test] = interactive(server, "import os\nos.kill(os.getpid(), 9)\n", [{"stdin": "5"}])["tests"]
     assert test["verdict"] == "RE", test
