@@ -13,15 +13,24 @@ None); `kind_for` turns that into a kind with what the zygote has at hand.
 from __future__ import annotations
 
 import socket
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from kiln.runtime import Workload
+from kiln.runtime import Runtime, Workload
 from kiln.sandbox.cgroups import SlotCgroup
 from kiln.zygote import slot
-from kiln.zygote.template import Template
+from kiln.zygote.slot import Index, Slot
+from kiln.zygote.template import Template, Templates
 
-if TYPE_CHECKING:
-    from kiln.zygote.zygote import Index, Slot, Zygote
+
+class Zygote(Protocol):
+    """What a kind needs of the zygote (kiln/zygote/zygote.py)."""
+
+    runtime: Runtime
+    pidfd: int
+    indexes: dict[int, Index]
+    templates: Templates
+
+    def recipe_of(self, index: Index, cgroup: SlotCgroup) -> int: ...
 
 
 class Plain:

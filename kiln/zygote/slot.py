@@ -19,13 +19,15 @@ task is forked from the template's warm interpreter.
 from __future__ import annotations
 
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Protocol
 
 from kiln import native
 from kiln.runtime import Workload
 from kiln.sandbox import libc
 from kiln.sandbox.cgroups import SlotCgroup
 from kiln.sandbox.plan import RootPlan
+from kiln.zygote.backoff import Backoff
 from kiln.zygote.template import Template
 
 NAMESPACES = libc.CLONE_NEWPID | libc.CLONE_NEWIPC | libc.CLONE_NEWUTS | libc.CLONE_NEWCGROUP
@@ -82,3 +84,46 @@ def spawn(
 
 def _fd_list(fds: tuple[int, ...]) -> str:
     return ",".join(map(str, fds))
+
+
+# --- the zygote's records: a live slot, and a slot index ---------------------------------------
+
+
+class Kind(Protocol):
+    """What a slot's kind says of it (kiln/zygote/kinds.py has the kinds)."""
+
+    prestart: str | None
+    forked: bool
+
+
+@dataclass
+class Slot:
+    index: int
+    pid: int  # init's
+    sock: socket.socket | None  # the zygote's end, until handed to the front
+    started: float
+    cgroup: SlotCgroup
+    kind: Kind
+    ready: bool = False
+    killed: bool = False  # by the front's request: the front hears when it is gone
+
+
+@dataclass
+class Index:
+    """One slot index (its slots run as uid RUN_UID_BASE + number): what its slots share and keep
+    from one generation to the next, and the slot alive now."""
+
+    number: int
+    spec: SlotSpec
+    # the language its next slot is prestarted for (None: a plain slot). The front names the
+    # language of each request it gives a slot: its replacement follows the demand.
+    next_kind: str | None = None
+    netns: int | None = None  # its network namespace, made by its first slot
+    root: int | None = None  # its template mount namespace, made by its first slot
+    recipe: int | None = None  # memfd of its slots' kiln-init recipe
+    backoff: Backoff = field(default_factory=Backoff)
+    ever_ready: bool = False
+    slot: Slot | None = None
+
+    def kept(self) -> Kept:
+        return Kept(netns=self.netns, root=self.root)

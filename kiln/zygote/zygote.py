@@ -4,7 +4,7 @@ Its loop, like a pre-fork arbiter's: handle signals, reap dead slots, spawn slot
 target, wait for something to happen. A slot that reports ready is handed to the front (its
 socket travels over SCM_RIGHTS); from then on the front and the slot talk directly, and the
 zygote only learns that the slot died (SIGCHLD) and warms a replacement with the same index.
-Each index is one record (Index: its kept namespaces, recipe, backoff, the slot alive now); how
+Each index is one record (slot.Index: its kept namespaces, recipe, backoff, the slot alive now); how
 a slot is spawned and what its outcome means is its kind's (kiln/zygote/kinds.py); the language
 templates are kept by one object (template.Templates).
 
@@ -25,14 +25,14 @@ import select
 import signal
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from kiln.log import Log
 from kiln.runtime import Runtime
 from kiln.sandbox import libc, plan
 from kiln.sandbox.cgroups import CgroupError, Driver, SlotCgroup
 from kiln.zygote import kinds, protocol, recipe, slot
-from kiln.zygote.backoff import Backoff
+from kiln.zygote.slot import Index, Slot
 from kiln.zygote.protocol import ProtocolError
 from kiln.zygote.template import TemplateError, Templates
 from kiln.zygote.title import set_title
@@ -40,39 +40,6 @@ from kiln.zygote.title import set_title
 PR_SET_CHILD_SUBREAPER = 36
 MIGRATION_KEEPALIVE_S = 0.05  # see Driver.keep_migrations_fast
 STOP_TIMEOUT_S = 5.0
-
-
-@dataclass
-class Slot:
-    index: int
-    pid: int  # init's
-    sock: socket.socket | None  # the zygote's end, until handed to the front
-    started: float
-    cgroup: SlotCgroup
-    kind: kinds.Plain
-    ready: bool = False
-    killed: bool = False  # by the front's request: the front hears when it is gone
-
-
-@dataclass
-class Index:
-    """One slot index (its slots run as uid RUN_UID_BASE + number): what its slots share and keep
-    from one generation to the next, and the slot alive now."""
-
-    number: int
-    spec: slot.SlotSpec
-    # the language its next slot is prestarted for (None: a plain slot). The front names the
-    # language of each request it gives a slot: its replacement follows the demand.
-    next_kind: str | None = None
-    netns: int | None = None  # its network namespace, made by its first slot
-    root: int | None = None  # its template mount namespace, made by its first slot
-    recipe: int | None = None  # memfd of its slots' kiln-init recipe
-    backoff: Backoff = field(default_factory=Backoff)
-    ever_ready: bool = False
-    slot: Slot | None = None
-
-    def kept(self) -> slot.Kept:
-        return slot.Kept(netns=self.netns, root=self.root)
 
 
 @dataclass
