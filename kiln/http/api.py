@@ -10,7 +10,7 @@ from pathlib import Path
 
 import gevent
 from werkzeug.exceptions import MethodNotAllowed, NotFound
-from werkzeug.routing import Map, Rule
+from werkzeug.routing import Map, PathConverter, Rule
 from werkzeug.wrappers import Response
 
 from kiln.http import files_api
@@ -32,6 +32,13 @@ from kiln.units import format_duration_ms
 OPENAPI_DOCUMENT = Path(__file__).with_name("openapi.json")
 
 
+class AnyText(PathConverter):
+    """Any text, newlines too: whatever follows /files/ is an id, or a 400 that says so."""
+
+    regex = r"[\s\S]+"
+    part_isolating = False  # slashes too (werkzeug would infer True: no "/" in the pattern)
+
+
 class App:
     def __init__(self, runtime: Runtime, pool: SlotPool, log: Log, request_shutdown, no_cgroups_reason: str | None = None):
         self.runtime = runtime
@@ -51,13 +58,14 @@ class App:
                 Rule("/run", endpoint="run", methods=["POST"]),
                 Rule("/judge", endpoint="judge", methods=["POST"]),
                 Rule("/files", endpoint="files", methods=["POST"]),
-                Rule("/files/<path:file_id>", endpoint="file", methods=["GET", "DELETE"]),
+                Rule("/files/<anything:file_id>", endpoint="file", methods=["GET", "DELETE"]),
                 Rule("/health", endpoint="health", methods=["GET"]),
                 Rule("/languages", endpoint="languages", methods=["GET"]),
                 Rule("/metrics", endpoint="metrics", methods=["GET"]),
                 Rule("/shutdown", endpoint="shutdown", methods=["POST"]),
                 Rule("/openapi.json", endpoint="openapi", methods=["GET"]),
-            ]
+            ],
+            converters={"anything": AnyText},
         )
 
     # -- WSGI entry -------------------------------------------------------------------------

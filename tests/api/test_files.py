@@ -159,6 +159,8 @@ def test_an_unknown_id_is_404(srv):
         "sha256%3A" + "a" * 64 + "%20",
         "..%2F..%2Fetc%2Fpasswd",
         "x",
+        "sha256:" + "a" * 64 + "%0A",  # a newline: no route pattern may let it fall through to 404
+        "%0A",
     ],
 )
 def test_an_id_not_of_the_form_is_400(srv, file_id):
