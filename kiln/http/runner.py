@@ -18,7 +18,9 @@ POST /run calls it once per request; a judge request calls it for its build and 
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import gevent
@@ -102,6 +104,15 @@ class Runner:
                 raise run.exception
         return runs[0].value, runs[1].value
 
+    @contextlib.contextmanager
+    def session(self, gone: gevent.event.Event | None = None) -> Iterator["Session"]:
+        """A plain slot kept for a judge request's tests, run one after another (patient jobs)."""
+        session = Session(self, gone)
+        try:
+            yield session
+        finally:
+            session.close()
+
     def _prestart_kind(self, job: Job) -> str | None:
         """The language of the prestarted slot that can serve `job` (None: a plain slot). A job
         with its own memory or pids limit needs a plain slot: a prestarted one's were written
@@ -123,8 +134,9 @@ class Runner:
         except ClientGone:
             raise Cancelled from None
 
-    def _in_slot(self, slot: WarmSlot, job: Job, gone: gevent.event.Event | None) -> Ran:
-        """The job in the slot it was given; the slot released (or condemned) after."""
+    def _in_slot(self, slot: WarmSlot, job: Job, gone: gevent.event.Event | None, keep: bool = False) -> Ran:
+        """The job in the slot it was given; the slot released (or condemned) after, unless
+        `keep` (a Session's: it releases the slot itself when the job ran)."""
         try:
             frame = self._exchange(slot, job, gone)
         except SlotSilent:
@@ -133,11 +145,16 @@ class Runner:
         except BaseException:
             self.pool.release(slot)
             raise
-        self.pool.release(slot)  # before the answer is written
+        if not keep:
+            self.pool.release(slot)  # before the answer is written
         try:
             return Ran(protocol.decode_result(frame), slot.index, slot.prestart is not None)
-        except ProtocolError as error:
-            raise SlotLost(str(error)) from None
+        except BaseException as error:
+            if keep:
+                self.pool.release(slot)
+            if isinstance(error, ProtocolError):
+                raise SlotLost(str(error)) from None
+            raise  # PrestartFailed: run() tries a plain slot
 
     def _exchange(self, slot: WarmSlot, job: Job, gone: gevent.event.Event | None) -> tuple[dict, list[bytes]]:
         """The job out, the slot's one answer in; a client that leaves meanwhile cancels it."""
@@ -165,6 +182,41 @@ class Runner:
         if frame is None:
             raise SlotLost(f"slot {slot.index} ended without a result ({failure!r})")
         return frame
+
+
+class Session:
+    """A judge request's tests in one plain slot, one after another, while the slot says it can
+    take another (its result's `next`: kiln-init runs each in a fresh sandbox); else, or when the
+    slot is lost between two tests, the next test takes a fresh slot. The slot is released at the
+    end. A test that cannot run here is the Runner's failures as `run` gives them."""
+
+    def __init__(self, runner: Runner, gone: gevent.event.Event | None):
+        self.runner, self.gone = runner, gone
+        self.slot: WarmSlot | None = None  # kept from the last test, which said `next`
+
+    def run(self, job: Job) -> Ran:
+        if self.slot is not None:
+            slot, self.slot = self.slot, None
+            try:
+                return self._keep(self.runner._in_slot(slot, job, self.gone, keep=True), slot)
+            except SlotSilent:
+                raise
+            except SlotLost as lost:  # it could not take this one after all: a fresh slot does
+                self.runner.log.info("a judge slot could not run another test", slot=slot.index, error=str(lost))
+        slot = self.runner._acquire(None, None, self.gone)
+        return self._keep(self.runner._in_slot(slot, job, self.gone, keep=True), slot)
+
+    def _keep(self, ran: Ran, slot: WarmSlot) -> Ran:
+        if ran.result.next:
+            self.slot = slot
+        else:
+            self.runner.pool.release(slot)
+        return ran
+
+    def close(self) -> None:
+        if self.slot is not None:
+            self.runner.pool.release(self.slot)
+            self.slot = None
 
 
 def _close_pipes(job: Job) -> None:

@@ -24,9 +24,8 @@ import os
 import time
 import gevent
 import gevent.event
-import gevent.pool
 
-from kiln.http.runner import Cancelled, Runner, SlotLost
+from kiln.http.runner import Cancelled, Runner, Session, SlotLost
 from kiln.judge import compare
 from kiln.judge.builds import Build, Builds
 from kiln.judge.files import FileStore
@@ -97,31 +96,37 @@ class Judge:
 
     # -- the tests ------------------------------------------------------------------------------
     def _tests(self, request: JudgeRequest, build: Build, helper: Build | None, files: FileStore | None, gone) -> list[dict]:
+        """Up to RUN_JUDGE_PARALLEL workers take the tests in index order, each test in a fresh
+        sandbox; a worker keeps its slot from one test to the next where the slot can (a Session),
+        an interactive test takes a pair of slots of its own."""
         answers: list[dict | None] = [None] * len(request.tests)
         failed_at = [len(request.tests)]  # the first test (by index) known not to be AC
-        pool = gevent.pool.Pool(self.parallel)
+        upcoming = iter(enumerate(request.tests))
 
-        def one(index: int, test: Test) -> None:
-            test_of = self._interactive_test if request.interactor else self._test
-            answers[index] = answer = test_of(request, build, helper, test, files, gone)
-            if request.stop_on_failure and answer["verdict"] != "AC":
-                failed_at[0] = min(failed_at[0], index)
+        def worker() -> None:
+            with self.runner.session(gone) as session:
+                for index, test in upcoming:
+                    if gone is not None and gone.is_set():
+                        raise Cancelled
+                    if index > failed_at[0]:
+                        return
+                    if request.interactor:
+                        answer = self._interactive_test(request, build, helper, test, files, gone)
+                    else:
+                        answer = self._test(request, build, helper, test, files, gone, session)
+                    answers[index] = answer
+                    if request.stop_on_failure and answer["verdict"] != "AC":
+                        failed_at[0] = min(failed_at[0], index)
 
+        workers = [gevent.spawn(worker) for _ in range(min(self.parallel, len(request.tests)))]
         try:
-            for index, test in enumerate(request.tests):
-                pool.wait_available()
-                if gone is not None and gone.is_set():
-                    raise Cancelled
-                if index > failed_at[0]:
-                    break
-                pool.spawn(one, index, test)
-            pool.join(raise_error=True)
+            gevent.joinall(workers, raise_error=True)
         except BaseException:
-            pool.kill()
+            gevent.killall(workers)
             raise
         return [answer if answer is not None else _skipped() for answer in answers]
 
-    def _test(self, request: JudgeRequest, build: Build, checker: Build | None, test: Test, files: FileStore | None, gone) -> dict:
+    def _test(self, request: JudgeRequest, build: Build, checker: Build | None, test: Test, files: FileStore | None, gone, session: Session) -> dict:
         limits = request.limits
         stdin = _read(test.stdin, files)
         job = Job(
@@ -134,12 +139,13 @@ class Judge:
             layer=build.name,
         )
         try:
-            result = self.runner.run(job, gone, patient=True).result
+            result = session.run(job).result
         except SlotLost as error:
             self.log.error("a judge test's slot was lost", lang=request.slug, error=str(error))
             return {"verdict": "IE", "exit_code": None, "stdout": "", "stderr": "", "checker_message": None, "stats": None}
         verdict, message = run_verdict(result, limits.time_ms, limits.memory), None
         if verdict is None and checker is not None:
+            session.close()  # a slot kept while waiting for another (the checker's) could deadlock two requests
             verdict, message = self._check(request, checker, (stdin, result.stdout, _read(test.expected, files)), gone)
         elif verdict is None:
             verdict = _compared(request, result.stdout, test.expected, files)

@@ -138,6 +138,8 @@ static void warm(struct slot *s, const struct start *start) {
         if (start->forked >= 0 ? start_forked(s, w, start->forked, start->forked_pid, err) : start_prestarted(s, w, err)) fail_warm(s, err);
     } else if (apply_cgroup_limits(s, (struct span){0, s->recipe.n}, K_WARM_LIMIT, err)) {
         fail_warm(s, err); /* most requests then find them written */
+    } else if (s->recipe.reusable) {
+        s->base_ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC); /* judge tests run in copies of it */
     }
     send_json(s->sock, built >= 0 ? "{\"op\":\"ready\",\"template\":true}" : "{\"op\":\"ready\"}", built);
     if (built >= 0) close(built);
@@ -161,6 +163,32 @@ static void supervise_and_answer(struct slot *s, struct run *run, const struct j
     send_result_of(s, run, started, cpu_limit_s(s, w, job->timeout_ms, job->cpu_ms) * 1000, cpu_before_ms, layer, layer_len);
 }
 
+/* A judge's test in a plain slot that can run several: a copy of the slot's warm mount namespace
+ * of its own (the previous test's overlay and binds' detaching stay in its copy, gone with it),
+ * over which its own upper layer and /tmp are mounted afresh, and an IPC namespace of its own
+ * from the second test on: nothing a test leaves is seen by the next. */
+static int fresh_sandbox(struct slot *s, char *err) {
+    if (setns(s->base_ns, CLONE_NEWNS) || unshare(CLONE_NEWNS) || (s->tests_served && unshare(CLONE_NEWIPC)))
+        return snprintf(err, ERR, "sandbox step 'a fresh sandbox for the test' failed: %s", strerror(errno)), -1;
+    if (s->sandbox >= 0) close(s->sandbox), s->sandbox = -1;
+    return apply_ops(s, (struct span){0, s->recipe.n}, K_FRESH, NULL, err);
+}
+
+/* Between a slot's judge tests: every process of the last one gone (a process the kernel takes
+ * long to kill ends the slot instead), its memory peak back to now. 0: the slot can run another. */
+static int ready_for_next(struct slot *s) {
+    char err[ERR];
+    kill_all();
+    double until = monotonic_s() + 2.0;
+    for (;;) {
+        pid_t pid = waitpid(-1, NULL, WNOHANG);
+        if (pid < 0 && errno == ECHILD) break;
+        if (pid == 0 && monotonic_s() > until) return -1;
+        if (pid == 0) usleep(500);
+    }
+    return apply_cgroup_limits(s, (struct span){0, s->recipe.n}, K_PEAK_RESET, err);
+}
+
 static const uint32_t COMMAND_ARGV[] = {[CMD_TEST] = K_W_ARGV, [CMD_BUILD] = K_W_BUILD_ARGV, [CMD_EXEC] = K_W_EXEC_ARGV};
 
 /* a plain slot: workspace (on the job's build layer, for a judge's test), files (an exec job's:
@@ -174,6 +202,8 @@ static void execute(struct slot *s, const struct job *job, struct span w, const 
     char err[ERR], paths[MAX_PARTS][FILE_NAME_MAX + 64], *args[MAX_PARTS];
     int stdio[3], out[2], errp[2], nargs = job->command == CMD_EXEC ? job->nparts : 0;
     struct run run = {0};
+    if (job->command == CMD_EXEC && s->base_ns >= 0 && fresh_sandbox(s, err)) return send_failure(s, err);
+    if (job->command == CMD_EXEC) cgroup_counts(s, &run.oom_before, &run.pids_hits_before);
     if (mount_workspace(s, w, job->layer, err) || (job->command == CMD_TEST ? write_parts(s, w, job, err) : give_judge_files(s, job, paths, err)) ||
         apply_cgroup_limits(s, w, K_W_LIMIT, err) || apply_job_limits(s, job, err))
         return send_failure(s, err);
@@ -189,6 +219,7 @@ static void execute(struct slot *s, const struct job *job, struct span w, const 
     for (int i = 0; i < 3; i++) close(stdio[i]);
     run.out_fd = out[0], run.err_fd = errp[0];
     run.forward_fd = job->has_pipes ? job->pipe_fds[1] : -1;
+    run.next = job->command == CMD_EXEC && !job->has_pipes && s->base_ns >= 0;
     supervise_and_answer(s, &run, job, w, started, cpu_before_ms > 0 ? cpu_before_ms : 0, title);
 }
 
@@ -233,21 +264,27 @@ static int take_pipes(struct job *job, const int *fds, int nfds, char *err) {
     return snprintf(err, ERR, "%d descriptors with a job %s pipes", nfds, job->has_pipes ? "with" : "without"), -1;
 }
 
-/* one frame, checked -> the slot's kind of run -> one result frame */
-static void serve_one_job(struct slot *s) {
+/* one frame, checked -> the slot's kind of run -> one result frame. 1: the slot may run another
+ * job (a judge's test in a slot that can run several, the front's to send or not) */
+static int serve_one_job(struct slot *s) {
     char err[ERR], *body, title[128];
     size_t len;
     struct job job;
     int fds[MAX_JOB_FDS], nfds = 0;
     int rc = read_frame(s->sock, job_frame_max(s), &body, &len, fds, &nfds, err, ERR);
-    if (rc == 0) return; /* the front closed the slot unused (shutdown, or warmed for another language) */
-    if (rc < 0 || parse_job(&s->recipe, body, len, &job, err, ERR) || refused_here(s, &job, err) || take_pipes(&job, fds, nfds, err))
-        return send_error(s->sock, "error", err);
+    if (rc == 0) return 0; /* the front closed the slot (unused: shutdown, or warmed for another language) */
+    if (rc < 0 || parse_job(&s->recipe, body, len, &job, err, ERR) || refused_here(s, &job, err) || take_pipes(&job, fds, nfds, err) ||
+        (s->tests_served && job.command != CMD_EXEC && snprintf(err, ERR, "only a judge's tests follow a judge's test") > 0))
+        return send_error(s->sock, "error", err), 0;
     struct span w = workload_span(&s->recipe, job.workload_rec);
     snprintf(title, sizeof title, "kiln: slot %ld busy %s", s->recipe.index, s->recipe.recs[job.workload_rec].args[0].p);
     set_title(s, "%s", title);
-    if (s->prestarted.workload_rec >= 0) execute_prestarted(s, &job, w, title);
-    else execute(s, &job, w, title);
+    if (s->prestarted.workload_rec >= 0) return execute_prestarted(s, &job, w, title), 0;
+    execute(s, &job, w, title);
+    free(body);
+    if (job.command != CMD_EXEC || job.has_pipes || s->base_ns < 0) return 0; /* as its result said (run.next) */
+    s->tests_served++;
+    return ready_for_next(s) == 0;
 }
 
 /* --- main --------------------------------------------------------------------------------- */
@@ -292,7 +329,7 @@ static void keep_descriptors(const struct slot *s, const struct start *start) {
 }
 
 int main(int argc, char **argv) {
-    struct slot s = {.sock = -1, .zygote = -1, .sandbox = -1, .prestarted = {.workload_rec = -1}, .title = argv[0], .title_cap = strlen(argv[0])};
+    struct slot s = {.sock = -1, .zygote = -1, .sandbox = -1, .base_ns = -1, .prestarted = {.workload_rec = -1}, .title = argv[0], .title_cap = strlen(argv[0])};
     struct start start;
     char err[ERR];
     if (recipe_load(env_fd("KILN_RECIPE"), &s.recipe, err, ERR)) {
@@ -310,6 +347,7 @@ int main(int argc, char **argv) {
     if (*start.template_of) exec_template(&s, start.template_fd, start.template_of, start.module);
     set_title(&s, "kiln: slot %ld warming", s.recipe.index);
     warm(&s, &start);
-    serve_one_job(&s);
+    while (serve_one_job(&s)) {
+    }
     return 0;
 }

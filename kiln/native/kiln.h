@@ -43,6 +43,8 @@ enum {
     K_JOB_LIMIT = 19,        /* what dir_index file: where a job's own memory or pids limit goes */
     K_W_BUILD_ARGV = 20,     /* argv...: the workspace's build command (a judge's build job) */
     K_W_EXEC_ARGV = 21,      /* argv...: the workspace's exec command (a judge's test job) */
+    K_FRESH = 22,            /* step op args...: a judge test's own upper layer and /tmp, in its copy of the namespace */
+    K_PEAK_RESET = 23,       /* dir_index file value: the cgroup's memory peak back to now, between tests */
 };
 
 struct arg {
@@ -68,6 +70,7 @@ struct recipe {
     const char *judge_dir;  /* below /sandbox: where a build job's files go */
     const char *upper;      /* the workspace overlay's upper layer: what a build job leaves */
     const char *layers;     /* where the builds' layers are, while the root is the slot's */
+    long reusable;          /* 1: a plain slot may run a judge's tests one after another */
 };
 
 /* a language's records: from its K_WORKLOAD up to the next */
@@ -90,6 +93,8 @@ struct slot {
     int n_dirs, n_procs;
     int sandbox;                                 /* /sandbox, once mount_workspace opened it */
     const char *layer;                           /* the job's build layer, for OP_OVERLAY; NULL none */
+    int base_ns;        /* a judge slot's warm mount namespace: each test runs in a fresh copy; -1 none */
+    int tests_served;   /* judge tests this slot has run (one after another, each its own sandbox) */
     struct {                                     /* a slot warmed for one language */
         long workload_rec;                       /* its K_WORKLOAD record; -1: a plain slot */
         pid_t pid;                               /* the prestart command, waiting on its fd 3 */
@@ -107,7 +112,7 @@ static inline double monotonic_s(void) {
 
 /* --- mounts.c: the slot's mount namespace ------------------------------------------------- */
 
-/* Ops of the K_BUILD, K_FINISH and K_W_MOUNT records: recipe.py's OPS, codes from 1. */
+/* Ops of the K_BUILD, K_FINISH, K_FRESH and K_W_MOUNT records: recipe.py's OPS, codes from 1. */
 enum op { OP_MOUNT = 1, OP_SETATTR, OP_MKDIR, OP_MKDIRS, OP_TOUCH, OP_WRITE, OP_SYMLINK, OP_MKNOD, OP_PIVOT, OP_SAVE_NS, OP_UNSHARE_NS, OP_HOSTNAME, OP_DETACH, OP_OVERLAY };
 
 int apply_ops(struct slot *s, struct span span, uint32_t type, int *template_fd, char *err);
@@ -202,6 +207,8 @@ struct run {
     double cpu_limit_ms, cpu_before_ms; /* > 0: killed once the cgroup's CPU passes it */
     int cpu_exceeded;
     int forward_fd;            /* >= 0: stdout goes on there too (an interactive test's pipe) */
+    long long oom_before, pids_hits_before; /* the cgroup's counts before the run (a slot's later tests) */
+    int next;                  /* the slot can run another judge test after this one (the result says so) */
     size_t forwarded;          /* of out_len, how much has gone on */
     char *out, *err;
     size_t out_len, err_len;
@@ -216,6 +223,7 @@ void kill_all(void);
 /* --- result.c -------------------------------------------------------------------------------- */
 
 double cgroup_cpu_ms(const struct slot *s); /* < 0: no cgroup CPU figure */
+void cgroup_counts(const struct slot *s, long long *oom_kills, long long *pids_hits); /* so far */
 void send_failure(const struct slot *s, const char *message);
 void send_result_of(const struct slot *s, const struct run *run, double started, long cpu_limit_ms, double cpu_before_ms, const char *layer, size_t layer_len);
 

@@ -67,16 +67,22 @@ double cgroup_cpu_ms(const struct slot *s) {
     return -1;
 }
 
+void cgroup_counts(const struct slot *slot, long long *oom_kills, long long *pids_hits) {
+    struct stats s = cgroup_stats(slot);
+    *oom_kills = s.oom_kills, *pids_hits = s.pids_hits;
+}
+
 void send_failure(const struct slot *s, const char *message) {
     char text[ERR + 16];
     int n = snprintf(text, sizeof text, "kiln: %s\n", message);
     send_result(s->sock, "\"op\":\"result\",\"exit_code\":null,\"outcome\":\"infrastructure_failure\",\"wall_ms\":0.0,\"cpu_ms\":0.0,"
-                        "\"memory_peak_bytes\":0,\"signal\":null,\"output_overflow\":false", "", 0, text, n, NULL, 0);
+                        "\"memory_peak_bytes\":0,\"signal\":null,\"output_overflow\":false,\"next\":false", "", 0, text, n, NULL, 0);
 }
 
 /* timed_out > out_of_memory > policy_violation > pids_limit > signaled > exited (DESIGN.md) */
 void send_result_of(const struct slot *slot, const struct run *run, double started, long cpu_limit_ms, double cpu_before_ms, const char *layer, size_t layer_len) {
     struct stats s = cgroup_stats(slot);
+    s.oom_kills -= run->oom_before, s.pids_hits -= run->pids_hits_before; /* this run's, in a slot's later tests */
     int killed_by = run->has_status && WIFSIGNALED(run->status) ? WTERMSIG(run->status) : 0;
     int exit_code = run->has_status && WIFEXITED(run->status) ? WEXITSTATUS(run->status) : -1;
     if (killed_by) exit_code = 128 + killed_by;
@@ -98,7 +104,7 @@ void send_result_of(const struct slot *slot, const struct run *run, double start
     if (signal_out) snprintf(sig, sizeof sig, "%d", signal_out);
     double ended = run->ended_at ? run->ended_at : monotonic_s();
     snprintf(fields, sizeof fields, "\"op\":\"result\",\"exit_code\":%s,\"outcome\":\"%s\",\"wall_ms\":%.1f,\"cpu_ms\":%.1f,"
-             "\"memory_peak_bytes\":%lld,\"signal\":%s,\"output_overflow\":%s",
-             code, outcome, (ended - started) * 1000, cpu_ms, memory, sig, run->overflow ? "true" : "false");
+             "\"memory_peak_bytes\":%lld,\"signal\":%s,\"output_overflow\":%s,\"next\":%s",
+             code, outcome, (ended - started) * 1000, cpu_ms, memory, sig, run->overflow ? "true" : "false", run->next ? "true" : "false");
     send_result(slot->sock, fields, run->out, run->out_len, run->err, run->err_len, layer, layer_len);
 }

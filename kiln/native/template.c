@@ -176,7 +176,7 @@ static int enter_slot(int sock, int recipe_fd, const char *slug, int populate, c
     ssize_t got = receive_fds(sock, message, sizeof message, fds, &n);
     if (got <= 0) _exit(0); /* the slot was given up while warming */
     if (n < ENTER_FDS || n > ENTER_FDS + MAX_FDS) return errno = EPROTO, fail(err, "read its slot's descriptors");
-    struct slot slot = {.sock = -1, .zygote = -1, .sandbox = -1};
+    struct slot slot = {.sock = -1, .zygote = -1, .sandbox = -1, .base_ns = -1};
     if (recipe_load(recipe_fd, &slot.recipe, err, ERR)) return -1;
     close(recipe_fd);
     long workload_rec = find_workload_rec(&slot.recipe, slug);

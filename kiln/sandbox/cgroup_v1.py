@@ -42,6 +42,11 @@ class V1Slot(SlotCgroup):
             writes = [LimitWrite(memory, "memory.limit_in_bytes", str(memory_max)), LimitWrite(memory, "memory.swappiness", "0")]
         return (*writes, LimitWrite(pids, "pids.max", str(pids_max)))
 
+    def peak_resets(self) -> tuple[LimitWrite, ...]:
+        memory = self._hierarchy_of["memory"]
+        swap = cgroupfs.exists("memory.memsw.max_usage_in_bytes", self._dir_fds[memory])
+        return (LimitWrite(memory, "memory.max_usage_in_bytes", "0"), *([LimitWrite(memory, "memory.memsw.max_usage_in_bytes", "0")] if swap else []))
+
     def job_limit_files(self) -> tuple[tuple[str, int, str], ...]:
         memory, pids = self._hierarchy_of["memory"], self._hierarchy_of["pids"]
         swap = cgroupfs.exists("memory.memsw.limit_in_bytes", self._dir_fds[memory])

@@ -109,6 +109,14 @@ class SlotCgroup:
         cgroup) to these. kiln-init is handed them precomputed (recipe.py)."""
         raise NotImplementedError
 
+    # whether the memory peak can be set back to the current usage (peak_resets): then a slot may
+    # run a judge's tests one after another, each with its own peak
+    peak_resettable = True
+
+    def peak_resets(self) -> tuple[LimitWrite, ...]:
+        """The writes that set the memory peak back to the current usage, between two tests."""
+        return ()
+
     def job_limit_files(self) -> tuple[tuple[str, int, str], ...]:
         """(what, dir_index, file), in the order that lowers a limit: where a job's own
         "memory" or "pids" limit (below its language's) is written by kiln-init."""

@@ -175,6 +175,7 @@ class RunResult:
     stdout: bytes
     stderr: bytes
     layer: bytes | None = None  # a build job that exited 0: what it left (LAYER entries)
+    next: bool = False  # the slot can run another judge test (exec job) after this one
 
 
 class PrestartFailed(Exception):
@@ -191,7 +192,7 @@ def encode_job(job: Job) -> tuple[dict, list[bytes]]:
 
 
 # result.c writes "op" then these, in this order
-_RESULT_TYPES = {"exit_code": (int, type(None)), "outcome": (str,), "wall_ms": (int, float), "cpu_ms": (int, float), "memory_peak_bytes": (int,), "signal": (int, type(None)), "output_overflow": (bool,)}
+_RESULT_TYPES = {"exit_code": (int, type(None)), "outcome": (str,), "wall_ms": (int, float), "cpu_ms": (int, float), "memory_peak_bytes": (int,), "signal": (int, type(None)), "output_overflow": (bool,), "next": (bool,)}
 RESULT_KEYS = ("op", *_RESULT_TYPES)
 
 

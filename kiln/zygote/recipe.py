@@ -29,7 +29,7 @@ MAGIC = b"KILNRCP1"
 K_CONST, K_SECCOMP, K_STAT, K_BUILD, K_FINISH, K_WARM_LIMIT = 1, 2, 3, 4, 5, 6
 K_WORKLOAD, K_W_MOUNT, K_W_DIR, K_W_PART, K_W_LIMIT, K_W_ARGV, K_W_ENV, K_W_RLIMIT, K_W_RLIMIT_CPU = 7, 8, 9, 10, 11, 12, 13, 14, 15
 K_W_PRESTART_ARGV, K_W_PRESTART_LIMIT, K_W_TEMPLATE_ARGV = 16, 17, 18
-K_JOB_LIMIT, K_W_BUILD_ARGV, K_W_EXEC_ARGV = 19, 20, 21
+K_JOB_LIMIT, K_W_BUILD_ARGV, K_W_EXEC_ARGV, K_FRESH, K_PEAK_RESET = 19, 20, 21, 22, 23
 
 Op = tuple  # (step, op name, *args): one kiln-init op (mounts.c)
 # the ops kiln-init knows, written as their codes (from 1: kiln.h's enum op, checked by
@@ -54,12 +54,17 @@ def compile_recipe(index: int, root: RootPlan, runtime: Runtime, cgroup: SlotCgr
         _record(K_CONST, "judge_dir", langs.JUDGE_DIR),
         _record(K_CONST, "upper", OVERLAY_UPPER),
         *([_record(K_CONST, "layers", LAYERS_DIR)] if root.layers else []),
+        # a plain slot may run a judge's tests one after another, each in a fresh sandbox, where
+        # the cgroup's memory peak can be set back between them
+        _record(K_CONST, "reusable", int(cgroup.peak_resettable)),
     ]
     if runtime.seccomp_filter is not None:
         records.append(_record(K_SECCOMP, runtime.seccomp_filter))
     records += [_record(K_STAT, s.what, s.dir_index, s.file, s.key, s.divisor) for s in cgroup.stat_sources()]
     records += [_op(K_BUILD, *op) for op in build_ops(root, runtime.staging_dir)]
     records += [_op(K_FINISH, *op) for op in finish_ops(root)]
+    records += [_op(K_FRESH, *op) for op in fresh_ops(root)]
+    records += [_limit(K_PEAK_RESET, w) for w in cgroup.peak_resets()]
     common = runtime.common_limits
     records += [_limit(K_WARM_LIMIT, w) for w in cgroup.limit_writes(*common, previous=None)]
     records += [_record(K_JOB_LIMIT, what, dir_index, file) for what, dir_index, file in cgroup.job_limit_files()]
@@ -106,16 +111,20 @@ def build_ops(root: RootPlan, staging: str) -> list[Op]:
 
 
 def finish_ops(root: RootPlan) -> list[Op]:
-    """Every slot's own part of its root, on its copy of the template: /tmp, the /proc of its
-    pid namespace, the upper layer (the overlay's root and check/ owned by the task's user),
-    its hostname."""
+    """Every slot's own part of its root, on its copy of the template: /tmp and the upper layer
+    (fresh_ops), the /proc of its pid namespace, its hostname."""
+    return [*fresh_ops(root), ("mount /proc", "mount", *mounts.PROC_ARGS), ("set the hostname", "hostname", root.hostname)]
+
+
+def fresh_ops(root: RootPlan) -> list[Op]:
+    """What a sandbox writes in, made anew: /tmp, and the upper layer (the overlay's root and
+    check/ owned by the task's user). Once per slot; and for each judge test of a slot that runs
+    several, over the copy of the slot's mount namespace the test runs in."""
     step = "prepare the workspace's upper layer"
     return [
         ("mount /tmp", "mount", *mounts.tmpfs_args(root.tmp.path, root.tmp)),
-        ("mount /proc", "mount", *mounts.PROC_ARGS),
         (step, "mount", *mounts.tmpfs_args(root.upper.path, root.upper)),
         *((step, "mkdir", path, mode, root.uid if owned else -1, root.gid if owned else -1) for path, mode, owned in upper_layer_dirs()),
-        ("set the hostname", "hostname", root.hostname),
     ]
 
 

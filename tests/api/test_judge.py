@@ -483,3 +483,44 @@ def test_checkers_and_interactors_run_within_a_short_timeout_max(start_server):
     assert verdicts(checked) == ["AC"], checked
     talked = judge(srv, SEARCH, [{"stdin": "42"}], interactor={"lang_slug": "python", "source": INTERACTOR}, limits={"time": "1s", "wall_time": "3s"}).json()
     assert verdicts(talked) == ["AC"], talked
+
+
+# --- a slot runs a request's tests one after another, each in a fresh sandbox ----------------------
+
+
+def warmups(srv) -> float:
+    text = srv.client.get("/metrics").text
+    return float(next(line.split()[-1] for line in text.splitlines() if line.startswith("kiln_slot_warmup_seconds_count")))
+
+
+def test_a_requests_tests_reuse_their_slots_and_nothing_of_one_test_reaches_the_next(server):
+    # each test: what it finds of earlier tests (a file in /tmp and in its cwd, a SysV shared
+    # memory segment, a process left running), then leaves all of those behind
+    solution = (
+        "import ctypes, os, subprocess, sys, time\n"
+        "libc = ctypes.CDLL(None)\n"
+        "found = [os.path.exists('/tmp/left'), os.path.exists('left'), libc.shmget(4242, 4096, 0) != -1,\n"
+        "         any(open(f'/proc/{p}/cmdline').read().startswith('sleep') for p in os.listdir('/proc') if p.isdigit())]\n"
+        "open('/tmp/left', 'w').write('x'); open('left', 'w').write('x')\n"
+        "libc.shmget(4242, 4096, 0o1600)\n"
+        "subprocess.Popen(['sleep', '60'])\n"
+        "x = bytearray(int(sys.stdin.read()) << 20)\n"
+        "print(found, os.getpid() > 1)\n"
+    )
+    sizes = [120, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]  # only the first test takes a lot of memory
+    before = warmups(server)
+    body = judge(server, solution, [{"stdin": str(n), "expected": "[False, False, False, False] True"} for n in sizes], limits={"memory": "200m"}).json()
+    assert verdicts(body) == ["AC"] * len(sizes), body
+    peaks = [t["stats"]["memory_peak_bytes"] for t in body["tests"]]
+    assert peaks[0] > 120 << 20 and max(peaks[1:]) < 60 << 20, peaks  # each test's own peak
+    assert warmups(server) - before < len(sizes) - 2  # fewer fresh slots than tests: they were reused
+
+
+def test_a_test_killed_for_memory_leaves_the_next_tests_verdicts_their_own(server):
+    solution = "import sys\nn = int(sys.stdin.read())\nx = bytearray(n << 20)\nprint(3)\n"
+    body = judge(server, solution, [{"stdin": "300", "expected": "3"}] + [{"stdin": "1", "expected": "3"}] * 5, limits={"memory": "64m"}).json()
+    assert verdicts(body) == ["MLE"] + ["AC"] * 5, body
+    forks = "import os, sys, time\nfor _ in range(int(sys.stdin.read())):\n    if os.fork() == 0:\n        time.sleep(1)\n        os._exit(0)\nprint(3)\n"
+    body = judge(server, forks, [{"stdin": "40", "expected": "3"}] + [{"stdin": "1", "expected": "3"}] * 5, limits={"pids": 16}).json()
+    assert verdicts(body) == ["RE"] + ["AC"] * 5, body
+    assert body["tests"][0]["stats"]["outcome"] == "pids_limit" and {t["stats"]["outcome"] for t in body["tests"][1:]} == {"exited"}

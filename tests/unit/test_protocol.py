@@ -115,7 +115,7 @@ def test_malformed_frames(payload):
 
 # --- the job and the result ------------------------------------------------------------------
 
-RESULT = {"op": "result", "exit_code": 0, "outcome": "exited", "wall_ms": 1.5, "cpu_ms": 1.0, "memory_peak_bytes": 4096, "signal": None, "output_overflow": False}
+RESULT = {"op": "result", "exit_code": 0, "outcome": "exited", "wall_ms": 1.5, "cpu_ms": 1.0, "memory_peak_bytes": 4096, "signal": None, "output_overflow": False, "next": False}
 
 
 def test_a_job_is_encoded_in_the_one_form_kiln_init_accepts():

@@ -55,7 +55,7 @@ def decode(data: bytes) -> list[tuple[int, list[bytes]]]:
     return records
 
 
-OP_KINDS = (recipe.K_BUILD, recipe.K_FINISH, recipe.K_W_MOUNT)  # step, op code, args
+OP_KINDS = (recipe.K_BUILD, recipe.K_FINISH, recipe.K_FRESH, recipe.K_W_MOUNT)  # step, op code, args
 
 
 def texts(args: list[bytes], kind: int = 0) -> tuple[str, ...]:
@@ -87,7 +87,7 @@ def test_constants_and_the_seccomp_filter(rt, root):
         "index": "3", "uid": str(UID), "input_max": str(rt.config.input_max), "output_max": str(rt.config.output_max),
         "timeout_max_ms": str(rt.config.timeout_max_ms), "judge_part_max": str(max(rt.config.judge_input_max, rt.config.file_max)),
         "layer_max": str(protocol.LAYER_MAX), "cwd": "/sandbox", "judge_dir": "judge", "upper": plan.OVERLAY_UPPER,
-        "layers": plan.LAYERS_DIR,
+        "layers": plan.LAYERS_DIR, "reusable": "1",
     }  # fmt: skip
     [(kind, [program])] = [(k, a) for k, a in records if k == recipe.K_SECCOMP]
     assert program == rt.seccomp_filter and len(program) % 8 == 0
@@ -114,10 +114,13 @@ def test_every_slot_finishes_its_root_with_its_own_tmp_proc_and_upper_layer(rt, 
     records = decode(recipe.compile_recipe(0, root, rt, NoSlot("s")))
     finish = of_kind(records, recipe.K_FINISH)
     assert finish[0] == mount_record("mount /tmp", mounts.tmpfs_args("/tmp", root.tmp))
-    assert finish[1] == mount_record("mount /proc", mounts.PROC_ARGS) and "subset=pid" in finish[1][-1]
+    assert mount_record("mount /proc", mounts.PROC_ARGS) in finish and "subset=pid" in mounts.PROC_ARGS[-1]
     owned = [op[2:] for op in finish if op[1] == "mkdir"]
     assert owned == [(path, str(mode), str(UID if mine else -1), str(UID if mine else -1)) for path, mode, mine in plan.upper_layer_dirs()]
     assert finish[-1] == ("set the hostname", "hostname", "kiln")
+    # a judge's test in a slot that runs several gets its own /tmp and upper layer again: the same steps
+    fresh = of_kind(records, recipe.K_FRESH)
+    assert fresh == [op for op in finish if op[0] != "mount /proc" and op[1] != "hostname"]
 
 
 def test_each_language_gets_its_workspace_files_command_and_limits(rt, root, v1_slot):
@@ -144,6 +147,12 @@ def test_each_language_gets_its_workspace_files_command_and_limits(rt, root, v1_
         writes = of_kind(mine, recipe.K_W_LIMIT)
         assert bool(writes) == ((workload.memory_max, workload.pids_max) != rt.common_limits)
         assert of_kind(mine, recipe.K_W_RLIMIT) == [(str(r), str(v)) for r, v in plan.fixed_rlimits(workload.pids_max)]
+
+
+def test_v1_sets_the_memory_peak_back_between_a_slots_tests(rt, root, v1_slot):
+    records = decode(recipe.compile_recipe(0, root, rt, v1_slot))
+    assert ("reusable", "1") in of_kind(records, recipe.K_CONST)
+    assert of_kind(records, recipe.K_PEAK_RESET) == [("0", "memory.max_usage_in_bytes", "0")]
 
 
 def test_a_jobs_own_limits_go_where_they_lower_the_slots(rt, root, v1_slot):
