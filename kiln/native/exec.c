@@ -73,8 +73,10 @@ int spawn_task(struct slot *s, struct span w, uint32_t argv_type, char *const *a
     struct task_start start = {s, fds, nfds, NULL};
     *pid = vfork_exec(0, argv[0], argv, envp, prepare_task, &start);
     int error = errno;
-    for (int i = 0; i < s->n_procs; i++) close(s->cg_procs[i]); /* init never moves a process */
-    s->n_procs = 0;
+    if (s->base_ns < 0) { /* init never moves a process; a slot that runs several tests keeps them for the next */
+        for (int i = 0; i < s->n_procs; i++) close(s->cg_procs[i]);
+        s->n_procs = 0;
+    }
     if (*pid < 0) return snprintf(err, ERR, "sandbox step '%s' failed: %s: %s", step, start.failed ? start.failed : argv[0], strerror(error)), -1;
     return 0;
 }

@@ -31,6 +31,7 @@ int take_identity(struct slot *s) {
     struct __user_cap_header_struct head = {_LINUX_CAPABILITY_VERSION_3, 0};
     struct __user_cap_data_struct none[2] = {{0}};
     long uid = s->recipe.uid;
+    if (s->n_procs == 0 && s->n_dirs > 0) return errno = EBADF, -1; /* a slot with cgroups: never a task outside them */
     for (int i = 0; i < s->n_procs; i++)
         if (syscall(SYS_write, s->cg_procs[i], "0", 1) != 1) return -1;
     if (syscall(SYS_unshare, CLONE_NEWCGROUP) || syscall(SYS_setgroups, 0, NULL) || syscall(SYS_setresgid, uid, uid, uid) ||

@@ -524,3 +524,23 @@ def test_a_test_killed_for_memory_leaves_the_next_tests_verdicts_their_own(serve
     body = judge(server, forks, [{"stdin": "40", "expected": "3"}] + [{"stdin": "1", "expected": "3"}] * 5, limits={"pids": 16}).json()
     assert verdicts(body) == ["RE"] + ["AC"] * 5, body
     assert body["tests"][0]["stats"]["outcome"] == "pids_limit" and {t["stats"]["outcome"] for t in body["tests"][1:]} == {"exited"}
+
+
+def test_a_slots_later_tests_have_every_limit_and_figure_of_the_first(server):
+    """Each test in a kept slot is in the slot's cgroup like the first: its memory limit, its CPU
+    time (counted and stopped), its pids limit, its own figures."""
+    solution = (
+        "import os, sys, time\n"
+        "what = sys.stdin.read().strip()\n"
+        "if what == 'memory':\n    x = bytearray(200 << 20)\n"
+        "if what == 'spin':\n    while True: pass\n"
+        "if what == 'fork':\n    [os.fork() or time.sleep(1) for _ in range(40)]\n"
+        "if what == 'work':\n    sum(range(3_000_000))\n"
+        "print(3)\n"
+    )
+    order = ["work", "work", "memory", "work", "spin", "work", "fork", "work"]
+    body = judge(server, solution, [{"stdin": w, "expected": "3"} for w in order], limits={"memory": "64m", "time": "500ms", "pids": 16}).json()
+    assert verdicts(body) == ["AC", "AC", "MLE", "AC", "TLE", "AC", "RE", "AC"], body
+    works = [t["stats"]["cpu_ms"] for t, w in zip(body["tests"], order) if w == "work"]
+    assert all(cpu > 20 for cpu in works), works  # from the cgroup: the test's own
+    assert body["tests"][4]["stats"]["wall_ms"] < 3000 and body["tests"][6]["stats"]["outcome"] == "pids_limit"
