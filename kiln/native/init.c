@@ -28,10 +28,12 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #define FORKED_ENTER_TIMEOUT_MS 10000
+#define INIT_CPU_MAX_S 0.5 /* a slot that runs several judge tests: init's own CPU (see ready_for_next) */
 
 /* what the environment says, beyond the slot's own fields */
 struct start {
@@ -175,9 +177,14 @@ static int fresh_sandbox(struct slot *s, char *err) {
 }
 
 /* Between a slot's judge tests: every process of the last one gone (a process the kernel takes
- * long to kill ends the slot instead), its memory peak back to now. 0: the slot can run another. */
+ * long to kill ends the slot instead), its memory peak back to now. 0: the slot can run another.
+ * Init's own CPU time counts against the RLIMIT_CPU it sets for each test (its task inherits it):
+ * past INIT_CPU_MAX_S the slot ends, long before that limit's second could reach init. */
 static int ready_for_next(struct slot *s) {
     char err[ERR];
+    struct rusage own;
+    if (getrusage(RUSAGE_SELF, &own) || own.ru_utime.tv_sec + own.ru_stime.tv_sec + (own.ru_utime.tv_usec + own.ru_stime.tv_usec) / 1e6 > INIT_CPU_MAX_S)
+        return -1;
     kill_all();
     double until = monotonic_s() + 2.0;
     for (;;) {
