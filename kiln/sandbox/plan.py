@@ -20,8 +20,11 @@ from dataclasses import dataclass
 # Inside the new root: root-only (0700) folder that holds the workspaces bind and the per-request
 # upper layer. overlayfs needs its layers visible in the mounting process's mount namespace.
 KILN_DIR = "/.kiln"
-WORKSPACES_DIR = f"{KILN_DIR}/ws"
-LAYERS_DIR = f"{KILN_DIR}/layers"  # the judge's builds (Runtime.layers_dir), read-only
+# the overlay's lower layers, bound read-only below one small tmpfs of their own, so that one
+# detach takes both out of the task's view once the overlay holds them
+LOWER_DIR = f"{KILN_DIR}/lower"
+WORKSPACES_DIR = f"{LOWER_DIR}/ws"
+LAYERS_DIR = f"{LOWER_DIR}/layers"  # the judge's builds (Runtime.layers_dir), read-only
 UPPER_DIR = f"{KILN_DIR}/upper"
 OVERLAY_UPPER = f"{UPPER_DIR}/upper"  # the overlay's upper layer: /sandbox's own files
 OVERLAY_WORK = f"{UPPER_DIR}/work"
@@ -100,6 +103,7 @@ class RootPlan:
     dev_links: tuple[Link, ...]
     tmp: Tmpfs
     sys: Tmpfs
+    lower: Tmpfs  # at LOWER_DIR: holds the binds of the workspaces and the layers
     workspaces: Bind  # the workspaces folder, at WORKSPACES_DIR
     upper: Tmpfs  # at UPPER_DIR: the overlay's upper and work dirs, resized per job
     uid: int
@@ -155,9 +159,8 @@ def root_plan(
         Directory("/proc", 0o555),
         Directory("/sys", 0o555),
         Directory(KILN_DIR, 0o700),
-        Directory(WORKSPACES_DIR, 0o700),
+        Directory(LOWER_DIR, 0o700),
         Directory(UPPER_DIR, 0o700),
-        *([Directory(LAYERS_DIR, 0o700)] if layers else []),
     ]
     links: list[Link] = []
     binds: list[Bind] = []
@@ -203,6 +206,7 @@ def root_plan(
         ),
         tmp=Tmpfs("/tmp", size=tmp_size, inodes=tmp_inodes, mode=0o1777),
         sys=Tmpfs("/sys", size=4096, inodes=4, mode=0o555, noexec=True, readonly=True),
+        lower=Tmpfs(LOWER_DIR, size=4096, inodes=8, mode=0o700, readonly=True),
         workspaces=Bind(workspaces, WORKSPACES_DIR, is_dir=True, recursive=False),
         upper=Tmpfs(UPPER_DIR, size=tmp_size, inodes=tmp_inodes, mode=0o700),
         uid=uid,

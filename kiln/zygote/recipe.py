@@ -23,7 +23,7 @@ from kiln.sandbox import mounts, plan
 from kiln.sandbox.cgroups import LimitWrite, SlotCgroup
 from kiln.sandbox.mounts import READONLY_ATTRS, MountArgs, under
 from kiln.zygote import protocol
-from kiln.sandbox.plan import LAYERS_DIR, OVERLAY_UPPER, OVERLAY_WORK, SANDBOX_DIR, WORKSPACES_DIR, RootPlan, Tmpfs, cpu_rlimit_terms, fixed_rlimits, upper_layer_dirs
+from kiln.sandbox.plan import LAYERS_DIR, LOWER_DIR, OVERLAY_UPPER, OVERLAY_WORK, SANDBOX_DIR, RootPlan, Tmpfs, cpu_rlimit_terms, fixed_rlimits, upper_layer_dirs
 
 MAGIC = b"KILNRCP1"
 K_CONST, K_SECCOMP, K_STAT, K_BUILD, K_FINISH, K_WARM_LIMIT = 1, 2, 3, 4, 5, 6
@@ -98,10 +98,13 @@ def build_ops(root: RootPlan, staging: str) -> list[Op]:
     ops.append((step, "mount", *mounts.readonly_args(dev, root.dev)))
     sys_dir = under(staging, root.sys.path)
     ops += [("mount /sys", "mount", *mounts.tmpfs_args(sys_dir, root.sys)), ("mount /sys", "mount", *mounts.readonly_args(sys_dir, root.sys))]
-    ws = root.workspaces
-    ops += _bind_readonly("bind the workspaces", ws.source, under(staging, ws.path), ws.recursive)
-    if root.layers:
-        ops += _bind_readonly("bind the builds' layers", root.layers.source, under(staging, root.layers.path), root.layers.recursive)
+    step, lower = "mount the lower layers' folder", under(staging, root.lower.path)
+    ops.append((step, "mount", *mounts.tmpfs_args(lower, root.lower)))
+    binds = [("bind the workspaces", root.workspaces), *([("bind the builds' layers", root.layers)] if root.layers else [])]
+    ops += [(step, "mkdir", under(staging, bind.path), 0o700, -1, -1) for _, bind in binds]
+    for bind_step, bind in binds:
+        ops += _bind_readonly(bind_step, bind.source, under(staging, bind.path), bind.recursive)
+    ops.append((step, "mount", *mounts.readonly_args(lower, root.lower)))
     ops += [
         ("pivot_root", "pivot", staging),
         ("make the root read-only", "mount", *mounts.readonly_args("/", root.root)),
@@ -154,10 +157,10 @@ def _workload(workload: Workload, runtime: Runtime, root: RootPlan, cgroup: Slot
         *_resize("mount the workspace", workspace.upper, root.upper),
         # on a judge's test, its build's layer goes above the workspace (kiln-init adds it)
         ("mount the workspace", "overlay", (SANDBOX_DIR, workspace.lower, OVERLAY_UPPER, OVERLAY_WORK, mounts.OVERLAY_FLAGS)),
-        # the overlay holds its own reference to its lower layers: the workspaces bind and the
-        # layers bind, whose mount roots in /proc/self/mountinfo are host paths, leave the task's view
-        ("hide the workspaces folder", "detach", (WORKSPACES_DIR,)),
-        *([("hide the builds' layers", "detach", (LAYERS_DIR,))] if root.layers else []),
+        # the overlay holds its own reference to its lower layers: the binds of the workspaces
+        # and the layers, whose mount roots in /proc/self/mountinfo are host paths, leave the
+        # task's view with the tmpfs they are bound below (one detach for both)
+        ("hide the lower layers' folder", "detach", (LOWER_DIR,)),
         *_resize("size /tmp", workspace.tmp, root.tmp),
     ]
     parts = {"solution": language.solution_file, "checker": language.checker_file, "asserts": language.asserts_file}

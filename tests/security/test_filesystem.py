@@ -254,7 +254,7 @@ print(json.dumps(out))
 RUNNER_PATHS_PROBE = """
 import errno, json, os
 out = {"exists": [p for p in PATHS if os.path.lexists(p)]}
-for path in ("/.kiln", "/.kiln/ws", "/.kiln/upper", "/.kiln/upper/upper"):
+for path in ("/.kiln", "/.kiln/lower", "/.kiln/lower/ws", "/.kiln/upper", "/.kiln/upper/upper"):
     try:
         os.listdir(path)
         out[path] = "listed"
@@ -281,7 +281,7 @@ def test_runner_files_are_invisible(run_py, server):
     seen = _json(run_py(f"PATHS = {paths!r}\n" + RUNNER_PATHS_PROBE))
     assert seen["exists"] == []
     assert seen["/.kiln"] == "EACCES"
-    assert seen["/.kiln/ws"] == seen["/.kiln/upper"] == seen["/.kiln/upper/upper"] == "EACCES"
+    assert seen["/.kiln/lower"] == seen["/.kiln/lower/ws"] == seen["/.kiln/upper"] == seen["/.kiln/upper/upper"] == "EACCES"
     assert seen["kiln_mode"] == "0o700"
     # The root holds the sandbox's own entries, plus only the parents of read-only binds of a
     # language's extra paths (e.g. /var for /var/lib/ghc): directories, nothing else in them.
@@ -292,7 +292,7 @@ def test_runner_files_are_invisible(run_py, server):
     parents = {"/".join(m.split("/")[:i]) for m in binds for i in range(2, m.count("/") + 1)}
     generated = {"/etc/passwd", "/etc/group", "/etc/hosts", "/bin", "/lib", "/lib64", "/sbin", "/dev/null", "/dev/zero",
                  "/dev/full", "/dev/random", "/dev/urandom", "/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr",
-                 "/dev/shm", "/.kiln", "/.kiln/ws", "/.kiln/upper", "/proc", "/sys", "/dev", "/tmp", "/sandbox", "/etc"}  # fmt: skip
+                 "/dev/shm", "/.kiln", "/.kiln/lower", "/.kiln/upper", "/proc", "/sys", "/dev", "/tmp", "/sandbox", "/etc"}  # fmt: skip
     # /dev's nodes live on /dev's own tmpfs, /proc, /sys, ... are mounts: the walk stops there
     unexpected = [p for p in seen["root_tmpfs"] if p not in generated and p not in parents and p not in binds]
     assert unexpected == []
@@ -323,7 +323,7 @@ def test_python_run_reaches_no_other_workspace(run_py):
     assert seen["found"] == []
     expected = sorted(set(_workspace_listing("python")) | {"check/solution.py"})
     assert [p for p in seen["sandbox"] if "__pycache__" not in p] == expected
-    assert len(seen["overlay_lower"]) == 1 and "lowerdir=/.kiln/ws/python," in seen["overlay_lower"][0]
+    assert len(seen["overlay_lower"]) == 1 and "lowerdir=/.kiln/lower/ws/python," in seen["overlay_lower"][0]
 
 
 def test_js_run_reaches_no_other_workspace(server):

@@ -63,7 +63,7 @@ def test_identity_files_name_the_slot_user_only():
 
 def test_kiln_dir_is_root_only_and_tmp_is_sticky():
     modes = {d.path: d.mode for d in make_root().directories}
-    assert modes["/.kiln"] == 0o700 and modes["/.kiln/ws"] == 0o700 and modes["/.kiln/upper"] == 0o700
+    assert modes["/.kiln"] == 0o700 and modes["/.kiln/lower"] == 0o700 and modes["/.kiln/upper"] == 0o700
     assert modes["/tmp"] == 0o1777
     root = make_root()
     assert root.tmp.mode == 0o1777 and root.tmp.size == 256 << 20 and root.tmp.inodes == 16384
@@ -81,7 +81,7 @@ def test_dev_sys_and_devices():
     assert root.dev.readonly and root.dev.noexec and not root.dev.nodev  # device nodes must work
     assert root.sys.readonly and root.sys.noexec and root.sys.nodev
     assert {link.path: link.target for link in root.dev_links}["/dev/fd"] == "/proc/self/fd"
-    assert root.workspaces.path == "/.kiln/ws" and not root.workspaces.recursive
+    assert root.workspaces.path == "/.kiln/lower/ws" and not root.workspaces.recursive
 
 
 def test_tmpfs_options():
@@ -89,7 +89,7 @@ def test_tmpfs_options():
 
 
 def test_workspace_plan_sizes_upper_and_tmp_alike():
-    job = plan.workspace_plan(lower="/.kiln/ws/python", size=64 << 20, inodes=100, writable_dirs=("check",))
+    job = plan.workspace_plan(lower="/.kiln/lower/ws/python", size=64 << 20, inodes=100, writable_dirs=("check",))
     assert job.upper.path == "/.kiln/upper" and job.upper.size == 64 << 20 and job.upper.inodes == 100
     assert job.tmp.path == "/tmp" and job.tmp.size == 64 << 20 and job.tmp.inodes == 100
     assert job.writable_dirs == ()  # check/ is made in every slot's upper layer while warming

@@ -159,7 +159,7 @@ def test_build_serves_found_languages_and_says_why_not_others():
     rt = runtime.build(cfg)
     assert "python" in rt.workloads and "js" in rt.workloads
     assert rt.workloads["python"].script.startswith("exec /usr/bin/python3")
-    assert rt.workloads["python"].lower == "/.kiln/ws/python"
+    assert rt.workloads["python"].lower == "/.kiln/lower/ws/python"
     reasons = {u.slug: u.reason for u in rt.unserved}
     assert "dart" in reasons and reasons["dart"]
     assert rt.versions["python"].startswith("Python 3")
@@ -170,7 +170,7 @@ def test_single_workspace_serves_every_slug(tmp_path):
     makefile(tmp_path, ".PHONY: test\ntest:\n\t@true\n")
     rt = runtime.build(config.load({"RUN_WORKSPACE": str(tmp_path)}, REPO))
     assert set(rt.workloads) == set(config.load({}, REPO).langs or runtime.langs.LANGUAGES)
-    assert {w.lower for w in rt.workloads.values()} == {"/.kiln/ws"}
+    assert {w.lower for w in rt.workloads.values()} == {"/.kiln/lower/ws"}
 
 
 def test_run_langs_naming_an_unservable_language_stops_startup():
@@ -185,7 +185,7 @@ def test_install_layout_refuses_kiln_under_a_bound_path(tmp_path):
     runtime.check_install_layout(cfg, ("/usr", "/etc/alternatives"))
 
 
-@pytest.mark.parametrize("path", ["/etc", "/proc", "/proc/sys", "/dev", "/tmp/x", "/sandbox", "/.kiln/ws", "/sys/fs"])
+@pytest.mark.parametrize("path", ["/etc", "/proc", "/proc/sys", "/dev", "/tmp/x", "/sandbox", "/.kiln/lower/ws", "/sys/fs"])
 def test_readonly_paths_may_not_cover_the_sandbox_own_places(path):
     with pytest.raises(StartupError, match="would cover"):
         runtime.check_readonly_paths(("/usr", path))
