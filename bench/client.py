@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -168,4 +169,16 @@ def wrk_load(port: int, payload: bytes, clients: int, seconds: float) -> dict:
         "p90_ms": round(p90 / 1000, 2),
         "p99_ms": round(p99 / 1000, 2),
         "load_generator": "wrk",
+    }
+
+
+def run_facts(started_at: float, load_start: tuple, load_end: tuple) -> dict:
+    """What a bench's JSON report says of its run: when, how long, the machine and its load."""
+    return {
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started_at)),
+        "elapsed_s": round(time.time() - started_at, 1),
+        "cpus": len(os.sched_getaffinity(0)),
+        "kernel": os.uname().release,
+        "loadavg_start": [round(v, 2) for v in load_start],
+        "loadavg_end": [round(v, 2) for v in load_end],
     }

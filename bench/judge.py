@@ -60,7 +60,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO))
-from client import KilnClient  # noqa: E402 - bench/ is this script's folder
+from client import KilnClient, run_facts  # noqa: E402 - bench/ is this script's folder
 from cpu import machine_busy, process_times, templates  # noqa: E402
 
 CPP_WORKSPACE = REPO / "langs" / "cpp"
@@ -674,12 +674,7 @@ def main() -> int:
     print(f"\nload average at start {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f}, at end {load_end[0]:.2f} {load_end[1]:.2f} {load_end[2]:.2f}; {len(os.sched_getaffinity(0))} CPUs; {time.time() - started_at:.0f} s")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     out = {
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started_at)),
-        "elapsed_s": round(time.time() - started_at, 1),
-        "cpus": len(os.sched_getaffinity(0)),
-        "kernel": os.uname().release,
-        "loadavg_start": [round(v, 2) for v in load_start],
-        "loadavg_end": [round(v, 2) for v in load_end],
+        **run_facts(started_at, load_start, load_end),
         "server_env": env,
         "args": {k: v for k, v in vars(args).items() if k not in ("bare_worker", "out")},
         **results,

@@ -52,7 +52,7 @@ EXAMPLES = REPO / "tests" / "langs" / "examples"
 LANG_TESTS = REPO / "tests" / "langs"
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO))
-from client import KilnClient, load  # noqa: E402 - bench/ is this script's folder
+from client import KilnClient, load, run_facts  # noqa: E402 - bench/ is this script's folder
 
 WARMUP = 3
 SLOW_RUNS, FAST_RUNS = 11, 31
@@ -507,12 +507,7 @@ def main() -> int:
           f"{len(os.sched_getaffinity(0))} CPUs; {time.time() - started_at:.0f} s")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     report = {
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started_at)),
-        "elapsed_s": round(time.time() - started_at, 1),
-        "cpus": len(os.sched_getaffinity(0)),
-        "kernel": os.uname().release,
-        "loadavg_start": [round(v, 2) for v in load_start],
-        "loadavg_end": [round(v, 2) for v in load_end],
+        **run_facts(started_at, load_start, load_end),
         "target": {"added_pct_max": TARGET_PCT, "added_ms_max": TARGET_MS, "rule": "added_ms < max(added_ms_max, bare_ms * added_pct_max / 100)"},
         "server_env": env,
         "method": {"rate_clients": args.rate_clients if args.rate_seconds else None, "rate_seconds": args.rate_seconds or None, "concurrency": concurrency, "warmup_per_side": WARMUP, "timeout": TIMEOUT, "bare_uid": BARE_UID, "alternating": "kiln/bare order flips every pair", "settle": "before every run, until kiln's slots are all warm (GET /metrics)"},
