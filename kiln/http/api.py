@@ -45,7 +45,7 @@ class App:
         self.config = runtime.config
         self.pool = pool
         self.log = log
-        self.metrics = Metrics(pool, runtime.config.concurrency)
+        self.metrics = Metrics(pool, runtime.config.concurrency, runtime.workloads)
         self.request_shutdown = request_shutdown
         # said on every /health: an operator must not miss that limits are not enforced
         self.health_note = f" (NO CGROUPS: memory and pids limits are not enforced: {no_cgroups_reason})" if no_cgroups_reason else ""

@@ -10,7 +10,7 @@ WARM_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
 
 
 class Metrics:
-    def __init__(self, pool, concurrency: int):
+    def __init__(self, pool, concurrency: int, workloads: dict | None = None):
         self.registry = registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter("kiln_http_requests", "HTTP requests answered, by route, status and language", ["route", "status", "lang"], registry=registry)
         self.runs = Counter("kiln_runs", "Runs that reached a slot, by language and outcome (output_too_large: killed for output over RUN_OUTPUT_MAX, a 413)", ["lang", "outcome"], registry=registry)
@@ -30,6 +30,8 @@ class Metrics:
         self.judge_requests = Counter("kiln_judge_requests", "Judge requests answered 200, by language and overall verdict (CE, AC, WA, TLE, ...)", ["lang", "verdict"], registry=registry)
         self.judge_tests = Counter("kiln_judge_tests", "Judge tests, by language and verdict (SK: not run)", ["lang", "verdict"], registry=registry)
         self.judge_builds = Counter("kiln_judge_builds", "Judge builds, by language and whether the build cache had them (hit: true)", ["lang", "hit"], registry=registry)
+        self.prestart_failures = Counter("kiln_prestart_failures", "Prestarted slots that failed to warm, or whose prestart command died before its request, by language", ["lang"], registry=registry)
+        self.template_failures = Counter("kiln_template_failures", "Language templates that failed (exited, or answered wrongly) and are started again after a pause, by language", ["lang"], registry=registry)
         self.prestarted_runs = Counter("kiln_prestarted_runs", "Runs served by a slot prestarted for their language, by language (of kiln_runs)", ["lang"], registry=registry)
         self.prestart_trades = Counter("kiln_prestart_trades", "Warm prestarted slots closed unused: a request needed another kind and no other was warm", registry=registry)
         self.slot_warmup_seconds = Histogram("kiln_slot_warmup_seconds", "Time to warm a slot: spawn, namespaces, root filesystem", buckets=WARM_BUCKETS, registry=registry)
@@ -42,6 +44,13 @@ class Metrics:
         pool.on_warm = lambda seconds: self.slot_warmup_seconds.observe(seconds)
         pool.on_trade = self.prestart_trades.inc
         pool.on_queued = self.queue_wait_seconds.observe
+        for slug, workload in (workloads or {}).items():  # 0 from the start: an alert sees every language
+            if workload.prestart_argv is not None:
+                self.prestart_failures.labels(slug)
+            if workload.template_argv is not None:
+                self.template_failures.labels(slug)
+        pool.on_prestart_failed = lambda slug: self.prestart_failures.labels(slug).inc()
+        pool.on_template_failed = lambda slug: self.template_failures.labels(slug).inc()
 
     def judged(self, slug: str, answer: dict) -> None:
         self.judge_requests.labels(slug, answer["verdict"]).inc()

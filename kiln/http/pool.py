@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import socket as stdlib_socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import gevent
@@ -92,6 +93,8 @@ class SlotPool:
         self.last_warm_ok = 0.0
         self.on_warm = lambda seconds: None  # /metrics observes warm-up durations
         self.on_trade = lambda: None  # and counts prestarted slots closed unused
+        self.on_prestart_failed: Callable[[str], None] = lambda slug: None  # a prestarted slot or its command failed
+        self.on_template_failed: Callable[[str], None] = lambda slug: None  # a language's template failed
         self.on_queued = lambda seconds: None  # and how long queued requests waited
         self.reader = gevent.spawn(self._read_zygote)
 
@@ -261,6 +264,10 @@ class SlotPool:
             elif op == "warm_failed":
                 self.last_warm_error = str(header.get("error"))
                 self.last_warm_error_at = time.monotonic()
+                if isinstance(header.get("prestart"), str):
+                    self.on_prestart_failed(header["prestart"])
+            elif op == "template_failed" and isinstance(header.get("slug"), str):
+                self.on_template_failed(header["slug"])
             elif op == "ready":
                 self.all_warm.set()
             elif op == "ended":

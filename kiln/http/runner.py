@@ -78,6 +78,7 @@ class Runner:
             # the slot's prestart command had died before the job came: never prestart this
             # language again (until restart), and run the job in a plain slot
             self.prestart_broken.add(job.slug)
+            self.pool.on_prestart_failed(job.slug)
             self.log.error("prestart command failed; prestarting stops for this language", lang=job.slug, error=str(failed))
             return self._attempt(job, None, gone, patient)
 

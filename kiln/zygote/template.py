@@ -20,6 +20,7 @@ import json
 import os
 import socket
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kiln import native
@@ -142,9 +143,10 @@ class Templates:
     started once an index has a root to copy, and when one fails, closed and started again after
     a pause (its language's slots are spawned as usual meanwhile)."""
 
-    def __init__(self, workloads: dict[str, Workload], log: Log):
+    def __init__(self, workloads: dict[str, Workload], log: Log, on_failure: Callable[[str], None] = lambda slug: None):
         self.workloads = workloads
         self.log = log
+        self.on_failure = on_failure  # told the language of each template that failed (the front counts them)
         self.slugs = tuple(slug for slug, w in workloads.items() if w.template_argv is not None)
         self.running: dict[str, Template] = {}
         self.backoff: dict[str, Backoff] = {}
@@ -200,3 +202,4 @@ class Templates:
     def _pause(self, slug: str, why: str) -> None:
         delay = self.backoff.setdefault(slug, Backoff()).failed()
         self.log.error("template failed", slug=slug, error=why, retry_in_s=round(delay, 2))
+        self.on_failure(slug)

@@ -9,7 +9,8 @@ a slot is spawned and what its outcome means is its kind's (kiln/zygote/kinds.py
 templates are kept by one object (template.Templates).
 
 Messages to the front: {"op": "slot", "index", "pid"} + the slot's socket;
-{"op": "warm_failed", "index", "error"}; {"op": "ready"} once every slot was warm once;
+{"op": "warm_failed", "index", "error", "prestart"} (the language a prestarted slot was warmed for,
+or null); {"op": "template_failed", "slug"}; {"op": "ready"} once every slot was warm once;
 {"op": "ended", "index", "pid"} once a slot the front asked to kill is gone.
 From the front: {"op": "demand", "index", "slug"} (the language a slot's replacement is warmed
 for); {"op": "kill", "index", "pid"} (a slot whose run outstayed its timeout: its whole cgroup
@@ -77,7 +78,7 @@ class Zygote:
         with open(self.runtime.zygote_pidfile, "w") as pidfile:
             pidfile.write(f"{os.getpid()}\n")
         self.indexes = {i: Index(i, self._spec(i)) for i in range(self.runtime.config.concurrency)}
-        self.templates = Templates(self.runtime.workloads, self.log)
+        self.templates = Templates(self.runtime.workloads, self.log, on_failure=lambda slug: self._tell_front({"op": "template_failed", "slug": slug}))
         self.pidfd = os.pidfd_open(os.getpid())  # slots watch it: a pid means nothing in their namespace
 
     def _on_stop_signal(self, _sig, _frame) -> None:
@@ -118,10 +119,10 @@ class Zygote:
                     self._warm_failed(s, "slot died while warming")
                 self._end(s)
 
-    def _backoff(self, index: Index, error: str) -> None:
+    def _backoff(self, index: Index, error: str, prestart: str | None = None) -> None:
         delay = index.backoff.failed()
         self.log.error("slot warm-up failed", slot=index.number, error=error, retry_in_s=round(delay, 2))
-        self._tell_front({"op": "warm_failed", "index": index.number, "error": error})
+        self._tell_front({"op": "warm_failed", "index": index.number, "error": error, "prestart": prestart})
 
     def _warm_failed(self, s: Slot, error: str) -> None:
         index = self.indexes[s.index]
@@ -131,7 +132,7 @@ class Zygote:
         if index.root is not None:
             os.close(index.root)
             index.root = None
-        self._backoff(index, error)
+        self._backoff(index, error, s.kind.prestart)
         s.sock.close()
         s.sock = None
         _kill(s.pid)  # reaped by _reap, which ends the slot

@@ -199,3 +199,4 @@ def test_a_prestart_command_that_does_not_wait_is_never_trusted_with_a_request(s
     failures = srv.logged("prestart command failed; prestarting stops for this language")
     assert len(failures) == 1 and "early" in failures[0]["error"]
     assert metric(srv, "kiln_prestarted_runs_total") == 0
+    assert metric(srv, 'kiln_prestart_failures_total{lang="python"}') == 1

@@ -134,6 +134,9 @@ def test_a_template_that_cannot_start_leaves_prestarted_slots_working(start_serv
         body, _record = srv.run_logged(lang_slug="python", solution_text="")
         assert body["stdout"] in ("plain\n", "prestarted\n"), body
     assert wait_until(lambda: any("/nonexistent/template" in str(r.get("error")) for r in srv.logged("template failed")))
+    # counted for an alert to see (deploy/prometheus/kiln-rules.yml KilnTemplateFailing)
+    assert wait_until(lambda: 'kiln_template_failures_total{lang="python"} 0.0' not in srv.client.get("/metrics").text)
+    assert 'kiln_template_failures_total{lang="python"}' in srv.client.get("/metrics").text
     wait_prestarted_shell(srv)
 
 
