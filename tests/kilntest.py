@@ -9,6 +9,7 @@ would find whichever was imported first.
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import json
 import os
@@ -179,6 +180,15 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+_STORES: list[str] = []  # the file stores of this process's servers: none outlives the tests
+atexit.register(lambda: [shutil.rmtree(store, ignore_errors=True) for store in _STORES])
+
+
+def _own_store(path: str) -> str:
+    _STORES.append(path)
+    return path
+
+
 class Server:
     """A `kiln serve` process; its log lines are collected as parsed logfmt/JSON records."""
 
@@ -191,8 +201,9 @@ class Server:
             "HOST": "127.0.0.1",
             "PORT": str(self.port),
             "RUN_INSTANCE": self.instance,
-            # the file store survives the service, so a test server's is its own and removed at stop
-            "RUN_FILE_STORE": f"/tmp/{self.instance}-files",
+            # the file store survives the service, so a test server's is its own and removed at its
+            # stop (or, for a server a test killed and never stopped, when the tests end)
+            "RUN_FILE_STORE": _own_store(f"/tmp/{self.instance}-files"),
             "RUN_CONCURRENCY": "4",
             "RUN_LOG_FORMAT": "json",
             **env,
