@@ -36,6 +36,7 @@ class Scenario:
     payload: dict | str | None  # None: a client that hangs up mid-run; "half-close": see half_close
     expect: callable
     weight: int = 1
+    path: str = "/run"
 
 
 def _ok_json(values):
@@ -54,6 +55,10 @@ def _outcome(outcome: str, stdout: str | None = None):
     return check
 
 
+def _verdicts(verdicts: list[str]):
+    return lambda r: r.status_code == 200 and [t["verdict"] for t in r.json()["tests"]] == verdicts
+
+
 def _status(status: int, error: str):
     return lambda r: r.status_code == status and r.json() == {"error": error}
 
@@ -70,6 +75,11 @@ ESCAPE = (
     "time.sleep(3)\n"
     "print('outlived its timeout', flush=True)\n"
 )
+JUDGED = "import sys\nn = int(sys.stdin.read())\nif n < 0:\n    x = bytearray(200 << 20)\nprint(n * 2)\n"
+JUDGE_TESTS = [{"stdin": "1", "expected": "2"}, {"stdin": "2", "expected": "5"}, {"stdin": "-1", "expected": "0"}, {"stdin": "3", "expected": "6"}, {"stdin": "4", "expected": "8"}]
+JUDGE_VERDICTS = ["AC", "WA", "MLE", "AC", "AC"]
+# says a number to the submission and expects the next one back
+INTERACTOR = "import sys\nn = int(open(sys.argv[1]).read())\nprint(n, flush=True)\nsys.exit(0 if int(sys.stdin.readline()) == n + 1 else 1)\n"
 SCENARIOS = [
     Scenario("python a+b", {"lang_slug": "python", "solution_text": AB, "asserts": AB_ARGS}, _ok_json([3, 7]), 6),
     Scenario("js a+b", {"lang_slug": "js", "solution_text": AB_JS, "asserts": AB_ARGS}, _ok_json([3, 7]), 3),
@@ -86,6 +96,11 @@ SCENARIOS = [
     Scenario("timeout escape", {"lang_slug": "python", "solution_text": ESCAPE, "timeout": "1s", "stdin": ""}, _outcome("timed_out", "")),
     Scenario("timeout escape, prestarted", {"lang_slug": "python", "solution_text": ESCAPE, "timeout": "1s"}, _outcome("timed_out", "")),
     Scenario("half-close", "half-close", lambda r: r is None),
+    # a judge's tests one after another in kept slots: a failing test between passing ones, and
+    # one killed for memory, must leave the next tests' verdicts their own
+    Scenario("judge", {"lang_slug": "python", "solution_text": JUDGED, "tests": JUDGE_TESTS, "limits": {"memory": "64m"}}, _verdicts(JUDGE_VERDICTS), 2, "/judge"),
+    Scenario("interactive judge", {"lang_slug": "python", "solution_text": "print(int(input()) + 1, flush=True)\n", "tests": [{"stdin": "41"}, {"stdin": "1"}],
+                                   "interactor": {"lang_slug": "python", "source": INTERACTOR}}, _verdicts(["AC", "AC"]), 1, "/judge"),
 ]
 
 
@@ -145,7 +160,7 @@ def client(server: Server, seed: int, stop_at: float, tally: Tally) -> None:
                     failure = half_close(server.port)
                     tally.record(scenario.name, "unexpected" if failure else "as expected", time.monotonic() - started, failure)
                     continue
-                response = http.post("/run", json=scenario.payload)
+                response = http.post(scenario.path, json=scenario.payload)
             except httpx.HTTPError as error:
                 tally.record(scenario.name, "transport error", time.monotonic() - started, f"{scenario.name}: {error!r}")
                 continue
