@@ -14,18 +14,18 @@ from werkzeug.routing import Map, PathConverter, Rule
 from werkzeug.wrappers import Response
 
 from kiln.http import files_api
+from kiln.http.judge_request import parse_judge
 from kiln.http.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from kiln.http.metrics import Metrics
-from kiln.http.pool import Busy, NoWarmSlot, ShuttingDown, SlotPool
 from kiln.http.responses import CLIENT_GONE, CLOSE, JSON, ReadTimeout, error_response, json_response
-from kiln.http.runner import Cancelled, Ran, Runner, SlotLost
 from kiln.http.validate import ApiError, RunRequest, parse_run
 from kiln.http.watch import ClientWatch
 from kiln.judge.builds import Builds
 from kiln.judge.files import UnknownFile
 from kiln.judge.judge import DoesNotBuild, Judge, cut
-from kiln.judge.request import parse_judge
 from kiln.log import Log
+from kiln.run.pool import Busy, NoWarmSlot, ShuttingDown, SlotPool
+from kiln.run.runner import Cancelled, Ran, Runner, SlotLost
 from kiln.runtime import Runtime
 from kiln.units import format_duration_ms
 

@@ -16,8 +16,8 @@ from gevent.pywsgi import WSGIHandler, WSGIServer
 from kiln import systemd
 from kiln.http.api import App
 from kiln.http.responses import ReadTimeout
-from kiln.http.pool import SlotPool
 from kiln.log import Log
+from kiln.run.pool import SlotPool
 from kiln.runtime import Runtime
 
 ZYGOTE_EXIT_WAIT_S = 10.0

@@ -25,12 +25,12 @@ import time
 import gevent
 import gevent.event
 
-from kiln.http.runner import Cancelled, Runner, Session, SlotLost
 from kiln.judge import compare
 from kiln.judge.builds import Build, Builds
 from kiln.judge.files import FileStore
 from kiln.judge.request import JudgeRequest, Source, Test
 from kiln.log import Log
+from kiln.run.runner import Cancelled, Runner, Session, SlotLost
 from kiln.runtime import Runtime
 from kiln.zygote.protocol import Job, Limits, ProtocolError, RunResult
 

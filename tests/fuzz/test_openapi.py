@@ -35,12 +35,13 @@ from werkzeug.test import Client
 
 from kiln import config, runtime
 from kiln.http import api
+from kiln.http import judge_request as request
 from kiln.http.api import App
-from kiln.http.pool import Busy, NoWarmSlot, WarmSlot
 from kiln.http.validate import RUN_LIMITS
-from kiln.judge import compare, judge, request
+from kiln.judge import compare, judge
 from kiln.judge.files import FILE_ID
 from kiln.log import Log
+from kiln.run.pool import Busy, NoWarmSlot, WarmSlot
 from kiln.units import format_duration_ms, format_size
 from kiln.zygote import protocol
 from kilntest import Server
@@ -148,7 +149,7 @@ def test_run_request_fields_are_exactly_the_contracts():
 
 
 def test_judge_request_fields_are_exactly_the_contracts():
-    """DESIGN.md's Judge API table, and the patterns, enums and defaults of kiln/judge/request.py."""
+    """DESIGN.md's Judge API table, and the patterns, enums and defaults of kiln/http/judge_request.py."""
     schemas = DOC["components"]["schemas"]
     schema = schemas["JudgeRequest"]
     assert schema["required"] == ["lang_slug", "solution_text", "tests"]

@@ -13,7 +13,7 @@ import gevent
 import gevent.event
 import pytest
 
-from kiln.http.pool import Busy, ClientGone, NoWarmSlot, ShuttingDown, SlotPool
+from kiln.run.pool import Busy, ClientGone, NoWarmSlot, ShuttingDown, SlotPool
 from kiln.log import Log
 from kiln.zygote import protocol
 
@@ -89,7 +89,7 @@ def test_when_only_other_languages_are_warm_one_is_traded_in(zygote):
 
 
 def test_no_warm_slot_in_time_is_an_error(zygote, monkeypatch):
-    monkeypatch.setattr("kiln.http.pool.WARM_WAIT_S", 0.05)
+    monkeypatch.setattr("kiln.run.pool.WARM_WAIT_S", 0.05)
     with pytest.raises(NoWarmSlot):
         zygote.pool.acquire("python")
     assert zygote.pool.in_flight == 0
@@ -168,7 +168,7 @@ def test_shutting_down_refuses_the_queued_requests(zygote):
 
 
 def test_a_slow_warm_up_is_waited_for_but_failing_ones_are_not(zygote, monkeypatch):
-    monkeypatch.setattr("kiln.http.pool.WARM_FAILING_S", 0.05)
+    monkeypatch.setattr("kiln.run.pool.WARM_FAILING_S", 0.05)
     taker = gevent.spawn(zygote.pool.acquire, None)
     gevent.sleep(0.2)  # longer than WARM_FAILING_S: slow, not failing, so it waits on
     assert not taker.ready()

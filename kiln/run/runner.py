@@ -8,7 +8,7 @@ result in (kiln.zygote.protocol), the cancel when the client leaves, the fallbac
 when a prestart command died, and what becomes of the slot afterwards: released, or killed from
 outside when it stayed silent past its run's timeout. What it cannot do is an exception:
 
-    Busy, NoWarmSlot, ShuttingDown   no slot for the job (kiln.http.pool)
+    Busy, NoWarmSlot, ShuttingDown   no slot for the job (kiln.run.pool)
     Cancelled                        its client left, queued or running: nobody to answer
     SlotLost                         the slot ended without a result (SlotSilent: it said nothing
                                      long past the run's timeout, and was killed from outside)
@@ -28,8 +28,8 @@ import gevent.event
 import gevent.lock
 import gevent.socket
 
-from kiln.http.pool import ClientGone, SlotPool, WarmSlot
 from kiln.log import Log
+from kiln.run.pool import ClientGone, SlotPool, WarmSlot
 from kiln.runtime import Runtime
 from kiln.zygote import protocol
 from kiln.zygote.protocol import Job, PrestartFailed, ProtocolError, RunResult

@@ -1,0 +1,181 @@
+"""POST /judge's body, checked field by field into a JudgeRequest (kiln/judge/request.py), or an
+ApiError (400) that names the field and what is allowed (DESIGN.md, "Judge API"). Nothing here
+runs anything."""
+
+from __future__ import annotations
+
+import math
+
+from kiln.http.validate import ApiError, count_field, decode_json_object, duration_field, size_field, utf8
+from kiln.judge.compare import MODES
+from kiln.judge.files import FILE_ID
+from kiln.judge.request import FILE_NAME, JudgeRequest, Program, Source, Test, TestLimits
+from kiln.runtime import Runtime
+from kiln.units import format_duration_ms
+
+FILES_MAX = 64
+LIMITS = ("time", "wall_time", "memory", "output", "pids")  # a test's, in `limits`
+COMPILE_TIMEOUT_MS = 30_000
+DEFAULT_EPSILON = 1e-6
+
+
+def parse_judge(raw: bytes, runtime: Runtime) -> JudgeRequest:
+    body = decode_json_object(raw)
+    config = runtime.config
+    slug = _required(body, "lang_slug", str)
+    solution = _required(body, "solution_text", str)
+    workload = runtime.workloads.get(slug)
+    if workload is None:
+        raise ApiError(400, "unsupported lang_slug")
+    if not workload.judges:
+        raise ApiError(400, f"lang_slug {slug} cannot judge")
+    interactor = _program(body.get("interactor"), "interactor", runtime)
+    if interactor is not None and config.concurrency < 2:
+        raise ApiError(400, "interactor: this server runs one slot (RUN_CONCURRENCY=1); an interactive test needs two at once")
+    if interactor is not None and body.get("compare") is not None:
+        raise ApiError(400, "interactor is given: compare must not be (the interactor gives the verdict)")
+    compare = _optional(body, "compare", str, "interactor" if interactor else "tokens")
+    if compare not in MODES and not interactor:
+        raise ApiError(400, f"compare must be one of {', '.join(MODES)} (got {compare[:40]!r})")
+    checker = _program(body.get("checker"), "checker", runtime)
+    if (compare == "checker") != (checker is not None):
+        raise ApiError(400, "checker is required when compare is checker" if checker is None else f"checker is given: compare must be checker (got {compare})")
+    epsilon = _epsilon(body.get("epsilon"))
+    judge_file = workload.language.judge_file
+    files = ((judge_file, utf8("solution_text", solution)), *_files(body.get("files"), judge_file))
+    tests = _tests(body.get("tests"), config.judge_tests_max, expected_needed=compare not in ("none", "checker", "interactor"))
+    return JudgeRequest(
+        slug=slug,
+        files=files,
+        tests=tests,
+        compare=compare,
+        epsilon=epsilon,
+        limits=_limits(body.get("limits"), workload, config),
+        compile_timeout_ms=duration_field(body.get("compile_timeout"), "compile_timeout", min(COMPILE_TIMEOUT_MS, config.timeout_max_ms), config.timeout_max_ms),
+        stop_on_failure=_optional(body, "stop_on_failure", bool, False),
+        checker=checker,
+        interactor=interactor,
+    )
+
+
+def _program(value, field: str, runtime: Runtime) -> Program | None:
+    """A checker's (or an interactor's) {"lang_slug", "source"}."""
+    if value is None:
+        return None
+    if type(value) is not dict:
+        raise ApiError(400, f'{field} must be an object {{"lang_slug": ..., "source": ...}}')
+    slug = _required(value, "lang_slug", str, f"{field}.")
+    source = _required(value, "source", str, f"{field}.")
+    workload = runtime.workloads.get(slug)
+    if workload is None:
+        raise ApiError(400, f"{field}.lang_slug: unsupported lang_slug")
+    if not workload.judges:
+        raise ApiError(400, f"{field}.lang_slug {slug} cannot judge")
+    return Program(slug, ((workload.language.judge_file, utf8(f"{field}.source", source)),))
+
+
+def _required(body: dict, field: str, kind: type, where: str = ""):
+    value = body.get(field)
+    if value is None:
+        raise ApiError(400, f"{where}{field} is required")
+    if type(value) is not kind:
+        raise ApiError(400, f"{where}{field} must be a {_TYPE_NAMES[kind]}")
+    return value
+
+
+def _optional(body: dict, field: str, kind: type, default):
+    value = body.get(field)
+    if value is None:
+        return default
+    if type(value) is not kind:
+        raise ApiError(400, f"{field} must be a {_TYPE_NAMES[kind]}")
+    return value
+
+
+_TYPE_NAMES = {str: "string", bool: "boolean (true or false)", dict: "object", list: "array"}
+
+
+def _epsilon(value) -> float:
+    if value is None:
+        return DEFAULT_EPSILON
+    if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
+        raise ApiError(400, "epsilon must be a number >= 0")
+    return float(value)
+
+
+def _files(value, judge_file: str) -> list[tuple[str, bytes]]:
+    if value is None:
+        return []
+    if type(value) is not dict:
+        raise ApiError(400, "files must be an object of file name -> text")
+    if len(value) > FILES_MAX:
+        raise ApiError(400, f"files: at most {FILES_MAX} files")
+    files = []
+    for name, text in value.items():
+        if not FILE_NAME.fullmatch(name):
+            raise ApiError(400, f"files: {name[:120]!r} is not a file name ([A-Za-z0-9_][A-Za-z0-9_.-]{{0,99}}: no '/', no '..', no leading '.')")
+        if name == judge_file:
+            raise ApiError(400, f"files: {name!r} is the judge file's name (solution_text is written there)")
+        if type(text) is not str:
+            raise ApiError(400, f"files.{name} must be a string")
+        files.append((name, utf8(f"files.{name}", text)))
+    return files
+
+
+def _tests(value, tests_max: int, expected_needed: bool) -> tuple[Test, ...]:
+    if value is None:
+        raise ApiError(400, "tests is required")
+    if type(value) is not list:
+        raise ApiError(400, "tests must be an array of {stdin or stdin_file, expected or expected_file}")
+    if not 1 <= len(value) <= tests_max:
+        raise ApiError(400, f"tests must have 1 to {tests_max} tests (got {len(value)})")
+    return tuple(_test(i, test, expected_needed) for i, test in enumerate(value))
+
+
+def _test(index: int, test, expected_needed: bool) -> Test:
+    where = f"tests[{index}]"
+    if type(test) is not dict:
+        raise ApiError(400, f"{where} must be an object")
+    stdin = _source(test, where, "stdin")
+    expected = _source(test, where, "expected")
+    if expected is None and expected_needed:
+        raise ApiError(400, f"{where}: expected or expected_file is required (unless compare is checker or none, or an interactor is given)")
+    return Test(stdin or Source(text=b""), expected)
+
+
+def _source(test: dict, where: str, field: str) -> Source | None:
+    text, file_id = test.get(field), test.get(f"{field}_file")
+    if text is not None and file_id is not None:
+        raise ApiError(400, f"{where}: {field} and {field}_file are exclusive: give one")
+    if text is not None:
+        if type(text) is not str:
+            raise ApiError(400, f"{where}.{field} must be a string")
+        return Source(text=utf8(f"{where}.{field}", text))
+    if file_id is not None:
+        if type(file_id) is not str or not FILE_ID.fullmatch(file_id):
+            raise ApiError(400, f"{where}.{field}_file must be a file id sha256:<64 lowercase hex> (POST /files answers it)")
+        return Source(file_id=file_id)
+    return None
+
+
+def _limits(value, workload, config) -> TestLimits:
+    if value is None:
+        value = {}
+    if type(value) is not dict:
+        raise ApiError(400, "limits must be an object (time, wall_time, memory, output, pids)")
+    unknown = sorted(set(value) - set(LIMITS))
+    if unknown:
+        raise ApiError(400, f"limits.{unknown[0][:40]}: not a limit (one of {', '.join(LIMITS)})")
+    time_max = min(config.judge_time_max_ms, config.timeout_max_ms)
+    time_ms = duration_field(value.get("time"), "limits.time", min(workload.language.judge_time_ms, time_max), time_max)
+    wall_default = max(time_ms, min(2 * time_ms + 1000, config.timeout_max_ms))
+    wall_ms = duration_field(value.get("wall_time"), "limits.wall_time", wall_default, config.timeout_max_ms)
+    if wall_ms < time_ms:
+        raise ApiError(400, f"limits.wall_time ({format_duration_ms(wall_ms)}) is below limits.time ({format_duration_ms(time_ms)})")
+    return TestLimits(
+        time_ms=time_ms,
+        wall_time_ms=wall_ms,
+        memory=size_field(value.get("memory"), "limits.memory", workload.memory_max, low=1 << 20),
+        output=size_field(value.get("output"), "limits.output", config.output_max, low=1),
+        pids=count_field(value.get("pids"), "limits.pids", workload.pids_max),
+    )
