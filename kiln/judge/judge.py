@@ -28,7 +28,7 @@ import gevent.event
 from kiln.judge import compare
 from kiln.judge.builds import Build, Builds
 from kiln.judge.files import FileStore
-from kiln.judge.request import JudgeRequest, Source, Test
+from kiln.judge.request import JudgeRequest, Source, Test, TestLimits
 from kiln.log import Log
 from kiln.run.runner import Cancelled, Runner, Session, SlotLost
 from kiln.runtime import Runtime
@@ -135,14 +135,14 @@ class Judge:
             (),
             stdin=stdin,
             command="exec",
-            limits=Limits(cpu_ms=limits.time_ms, memory=limits.memory, pids=limits.pids, output=limits.output),
+            limits=_job_limits(limits),
             layer=build.name,
         )
         try:
             result = session.run(job).result
         except SlotLost as error:
             self.log.error("a judge test's slot was lost", lang=request.slug, error=str(error))
-            return {"verdict": "IE", "exit_code": None, "stdout": "", "stderr": "", "checker_message": None, "stats": None}
+            return _not_run("IE")
         verdict, message = run_verdict(result, limits.time_ms, limits.memory), None
         if verdict is None and checker is not None:
             session.close()  # a slot kept while waiting for another (the checker's) could deadlock two requests
@@ -160,7 +160,7 @@ class Judge:
         to_interactor, to_submission = os.pipe2(os.O_CLOEXEC), os.pipe2(os.O_CLOEXEC)
         submission = Job(
             request.slug, limits.wall_time_ms, (), command="exec", layer=build.name, pipes=(to_submission[0], to_interactor[1]),
-            limits=Limits(cpu_ms=limits.time_ms, memory=limits.memory, pids=limits.pids, output=limits.output),
+            limits=_job_limits(limits),
         )  # fmt: skip
         # testlib's interactor arguments: input, record (it may write it), answer when the test has one
         files_of_interactor = (("input", _read(test.stdin, files)), ("record", b""))
@@ -172,7 +172,7 @@ class Judge:
             ran, judged = self.runner.run_pair(submission, helper, gone)
         except SlotLost as error:
             self.log.error("an interactive test's slot was lost", lang=request.slug, error=str(error))
-            return {"verdict": "IE", "exit_code": None, "stdout": "", "stderr": "", "checker_message": None, "stats": None}
+            return _not_run("IE")
         result, helper_result = ran.result, judged.result
         verdict = run_verdict(result, limits.time_ms, limits.memory)
         message = cut(helper_result.stderr)
@@ -228,8 +228,18 @@ def _read(source: Source | None, files: FileStore | None) -> bytes:
     return files.read(source.file_id)
 
 
+def _not_run(verdict: str) -> dict:
+    """A test's answer when nothing of its run is known: SK, or IE when its slot was lost."""
+    return {"verdict": verdict, "exit_code": None, "stdout": "", "stderr": "", "checker_message": None, "stats": None}
+
+
 def _skipped() -> dict:
-    return {"verdict": "SK", "exit_code": None, "stdout": "", "stderr": "", "checker_message": None, "stats": None}
+    return _not_run("SK")
+
+
+def _job_limits(limits: TestLimits) -> Limits:
+    """A test's limits as the exec job's own."""
+    return Limits(cpu_ms=limits.time_ms, memory=limits.memory, pids=limits.pids, output=limits.output)
 
 
 def _answer(verdict: str, compile_answer: dict, tests: list[dict], started: float) -> dict:

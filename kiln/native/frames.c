@@ -28,11 +28,11 @@ static int recv_exactly(int fd, char *buf, size_t len) {
     return 1;
 }
 
-/* the frame's first byte, and the descriptors that came with it (at most MAX_JOB_FDS; any more
- * are closed) */
-static int recv_first(int fd, char *byte, int *fds, int *nfds) {
+/* up to `len` of the frame's first bytes in one call, and the descriptors that came with them (at
+ * most MAX_JOB_FDS; any more are closed) */
+static ssize_t recv_first(int fd, char *bytes, size_t len, int *fds, int *nfds) {
     char control[CMSG_SPACE(sizeof(int) * 8)];
-    struct iovec iov = {byte, 1};
+    struct iovec iov = {bytes, len};
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
     ssize_t n;
     do n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
@@ -55,12 +55,12 @@ int read_frame(int fd, size_t max, char **body, size_t *len, int *fds, int *nfds
     uint32_t size;
     char *bytes = (char *)&size;
     *nfds = 0;
-    ssize_t first = recv_first(fd, bytes, fds, nfds);
+    ssize_t first = recv_first(fd, bytes, 4, fds, nfds);
     if (first <= 0) {
         if (first < 0) snprintf(err, errlen, "connection closed inside a frame");
         return first < 0 ? -1 : 0;
     }
-    int rc = recv_exactly(fd, bytes + 1, 3);
+    int rc = first == 4 ? 1 : recv_exactly(fd, bytes + first, 4 - first); /* the size prefix, whole */
     if (rc == 0) rc = -1;
     if (rc <= 0) {
         if (rc < 0) snprintf(err, errlen, "connection closed inside a frame");

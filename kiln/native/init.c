@@ -210,7 +210,7 @@ static void execute(struct slot *s, const struct job *job, struct span w, const 
     int stdio[3], out[2], errp[2], nargs = job->command == CMD_EXEC ? job->nparts : 0;
     struct run run = {0};
     if (job->command == CMD_EXEC && s->base_ns >= 0 && fresh_sandbox(s, err)) return send_failure(s, err);
-    if (job->command == CMD_EXEC) cgroup_counts(s, &run.oom_before, &run.pids_hits_before);
+    if (s->tests_served) cgroup_counts(s, &run.oom_before, &run.pids_hits_before); /* a fresh cgroup counts from 0 */
     if (mount_workspace(s, w, job->layer, err) || (job->command == CMD_TEST ? write_parts(s, w, job, err) : give_judge_files(s, job, paths, err)) ||
         apply_cgroup_limits(s, w, K_W_LIMIT, err) || apply_job_limits(s, job, err))
         return send_failure(s, err);
