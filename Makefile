@@ -1,11 +1,13 @@
-# kiln: `make run` starts the server on :4040, `make test` runs the suite. Both set up the machine
-# first (scripts/setup.sh), idempotently.
+# kiln: `make run` starts the server on :4040, `make run-rootless` the same without root (as the
+# user kiln, scripts/rootless.sh), `make test` runs the suite. Each sets up the machine first
+# (scripts/setup.sh), idempotently.
 VENV := .venv
 PYTEST_ARGS ?=
 
 SOAK_SECONDS ?= 600
+ROOTLESS_SUITES ?= tests/api tests/security tests/langs
 
-.PHONY: setup run test soak bench langs clean
+.PHONY: setup run run-rootless test soak bench langs clean
 
 setup:
 	@scripts/setup.sh
@@ -18,9 +20,16 @@ langs: setup
 run: setup
 	$(VENV)/bin/kiln serve
 
+# run as root: makes the user, its id range and cgroup subtree, then starts kiln as that user
+run-rootless: setup
+	@scripts/rootless.sh serve
+
+# the whole suite as root, then the api, security and language suites against rootless servers
 test: langs
 	@scripts/install-deploy-tools.sh
+	@scripts/rootless.sh prepare
 	$(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
+	KILN_TEST_ROOTLESS=1 $(VENV)/bin/python -m pytest -q $(PYTEST_ARGS) $(ROOTLESS_SUITES)
 
 # the soak test for longer than the 60 s `make test` gives it (SOAK_SECONDS=...)
 soak: langs

@@ -9,9 +9,10 @@ can run it before starting the service.
 from __future__ import annotations
 
 import json
+import os
 import sys
 
-from kiln import langs, native
+from kiln import langs, native, rootless
 from kiln.config import Config
 from kiln.runtime import StartupError, survey, toolchain_versions
 
@@ -39,13 +40,43 @@ def rows(config: Config) -> list[dict]:
     ]
 
 
+class _Quiet:
+    def info(self, *_args, **_fields) -> None:
+        pass
+
+    warning = info
+
+
+def sandbox_lines(config: Config, rootless_mode: bool) -> list[str]:
+    """How this user's kiln would build its sandboxes: as root or rootless (with the maps it
+    would have and what is weaker), and with which cgroups."""
+    from kiln.sandbox import cgroup_detect, cgroups  # noqa: PLC0415
+
+    lines = []
+    if rootless_mode:
+        planned = rootless.planned_namespace(os.getuid(), os.getgid())
+        lines.append(f"sandbox: ROOTLESS as {planned.user} (uid map {', '.join(map(str, planned.uid_map))})")
+        lines += [f"  weaker than under root: {sentence}" for sentence in planned.weaker()]
+    else:
+        lines.append("sandbox: as root")
+    try:
+        driver = cgroup_detect.open_driver(config.cgroup, config.instance, _Quiet())
+        lines.append(f"cgroups: {driver.name}" if not driver.reason else f"cgroups: NONE, runs would have no memory or pids limit: {driver.reason}")
+    except cgroups.CgroupError as error:
+        lines.append(f"cgroups: UNUSABLE ({error})")
+    return lines
+
+
 def main(config: Config, as_json: bool) -> int:
     try:
         native.check_built()
     except native.NotBuilt as error:
         print(f"kiln check-host: no slot can start: {error}", file=sys.stderr)
         return 1
+    rootless_mode = os.geteuid() != 0  # as `kiln serve` decides
     table = rows(config)
+    for line in sandbox_lines(config, rootless_mode):
+        print(line, file=sys.stderr if as_json else sys.stdout)
     if as_json:
         print(json.dumps(table))
     else:

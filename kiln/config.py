@@ -348,7 +348,11 @@ def _directory(text: str) -> pathlib.Path:
         path = pathlib.Path(text).resolve() if text else None
     except (OSError, RuntimeError):  # RuntimeError: a symlink loop, before Python 3.13
         path = None
-    if path is None or not path.is_dir():
+    try:
+        found = path is not None and path.is_dir()
+    except OSError as error:  # a folder this user may not search (rootless kiln)
+        raise ValueError(f"cannot be read by this user: {error.strerror}") from None
+    if not found:
         raise ValueError("must be an existing directory (the folder of language workspaces)")
     return path
 

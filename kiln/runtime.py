@@ -21,6 +21,7 @@ from typing import NamedTuple
 from kiln import langs, native
 from kiln.config import Config
 from kiln.langs import Language
+from kiln.rootless import UserNamespace
 from kiln.sandbox import seccomp
 from kiln.sandbox.plan import MERGED_USR_LINKS, WORKSPACES_DIR, HostPath
 
@@ -82,6 +83,13 @@ class Runtime:
     versions: dict[str, str]
     seccomp_filter: bytes  # BPF, compiled once here, loaded by every task
     common_limits: tuple[int, int]  # (memory_max, pids_max) most languages have: a plain slot's preset
+    user_namespace: UserNamespace | None = None  # rootless (kiln/rootless.py); None under root
+
+    def slot_uid(self, index: int) -> int:
+        """The uid (and gid) of slot `index`'s task; rootless with one id mapped, the only one."""
+        if self.user_namespace is not None and self.user_namespace.single_id:
+            return 0
+        return self.config.uid_base + index
 
     @property
     def runtime_dir(self) -> str:
@@ -344,7 +352,7 @@ def survey(config: Config, slugs) -> tuple[dict[str, Workload], list[Unserved]]:
     return workloads, unserved
 
 
-def build(config: Config) -> Runtime:
+def build(config: Config, user_namespace: UserNamespace | None = None) -> Runtime:
     workloads, unserved = survey(config, config.langs or tuple(langs.LANGUAGES))
     if config.langs:
         missing = [u for u in unserved if u.slug in config.langs]
@@ -366,6 +374,7 @@ def build(config: Config) -> Runtime:
         versions=toolchain_versions([w.language for w in workloads.values()], config),
         seccomp_filter=seccomp.compile_filter(),
         common_limits=collections.Counter((w.memory_max, w.pids_max) for w in workloads.values()).most_common(1)[0][0],
+        user_namespace=user_namespace,
     )
 
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from kiln import config as config_module
-from kiln import native
+from kiln import native, rootless
 from kiln import runtime as runtime_module
 from kiln import systemd
 from kiln.config import Config, ConfigError
@@ -39,6 +39,26 @@ def resolve_user(name: str) -> tuple[int, int]:
     if entry.pw_uid == 0:
         raise StartupError(f"RUN_FRONT_USER={name!r} is root; the front only parses HTTP and must not keep root")
     return entry.pw_uid, entry.pw_gid
+
+
+def front_ids(config: Config, user_namespace: rootless.UserNamespace | None) -> tuple[int, int]:
+    """The front's uid and gid; rootless, they and the slots' must be mapped ids."""
+    if user_namespace is not None and user_namespace.single_id:
+        return 0, 0  # the one id there is (UserNamespace.weaker says so)
+    uid, gid = resolve_user(config.front_user)
+    if user_namespace is None:
+        return uid, gid
+    unmapped = [f"RUN_FRONT_USER={config.front_user!r} (uid {uid}, gid {gid})"] if not user_namespace.maps(uid, gid) else []
+    last = config.uid_base + config.concurrency - 1
+    if not (user_namespace.maps(config.uid_base, config.uid_base) and user_namespace.maps(last, last)):
+        unmapped.append(f"the slots' ids RUN_UID_BASE={config.uid_base} to {last}")
+    if unmapped:
+        raise StartupError(
+            f"rootless: {' and '.join(unmapped)} are not mapped in kiln's user namespace "
+            f"(uid map {', '.join(map(str, user_namespace.uid_map))}); give {user_namespace.user} a larger /etc/subuid "
+            "and /etc/subgid range or choose ids inside it"
+        )
+    return uid, gid
 
 
 def listen(config: Config) -> socket.socket:
@@ -79,8 +99,18 @@ def serve(environ: dict[str, str]) -> int:
     log = Log(config.log_format, config.debug)
     for warning in config.warnings:
         log.warning(warning)
+    user_namespace = None
+    if os.geteuid() != 0:  # first, while serve is one thread: the kernel's condition for it
+        try:
+            user_namespace = rootless.enter()
+        except rootless.RootlessError as error:
+            log.error("cannot start rootless", error=str(error))
+            return 1
+        log.warning("ROOTLESS: kiln runs in a user namespace of its own", **user_namespace.summary())
+        for weaker in user_namespace.weaker():
+            log.warning(f"ROOTLESS, weaker than under root: {weaker}")
     if not has_sys_admin():
-        log.error("kiln serve needs root (CAP_SYS_ADMIN) to build sandboxes; there is no unsandboxed mode")
+        log.error("kiln serve needs root (CAP_SYS_ADMIN) or an ordinary user to build sandboxes (rootless); there is no unsandboxed mode")
         return 1
     try:
         native.check_built()
@@ -88,8 +118,8 @@ def serve(environ: dict[str, str]) -> int:
         log.error("cannot start", error=str(error))
         return 1
     try:
-        runtime = runtime_module.build(config)
-        uid, gid = resolve_user(config.front_user)
+        runtime = runtime_module.build(config, user_namespace)
+        uid, gid = front_ids(config, user_namespace)
         listener = listen(config)
     except StartupError as error:
         log.error("cannot start", error=str(error))
@@ -99,6 +129,13 @@ def serve(environ: dict[str, str]) -> int:
         log.info("language", slug=workload.slug, version=runtime.versions.get(workload.slug), command=workload.script)
     for unserved in runtime.unserved:
         log.warning("language not served", slug=unserved.slug, reason=unserved.reason)
+
+    try:
+        prepare_directories(runtime, uid, gid)
+    except OSError as error:
+        hint = f" (rootless: have root create it owned by {user_namespace.user}, as `make run-rootless` does)" if user_namespace else ""
+        log.error("cannot start", error=f"{error.filename}: {error.strerror}{hint}")
+        return 1
 
     from kiln.sandbox import cgroup_detect, cgroups  # noqa: PLC0415
 
@@ -112,11 +149,6 @@ def serve(environ: dict[str, str]) -> int:
         log.warning(f"CGROUPS UNAVAILABLE: runs have no memory or pids limit and report no OOM: {cgroup_driver.reason}")
     elif not cgroup_detect.read_migrations_favoured():
         log.info("cgroup migrations are not favoured: after a pause a run may wait 3-8 ms to join its cgroup; mount the cgroup hierarchy with favordynmods (mount -o remount,favordynmods /sys/fs/cgroup)")
-    try:
-        prepare_directories(runtime, uid, gid)
-    except OSError as error:
-        log.error("cannot start", error=f"{error.filename}: {error.strerror}")
-        return 1
     from kiln.zygote import boot  # noqa: PLC0415
 
     try:

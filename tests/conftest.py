@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kilntest import Server
+from kilntest import Server, searchable
 
 
 @pytest.fixture
@@ -44,7 +44,7 @@ def workspace(tmp_path):
         (folder / "Makefile").write_text(f".PHONY: test\ntest:\n{lines}{targets}")
         for name, text in files.items():
             (folder / name).write_text(text)
-        return folder
+        return searchable(folder)
 
     return make
 
@@ -69,13 +69,14 @@ def _runtime_folders_of_killed_zygotes():
 
 
 def _own_v1_cgroups() -> list[Path]:
-    """This process's cgroup in each v1 hierarchy kiln uses (kiln makes its own below them)."""
+    """This process's cgroup in each v1 hierarchy kiln uses, and the rootless servers' subtree
+    below it (kiln makes its instance's folder below them)."""
     found = []
     for line in Path("/proc/self/cgroup").read_text().splitlines():
         _, controllers, path = line.split(":", 2)
         for controller in ("memory", "pids", "cpuacct"):
             if controller in controllers.split(","):
                 root = Path("/sys/fs/cgroup", controller, path.lstrip("/"))
-                if root.is_dir():
-                    found.append(root)
+                # and the subtree rootless servers are handed (scripts/rootless.sh)
+                found += [folder for folder in (root, root / "kiln-rootless") if folder.is_dir()]
     return found

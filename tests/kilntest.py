@@ -29,6 +29,11 @@ from kiln.slots import TITLE
 
 REPO = Path(__file__).resolve().parent.parent
 KILN = REPO / ".venv" / "bin" / "kiln"
+# KILN_TEST_ROOTLESS=1: every server is started rootless (scripts/rootless.sh: as the user kiln,
+# in a cgroup subtree it owns; `make test` runs the api, security and language suites so too)
+ROOTLESS = os.environ.get("KILN_TEST_ROOTLESS") == "1"
+ROOTLESS_LAUNCHER = REPO / "scripts" / "rootless.sh"
+ROOTLESS_USER = os.environ.get("RUN_ROOTLESS_USER", "kiln")
 _instances = itertools.count(1)
 
 
@@ -107,11 +112,27 @@ def alive(pid: int) -> bool:
     return proc is not None and not proc.zombie
 
 
+def host_uid(uid: int) -> int:
+    """One of kiln's uids (a slot's, the front's) as the host sees it: itself under root;
+    rootless, through the map kiln's user namespace has (kiln.rootless computes it the same
+    way for the user the servers run as)."""
+    if not ROOTLESS:
+        return uid
+    import pwd  # noqa: PLC0415
+
+    from kiln import rootless  # noqa: PLC0415
+
+    user = pwd.getpwnam(ROOTLESS_USER)
+    outside = rootless.planned_namespace(user.pw_uid, user.pw_gid).outside(uid)
+    assert outside is not None, f"uid {uid} is not mapped for {ROOTLESS_USER}"
+    return outside
+
+
 def processes_of_uids(uids) -> list[Proc]:
-    """The host's live processes of these uids (a run's tasks: one uid per slot index), except the
-    prestart commands of warm slots: started for the next request of their slot, they have run
-    nothing of any request."""
-    wanted = set(uids)
+    """The host's live processes of these uids of kiln's (a run's tasks: one uid per slot index;
+    rootless, mapped by host_uid), except the prestart commands of warm slots: started for the
+    next request of their slot, they have run nothing of any request."""
+    wanted = {host_uid(uid) for uid in uids}
     live = [proc for proc in processes() if not proc.zombie]
     prestarted_inits = {proc.pid for proc in live if (slot := SlotView.of(proc)) and slot.state == "warm" and slot.lang}
     return [proc for proc in live if proc.uid in wanted and proc.ppid not in prestarted_inits]
@@ -174,6 +195,26 @@ def with_slot_uid(seen: dict) -> dict:
     return seen
 
 
+def searchable(folder: Path) -> Path:
+    """A test's own folder (below pytest's 0700 tmp_path), made readable by others, and its
+    parents searchable, when the servers run rootless: kiln's user must read the workspaces a
+    test writes there (make lists a workspace's folder to find its Makefile)."""
+    if ROOTLESS:
+        for path, wanted in ((folder, 0o005), *((parent, 0o001) for parent in folder.parents)):
+            mode = path.stat().st_mode
+            if mode & wanted != wanted:
+                path.chmod(mode | wanted)
+    return folder
+
+
+def give_to_kiln(path: Path) -> Path:
+    """A folder a test makes for kiln to write in (TMPDIR, say): rootless, owned by kiln's user."""
+    if ROOTLESS:
+        searchable(path)
+        shutil.chown(path, ROOTLESS_USER, ROOTLESS_USER)
+    return path
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -209,7 +250,10 @@ class Server:
             **env,
         }
         self.records: list[dict] = []
-        self.proc = subprocess.Popen(argv or [str(KILN), "serve"], env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        argv = argv or [str(KILN), "serve"]
+        if ROOTLESS:  # the launcher execs the command: self.proc is still kiln's own process
+            argv = [str(ROOTLESS_LAUNCHER), "exec", *argv]
+        self.proc = subprocess.Popen(argv, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         self._reader = threading.Thread(target=self._read_log, daemon=True)
         self._reader.start()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -268,7 +312,18 @@ class Server:
         """The zygote's children running a template command, not counting a slot's init the
         template is cloning that moment (its copy until it execs kiln-init, but in the slot's
         own pid namespace: two pids in NSpid)."""
-        return [proc.pid for proc in self.children() if proc.title.endswith(" --template") and len(proc.nspid) == 1]
+        depth = len(process(self.pids()["zygote"]).nspid)  # rootless, the zygote's pid namespace is its own
+        return [proc.pid for proc in self.children() if proc.title.endswith(" --template") and len(proc.nspid) == depth]
+
+    def host_uid(self, uid: int) -> int:
+        """One of this server's uids as the host sees it, read from its zygote's uid_map (which
+        must agree with the module's host_uid)."""
+        for line in Path(f"/proc/{self.pids()['zygote']}/uid_map").read_text().splitlines():
+            inside, outside, count = map(int, line.split())
+            if inside <= uid < inside + count:
+                assert outside + uid - inside == host_uid(uid)
+                return outside + uid - inside
+        raise AssertionError(f"uid {uid} is not mapped")
 
     def wait_prestarted(self, slug: str, count: int = 1) -> None:
         """Until `count` slots are warm for `slug`: a slot's replacement is warmed for the
@@ -300,3 +355,5 @@ class Server:
             self._reader.join(5)
             if self.env["RUN_FILE_STORE"] == f"/tmp/{self.instance}-files":
                 shutil.rmtree(self.env["RUN_FILE_STORE"], ignore_errors=True)
+            if ROOTLESS:  # made by root for the user: the user cannot remove it from /run
+                shutil.rmtree(f"/run/{self.instance}", ignore_errors=True)

@@ -47,8 +47,13 @@ class App:
         self.log = log
         self.metrics = Metrics(pool, runtime.config.concurrency, runtime.workloads)
         self.request_shutdown = request_shutdown
-        # said on every /health: an operator must not miss that limits are not enforced
-        self.health_note = f" (NO CGROUPS: memory and pids limits are not enforced: {no_cgroups_reason})" if no_cgroups_reason else ""
+        # said on every /health: an operator must not miss that limits are not enforced, or what
+        # a rootless sandbox lacks
+        notes = [f"NO CGROUPS: memory and pids limits are not enforced: {no_cgroups_reason}"] if no_cgroups_reason else []
+        if runtime.user_namespace is not None:
+            notes.append("ROOTLESS, weaker than under root: " + "; ".join(runtime.user_namespace.weaker()))
+        self.health_note = "".join(f" ({note})" for note in notes)
+        self.cgroups = not no_cgroups_reason
         self.shutting_down = False
         self.runner = Runner(pool, runtime, log)
         self.judge = Judge(self.runner, runtime, Builds(runtime.layers_dir, runtime.config.build_cache_max, log), log, runtime.config.judge_parallel)
@@ -213,7 +218,7 @@ class App:
             "unserved": [{"slug": u.slug, "reason": u.reason} for u in self.runtime.unserved],
             "limits": {
                 "timeout_max_ms": config.timeout_max_ms, "input_max_bytes": config.input_max, "output_max_bytes": config.output_max,
-                "concurrency": config.concurrency, "cgroups": not self.health_note, "judge_input_max_bytes": config.judge_input_max,
+                "concurrency": config.concurrency, "cgroups": self.cgroups, "judge_input_max_bytes": config.judge_input_max,
                 "judge_tests_max": config.judge_tests_max, "judge_time_max_ms": config.judge_time_max_ms, "judge_parallel": config.judge_parallel,
                 "file_max_bytes": config.file_max,
             },  # fmt: skip

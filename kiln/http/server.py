@@ -262,6 +262,8 @@ class Front:
 
 
 def drop_privileges(uid: int, gid: int) -> None:
+    if (uid, gid) == (os.geteuid(), os.getegid()):
+        return  # rootless with one id mapped: nothing to drop to (and setgroups is denied there)
     os.setgroups([])
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)

@@ -64,13 +64,19 @@ def _strings(items: list[str]):
     return array
 
 
-def spawn_init(flags: int, argv: list[str], env: dict[str, str], keep: list[int]) -> int:
-    """kiln-init as a child in new namespaces (`flags`: CLONE_NEW*), inheriting `keep`.
-    Returns its pid; raises OSError if the clone or the exec failed (the child reaped)."""
+def spawn(flags: int, path: str, argv: list[str], env: dict[str, str], keep: list[int]) -> int:
+    """`path` as a child in new namespaces (`flags`: CLONE_NEW*), inheriting `keep`, its signal
+    dispositions at their defaults. Returns its pid; raises OSError if the clone or the exec
+    failed (the child reaped)."""
     fds = (ctypes.c_int * len(keep))(*keep)
     envp = _strings([f"{key}={value}" for key, value in env.items()])
-    pid = _spawn_function()(flags, os.fsencode(INIT), _strings(argv), envp, fds, len(keep))
+    pid = _spawn_function()(flags, os.fsencode(path), _strings(argv), envp, fds, len(keep))
     if pid < 0:
         error = ctypes.get_errno()
-        raise OSError(error, f"spawning {INIT}: {os.strerror(error)}")
+        raise OSError(error, f"spawning {path}: {os.strerror(error)}")
     return pid
+
+
+def spawn_init(flags: int, argv: list[str], env: dict[str, str], keep: list[int]) -> int:
+    """kiln-init as a child in new namespaces: see spawn."""
+    return spawn(flags, str(INIT), argv, env, keep)

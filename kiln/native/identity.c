@@ -24,7 +24,7 @@
  * nothing the task does reaches the process that enforces its limits. Into the slot's cgroup
  * (init never joins: its own memory and CPU are never the run's), a cgroup namespace rooted
  * there (the task sees "/", nothing of kiln's tree), then wholly the slot's user: no groups,
- * every uid non-zero (the kernel clears the permitted and effective sets) and no inheritable
+ * every uid the slot's (non-zero but rootless with one id mapped; capset empties every set) and no inheritable
  * capability either. Raw syscalls: they change this thread only, and a spawned task's child
  * shares init's memory until its exec. Returns 0 or -1 with errno set. */
 int take_identity(struct slot *s) {
@@ -34,7 +34,7 @@ int take_identity(struct slot *s) {
     if (s->n_procs == 0 && s->n_dirs > 0) return errno = EBADF, -1; /* a slot with cgroups: never a task outside them */
     for (int i = 0; i < s->n_procs; i++)
         if (syscall(SYS_write, s->cg_procs[i], "0", 1) != 1) return -1;
-    if (syscall(SYS_unshare, CLONE_NEWCGROUP) || syscall(SYS_setgroups, 0, NULL) || syscall(SYS_setresgid, uid, uid, uid) ||
+    if (syscall(SYS_unshare, CLONE_NEWCGROUP) || (s->recipe.setgroups && syscall(SYS_setgroups, 0, NULL)) || syscall(SYS_setresgid, uid, uid, uid) ||
         syscall(SYS_setresuid, uid, uid, uid) || syscall(SYS_capset, &head, none))
         return -1;
     return 0;

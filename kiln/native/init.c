@@ -345,7 +345,7 @@ int main(int argc, char **argv) {
     }
     if (argc > 1 && !strcmp(argv[1], "check")) return check_job(&s);
     read_environment(&s, &start);
-    if (s.sock < 0 || s.zygote < 0 || s.recipe.uid == 0) {
+    if (s.sock < 0 || s.zygote < 0 || s.recipe.uid < 0) {
         fprintf(stderr, "kiln-init: started without its descriptors or recipe (the zygote spawns it)\n");
         return 70;
     }

@@ -62,8 +62,10 @@ struct recipe {
     size_t n;
     const char *data; /* the mapping */
     size_t size;
-    /* its K_CONST records, read once by recipe_load (absent: index -1, the others 0 or NULL) */
+    /* its K_CONST records, read once by recipe_load (absent: index and uid -1, the others 0 or
+     * NULL); uid 0 only rootless with one id mapped (kiln/rootless.py) */
     long index, uid;
+    long setgroups; /* 1: the task drops its supplementary groups; 0: its user namespace forbids it */
     long long input_max, output_max, timeout_max_ms;
     long long judge_part_max, layer_max; /* a judge job's file or stdin; what a build may leave */
     const char *cwd;

@@ -44,7 +44,8 @@ static int walk(const char *data, const char *end, struct rec *recs, struct arg 
 /* the constants every step reads (limits, the uid, the working directory) as fields: a job's
  * path never looks them up by name */
 static void read_consts(struct recipe *r) {
-    r->index = -1, r->uid = r->input_max = r->output_max = r->timeout_max_ms = r->judge_part_max = r->layer_max = r->reusable = 0;
+    r->index = r->uid = -1;
+    r->input_max = r->output_max = r->timeout_max_ms = r->judge_part_max = r->layer_max = r->reusable = r->setgroups = 0;
     r->cwd = r->judge_dir = r->upper = r->layers = NULL;
     for (size_t i = 0; i < r->n; i++) {
         const struct rec *c = &r->recs[i];
@@ -59,6 +60,7 @@ static void read_consts(struct recipe *r) {
         else if (!strcmp(name, "judge_part_max")) r->judge_part_max = value;
         else if (!strcmp(name, "layer_max")) r->layer_max = value;
         else if (!strcmp(name, "reusable")) r->reusable = value;
+        else if (!strcmp(name, "setgroups")) r->setgroups = value;
         else if (!strcmp(name, "cwd")) r->cwd = c->args[1].p;
         else if (!strcmp(name, "judge_dir")) r->judge_dir = c->args[1].p;
         else if (!strcmp(name, "upper")) r->upper = c->args[1].p;

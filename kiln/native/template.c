@@ -180,7 +180,7 @@ static int enter_slot(int sock, int recipe_fd, const char *slug, int populate, c
     if (recipe_load(recipe_fd, &slot.recipe, err, ERR)) return -1;
     close(recipe_fd);
     long workload_rec = find_workload_rec(&slot.recipe, slug);
-    if (slot.recipe.uid == 0 || workload_rec < 0) return errno = ENOENT, fail(err, "find its language in the recipe");
+    if (slot.recipe.uid < 0 || workload_rec < 0) return errno = ENOENT, fail(err, "find its language in the recipe");
     struct span w = workload_span(&slot.recipe, workload_rec);
     if (setns(fds[1], CLONE_NEWNET) || setns(fds[0], CLONE_NEWNS)) return fail(err, "enter the slot's namespaces");
     if (setsid() < 0) return fail(err, "start its session");

@@ -1,5 +1,6 @@
-"""Linux constants the plans and the seccomp policy name (namespaces, mount flags), and the one
-call Python's os module does not offer that the zygote makes itself (prctl). The sandbox's own
+"""Linux constants the plans and the seccomp policy name (namespaces, mount flags), and the calls
+Python's os module does not offer that kiln's Python makes itself (prctl; rootless: unshare,
+and the zygote's mount of its own /proc). The sandbox's own
 syscalls are kiln-init's (kiln/native).
 """
 
@@ -40,9 +41,13 @@ def _check(result: int, what: str) -> int:
     return result
 
 
+def unshare(flags: int) -> None:
+    _check(_libc.unshare(flags), f"unshare({flags:#x})")
 
 
-
+def mount(source: str | None, target: str, fstype: str | None, flags: int) -> None:
+    encode = lambda text: None if text is None else os.fsencode(text)  # noqa: E731
+    _check(_libc.mount(encode(source), encode(target), encode(fstype), ctypes.c_ulong(flags), None), f"mount {target}")
 
 
 def prctl(option: int, arg2: int = 0, arg3: int = 0) -> None:

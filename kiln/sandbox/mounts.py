@@ -45,7 +45,8 @@ def bind_args(source: str, target: str, recursive: bool) -> MountArgs:
 PRIVATE_ARGS: MountArgs = (None, "/", None, MS_REC | libc.MS_PRIVATE, None)
 # Only this pid namespace's processes (hidepid=invisible), and none of procfs' host-wide files
 # (subset=pid): no /proc/sys, /proc/kcore, /proc/sysrq-trigger, ...
-PROC_ARGS: MountArgs = ("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "subset=pid,hidepid=invisible")
+def proc_args(target: str) -> MountArgs:
+    return ("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "subset=pid,hidepid=invisible")
 
 
 OVERLAY_FLAGS = MS_NOSUID | MS_NODEV  # the workspace overlay's (kiln-init's OP_OVERLAY composes its data)

@@ -32,6 +32,10 @@ OVERLAY_WORK = f"{UPPER_DIR}/work"
 # the workspace's, so a job pays no copy-up to write there. Every workspace has check/ (dart's
 # lib/ is copied up per job like any language's writable_dirs).
 PREMADE_DIRS = ("check",)
+# In a user namespace the kernel mounts a new procfs only where one is already fully visible:
+# the template keeps one here (root-only, from before pivot_root), each slot mounts its own
+# /proc and detaches this one (recipe.finish_ops).
+PROC_ANCHOR = f"{KILN_DIR}/proc"
 SANDBOX_DIR = "/sandbox"
 HOSTNAME = "kiln"
 TASK_USER = "runner"
@@ -110,6 +114,9 @@ class RootPlan:
     gid: int
     layers: Bind | None = None  # the judge's builds folder, at LAYERS_DIR
     hostname: str = HOSTNAME
+    # rootless (kiln/rootless.py): devices are the host's nodes bound (mknod takes root), and
+    # /proc is mounted beside a procfs kept at PROC_ANCHOR
+    in_user_namespace: bool = False
 
 
 @dataclass(frozen=True)
@@ -144,6 +151,7 @@ def root_plan(
     tmp_size: int,
     tmp_inodes: int,
     layers: str | None = None,
+    in_user_namespace: bool = False,
 ) -> RootPlan:
     """The root filesystem of a slot whose task runs as uid/gid.
 
@@ -161,6 +169,7 @@ def root_plan(
         Directory(KILN_DIR, 0o700),
         Directory(LOWER_DIR, 0o700),
         Directory(UPPER_DIR, 0o700),
+        *((Directory(PROC_ANCHOR, 0o700),) if in_user_namespace else ()),
     ]
     links: list[Link] = []
     binds: list[Bind] = []
@@ -212,6 +221,7 @@ def root_plan(
         uid=uid,
         gid=gid,
         layers=Bind(layers, LAYERS_DIR, is_dir=True, recursive=False) if layers else None,
+        in_user_namespace=in_user_namespace,
     )
 
 

@@ -22,8 +22,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from kiln import native
 from kiln.log import Log
 from kiln.runtime import Runtime
+from kiln.sandbox import libc
 from kiln.sandbox.cgroups import Driver
 
 # -S: no site (its imports alone are ~2 MiB a slot would carry); -I: no PYTHON* variables, no
@@ -57,17 +59,12 @@ def start(runtime: Runtime, log: Log, cgroups: Driver) -> tuple[int, socket.sock
     argv = [sys.executable, "-I", "-S", "-c", BOOT, str(state), *import_paths()]
     sys.stdout.flush()
     sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            front_end.close()
-            for fd in inherited:
-                os.set_inheritable(fd, True)
-            os.execv(sys.executable, argv)
-        except BaseException as error:  # noqa: BLE001 - never return into serve's code
-            log.error("cannot start the zygote", error=repr(error))
-        finally:
-            os._exit(70)
+    # rootless, the zygote is the first process of a pid namespace kiln's user namespace owns
+    # (only there may kiln mount a /proc, as a language template's root has one), in a mount
+    # namespace of its own to mount that /proc in (a clone, not unshare: after
+    # unshare(CLONE_NEWPID) serve could start no thread)
+    flags = libc.CLONE_NEWPID | libc.CLONE_NEWNS if runtime.user_namespace is not None else 0
+    pid = native.spawn(flags, sys.executable, argv, dict(os.environ), list(inherited))
     zygote_end.close()
     os.close(state)
     return pid, front_end

@@ -23,7 +23,7 @@ from kiln.sandbox import mounts, plan
 from kiln.sandbox.cgroups import LimitWrite, SlotCgroup
 from kiln.sandbox.mounts import READONLY_ATTRS, MountArgs, under
 from kiln.zygote import protocol
-from kiln.sandbox.plan import LAYERS_DIR, LOWER_DIR, OVERLAY_UPPER, OVERLAY_WORK, SANDBOX_DIR, RootPlan, Tmpfs, cpu_rlimit_terms, fixed_rlimits, upper_layer_dirs
+from kiln.sandbox.plan import LAYERS_DIR, LOWER_DIR, OVERLAY_UPPER, OVERLAY_WORK, PROC_ANCHOR, SANDBOX_DIR, RootPlan, Tmpfs, cpu_rlimit_terms, fixed_rlimits, upper_layer_dirs
 
 MAGIC = b"KILNRCP1"
 K_CONST, K_SECCOMP, K_STAT, K_BUILD, K_FINISH, K_WARM_LIMIT = 1, 2, 3, 4, 5, 6
@@ -57,6 +57,8 @@ def compile_recipe(index: int, root: RootPlan, runtime: Runtime, cgroup: SlotCgr
         # a plain slot may run a judge's tests one after another, each in a fresh sandbox, where
         # the cgroup's memory peak can be set back between them
         _record(K_CONST, "reusable", int(cgroup.peak_resettable)),
+        # rootless with one id mapped, setgroups is denied (and there are no other groups to drop)
+        _record(K_CONST, "setgroups", int(runtime.user_namespace is None or not runtime.user_namespace.single_id)),
     ]
     if runtime.seccomp_filter is not None:
         records.append(_record(K_SECCOMP, runtime.seccomp_filter))
@@ -93,7 +95,12 @@ def build_ops(root: RootPlan, staging: str) -> list[Op]:
     ops += [("write /etc", "write", under(staging, f.path), f.mode, f.content) for f in root.files]
     step, dev = "build /dev", under(staging, root.dev.path)
     ops.append((step, "mount", *mounts.tmpfs_args(dev, root.dev)))
-    ops += [(step, "mknod", under(staging, d.path), d.mode, d.major, d.minor) for d in root.devices]
+    for device in root.devices:
+        target = under(staging, device.path)
+        if root.in_user_namespace:  # the host's node, bound: mknod takes root
+            ops += [(step, "touch", target, 0o666), (step, "mount", *mounts.bind_args(device.path, target, False))]
+        else:
+            ops.append((step, "mknod", target, device.mode, device.major, device.minor))
     ops += [(step, "symlink", link.target, under(staging, link.path)) for link in root.dev_links]
     ops.append((step, "mount", *mounts.readonly_args(dev, root.dev)))
     sys_dir = under(staging, root.sys.path)
@@ -105,6 +112,8 @@ def build_ops(root: RootPlan, staging: str) -> list[Op]:
     for bind_step, bind in binds:
         ops += _bind_readonly(bind_step, bind.source, under(staging, bind.path), bind.recursive)
     ops.append((step, "mount", *mounts.readonly_args(lower, root.lower)))
+    if root.in_user_namespace:
+        ops.append(("keep a procfs to mount /proc beside", "mount", *mounts.proc_args(under(staging, PROC_ANCHOR))))
     ops += [
         ("pivot_root", "pivot", staging),
         ("make the root read-only", "mount", *mounts.readonly_args("/", root.root)),
@@ -116,7 +125,10 @@ def build_ops(root: RootPlan, staging: str) -> list[Op]:
 def finish_ops(root: RootPlan) -> list[Op]:
     """Every slot's own part of its root, on its copy of the template: /tmp and the upper layer
     (fresh_ops), the /proc of its pid namespace, its hostname."""
-    return [*fresh_ops(root), ("mount /proc", "mount", *mounts.PROC_ARGS), ("set the hostname", "hostname", root.hostname)]
+    proc = [("mount /proc", "mount", *mounts.proc_args("/proc"))]
+    if root.in_user_namespace:
+        proc.append(("mount /proc", "detach", PROC_ANCHOR))
+    return [*fresh_ops(root), *proc, ("set the hostname", "hostname", root.hostname)]
 
 
 def fresh_ops(root: RootPlan) -> list[Op]:

@@ -75,8 +75,13 @@ class Zygote:
         if os.getppid() == 1:  # the front died before the death signal was armed
             self.stopping = True
         os.makedirs(self.runtime.staging_dir, 0o700, exist_ok=True)
+        # the host's pid (/proc is the host's): rootless, the zygote is 1 of its own pid namespace
+        self.host_pid = int(os.readlink("/proc/self"))
+        if self.runtime.user_namespace is not None:  # then a /proc that names its processes
+            libc.mount(None, "/", None, libc.MS_REC | libc.MS_PRIVATE)
+            libc.mount("proc", "/proc", "proc", libc.MS_NOSUID | libc.MS_NODEV | libc.MS_NOEXEC)
         with open(self.runtime.zygote_pidfile, "w") as pidfile:
-            pidfile.write(f"{os.getpid()}\n")
+            pidfile.write(f"{self.host_pid}\n")
         self.indexes = {i: Index(i, self._spec(i)) for i in range(self.runtime.config.concurrency)}
         self.templates = Templates(self.runtime.workloads, self.log, on_failure=lambda slug: self._tell_front({"op": "template_failed", "slug": slug}))
         self.pidfd = os.pidfd_open(os.getpid())  # slots watch it: a pid means nothing in their namespace
@@ -86,7 +91,7 @@ class Zygote:
 
     def _spec(self, index: int) -> slot.SlotSpec:
         config = self.runtime.config
-        uid = config.uid_base + index
+        uid = self.runtime.slot_uid(index)
         root = plan.root_plan(
             uid=uid,
             gid=uid,
@@ -95,6 +100,7 @@ class Zygote:
             tmp_size=max(w.tmp_size for w in self.runtime.workloads.values()),
             tmp_inodes=config.tmp_inodes,
             layers=self.runtime.layers_dir,
+            in_user_namespace=self.runtime.user_namespace is not None,
         )
         return slot.SlotSpec(index=index, root=root)
 
@@ -157,7 +163,7 @@ class Zygote:
             self.generation += 1
             try:
                 # named per zygote and generation: a crashed predecessor's may still be draining
-                cgroup = self.cgroups.create_slot(f"slot-{index.number}-{os.getpid()}-{self.generation}")
+                cgroup = self.cgroups.create_slot(f"slot-{index.number}-{self.host_pid}-{self.generation}")
             except (OSError, CgroupError) as error:
                 self._backoff(index, f"cannot create the slot's cgroup: {error}")
                 continue

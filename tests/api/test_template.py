@@ -104,7 +104,7 @@ def test_the_template_forks_and_keeps_no_child(server):
     server.wait_prestarted("python")
     (template,) = server.templates()
     assert Path(f"/proc/{template}/task/{template}/children").read_text().split() == []
-    assert os.stat(f"/proc/{template}").st_uid == 0
+    assert os.stat(f"/proc/{template}").st_uid == server.host_uid(0)
     # in a mount namespace of its own, not the host's
     assert os.readlink(f"/proc/{template}/ns/mnt") != os.readlink("/proc/self/ns/mnt")
     assert os.readlink(f"/proc/{template}/ns/net") != os.readlink("/proc/self/ns/net")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from kilntest import Server
+from kilntest import Server, searchable
 from seclib import C_RECIPE, assert_healthy
 
 TESTS = Path(__file__).resolve().parent.parent
@@ -65,7 +65,7 @@ def make_workspace(folder: Path, recipe: str) -> Path:
 
 @pytest.fixture(scope="module")
 def c_workspace(tmp_path_factory) -> Path:
-    return make_workspace(tmp_path_factory.mktemp("c-ws"), C_RECIPE)
+    return searchable(make_workspace(tmp_path_factory.mktemp("c-ws"), C_RECIPE))
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kilntest import processes, processes_of_uids, wait_until
+from kilntest import give_to_kiln, processes, processes_of_uids, wait_until
 
 UID_BASE = 25000
 CONCURRENCY = 4
@@ -82,7 +82,7 @@ def _stray_slot_processes() -> list:
     return [p for p in live if p.title.startswith("kiln: slot") and p.ppid not in zygotes]
 
 
-def _kiln_tmp_entries(names, instance: str) -> list[str]:
+def _kiln_tmp_entries(names, instance: str, uids: set[int]) -> list[str]:
     """Of the new /tmp entries, those kiln made: named after the server's instance, or owned by
     a slot's uid or by the front's user. (Other sessions on a shared host create root-owned /tmp
     entries meanwhile; kiln's own temp files would go to its TMPDIR, checked separately.)"""
@@ -92,7 +92,7 @@ def _kiln_tmp_entries(names, instance: str) -> list[str]:
             owner = os.lstat(f"/tmp/{name}").st_uid
         except FileNotFoundError:
             continue
-        if instance in name or UID_BASE <= owner < UID_BASE + CONCURRENCY or owner == 65534:
+        if instance in name or owner in uids:
             suspicious.append(name)
     return suspicious
 
@@ -100,6 +100,7 @@ def _kiln_tmp_entries(names, instance: str) -> list[str]:
 def test_no_leaks_after_200_mixed_runs(kiln_server, tmp_path):
     tmpdir = tmp_path / "kiln-tmpdir"
     tmpdir.mkdir()
+    give_to_kiln(tmpdir)
     tmp_before = set(os.listdir("/tmp"))
     mounts_before = _mountinfo_lines()
     srv = kiln_server(RUN_LANGS="python", RUN_CONCURRENCY=str(CONCURRENCY), RUN_UID_BASE=str(UID_BASE), TMPDIR=str(tmpdir))
@@ -146,6 +147,7 @@ def test_no_leaks_after_200_mixed_runs(kiln_server, tmp_path):
     assert wait_until(lambda: _stray_slot_processes() == [], timeout=10), _stray_slot_processes()
     # no task process of any slot uid is left anywhere on the host
     uids = range(UID_BASE, UID_BASE + CONCURRENCY)
+    kilns = {srv.host_uid(uid) for uid in (*uids, 65534)}  # the slots' and the front's owners of files
     assert wait_until(lambda: processes_of_uids(uids) == [], timeout=10), processes_of_uids(uids)
     # the zygote's children are exactly the warm slots and python's template (no orphan
     # re-parented to the subreaper)
@@ -156,7 +158,7 @@ def test_no_leaks_after_200_mixed_runs(kiln_server, tmp_path):
     assert _mountinfo_lines() == mounts_before
     # no temp entries made by kiln (the file store the harness gave this server is its own)
     store = Path(srv.env["RUN_FILE_STORE"]).name
-    assert _kiln_tmp_entries(set(os.listdir("/tmp")) - tmp_before - {store}, srv.instance) == []
+    assert _kiln_tmp_entries(set(os.listdir("/tmp")) - tmp_before - {store}, srv.instance, kilns) == []
     assert list(tmpdir.iterdir()) == []
     run_dir = Path(f"/run/{srv.instance}")
     # kiln's runtime folder holds its staging directory (empty on the host: each slot mounts its
@@ -175,7 +177,7 @@ def test_no_leaks_after_200_mixed_runs(kiln_server, tmp_path):
     assert wait_until(lambda: processes_of_uids(uids) == [], timeout=10), processes_of_uids(uids)
     assert _mountinfo_lines() == mounts_before
     assert not run_dir.exists(), f"{run_dir} left behind: {[str(p) for p in run_dir.rglob('*')]}"
-    assert _kiln_tmp_entries(set(os.listdir("/tmp")) - tmp_before, srv.instance) == []
+    assert _kiln_tmp_entries(set(os.listdir("/tmp")) - tmp_before, srv.instance, kilns) == []
     assert list(tmpdir.iterdir()) == []
 
     if not cgroups_before and not cgroups_after:

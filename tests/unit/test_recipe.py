@@ -87,7 +87,7 @@ def test_constants_and_the_seccomp_filter(rt, root):
         "index": "3", "uid": str(UID), "input_max": str(rt.config.input_max), "output_max": str(rt.config.output_max),
         "timeout_max_ms": str(rt.config.timeout_max_ms), "judge_part_max": str(max(rt.config.judge_input_max, rt.config.file_max)),
         "layer_max": str(protocol.LAYER_MAX), "cwd": "/sandbox", "judge_dir": "judge", "upper": plan.OVERLAY_UPPER,
-        "layers": plan.LAYERS_DIR, "reusable": "1",
+        "layers": plan.LAYERS_DIR, "reusable": "1", "setgroups": "1",
     }  # fmt: skip
     [(kind, [program])] = [(k, a) for k, a in records if k == recipe.K_SECCOMP]
     assert program == rt.seccomp_filter and len(program) % 8 == 0
@@ -114,7 +114,7 @@ def test_every_slot_finishes_its_root_with_its_own_tmp_proc_and_upper_layer(rt, 
     records = decode(recipe.compile_recipe(0, root, rt, NoSlot("s")))
     finish = of_kind(records, recipe.K_FINISH)
     assert finish[0] == mount_record("mount /tmp", mounts.tmpfs_args("/tmp", root.tmp))
-    assert mount_record("mount /proc", mounts.PROC_ARGS) in finish and "subset=pid" in mounts.PROC_ARGS[-1]
+    assert mount_record("mount /proc", mounts.proc_args("/proc")) in finish and "subset=pid" in mounts.proc_args("/proc")[-1]
     owned = [op[2:] for op in finish if op[1] == "mkdir"]
     assert owned == [(path, str(mode), str(UID if mine else -1), str(UID if mine else -1)) for path, mode, mine in plan.upper_layer_dirs()]
     assert finish[-1] == ("set the hostname", "hostname", "kiln")
@@ -210,3 +210,25 @@ def test_tmp_and_the_upper_layer_are_resized_only_for_a_language_with_less_than_
         resized = [texts(a, k)[3] for k, a in workload_records(records, slug) if k == recipe.K_W_MOUNT and texts(a, k)[1] == "mount" and a[4] != b"overlay"]
         assert resized == ([plan.UPPER_DIR, "/tmp"] if workload.tmp_size < largest else []), slug
     assert rt.workloads["python"].tmp_size == 16 << 20 < largest
+
+
+def test_in_a_user_namespace_devices_are_the_hosts_bound_and_proc_is_mounted_beside_a_kept_one(rt):
+    """Rootless (kiln/rootless.py): the kernel refuses mknod and mounts a procfs only where one is
+    fully visible; the root keeps one at PROC_ANCHOR from before pivot_root, each slot mounts its
+    /proc and detaches the anchor."""
+    rootless = plan.root_plan(uid=UID, gid=UID, host_paths=rt.host_paths, workspaces=str(rt.config.workspace), tmp_size=1 << 20, tmp_inodes=64, in_user_namespace=True)
+    records = decode(recipe.compile_recipe(0, rootless, rt, NoSlot("s")))
+    build, finish = of_kind(records, recipe.K_BUILD), of_kind(records, recipe.K_FINISH)
+    staging = rt.staging_dir
+    assert [op for op in build if op[1] == "mknod"] == []
+    for device in rootless.devices:
+        target = mounts.under(staging, device.path)
+        assert mount_record("build /dev", mounts.bind_args(device.path, target, False)) in build
+        assert build.index(("build /dev", "touch", target, str(0o666))) < build.index(mount_record("build /dev", mounts.bind_args(device.path, target, False)))
+    anchor = mount_record("keep a procfs to mount /proc beside", mounts.proc_args(mounts.under(staging, plan.PROC_ANCHOR)))
+    assert build.index(anchor) < build.index(("pivot_root", "pivot", staging))
+    proc = finish.index(mount_record("mount /proc", mounts.proc_args("/proc")))
+    assert finish[proc + 1] == ("mount /proc", "detach", plan.PROC_ANCHOR)
+    under_root = decode(recipe.compile_recipe(0, plan.root_plan(uid=UID, gid=UID, host_paths=rt.host_paths, workspaces=str(rt.config.workspace), tmp_size=1 << 20, tmp_inodes=64), rt, NoSlot("s")))
+    assert len([op for op in of_kind(under_root, recipe.K_BUILD) if op[1] == "mknod"]) == len(rootless.devices)
+    assert not any(plan.PROC_ANCHOR in " ".join(op) for op in of_kind(under_root, recipe.K_BUILD) + of_kind(under_root, recipe.K_FINISH))

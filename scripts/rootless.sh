@@ -1,0 +1,103 @@
+#!/bin/sh
+# Rootless kiln on this machine, run as root: `scripts/rootless.sh prepare` makes what an
+# administrator hands an ordinary user once (the user, its subordinate id range, Debian's uidmap,
+# a cgroup subtree it owns, the folders kiln writes), idempotently and quietly; `scripts/rootless.sh
+# serve` does that and then starts `kiln serve` as the user inside the subtree, so that no
+# process of kiln runs as root (`make run-rootless`). `exec CMD...` runs any command so (the
+# test suites start their servers through it).
+#
+# RUN_ROOTLESS_USER (default kiln) names the user; RUN_INSTANCE (default kiln) the instance, whose
+# /run/<instance> and /var/lib/<instance> the user gets; RUN_ROOTLESS_SUBIDS=0 hands the user no
+# subordinate ids (kiln then maps only the user's own: weaker, and it says how). Every RUN_*
+# variable reaches kiln.
+set -eu
+PATH="$PATH:/usr/sbin:/sbin"  # useradd, usermod
+
+user=${RUN_ROOTLESS_USER:-kiln}
+instance=${RUN_INSTANCE:-kiln}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+subtree=kiln-rootless  # below root's own cgroup in each hierarchy; each kiln makes its instance's below
+
+need_uidmap() {
+    command -v newuidmap >/dev/null 2>&1 && command -v newgidmap >/dev/null 2>&1 && return
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q uidmap >/dev/null 2>&1 ||
+        { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q uidmap >/dev/null; }
+}
+
+need_user() {
+    id -u "$user" >/dev/null 2>&1 ||
+        useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$user"
+}
+
+# 65536 ids above every range handed out so far (and above 200000: clear of system and login
+# ids), the same for uids and gids
+need_ranges() {
+    touch /etc/subuid /etc/subgid
+    start=$(awk -F: 'BEGIN { top = 200000 } NF == 3 && $2 + $3 > top { top = $2 + $3 } END { print top }' /etc/subuid /etc/subgid)
+    grep -q "^$user:" /etc/subuid || usermod --add-subuids "$start-$((start + 65535))" "$user"
+    grep -q "^$user:" /etc/subgid || usermod --add-subgids "$start-$((start + 65535))" "$user"
+}
+
+need_dirs() {  # /run/<instance>, and the file store's folder (default /var/lib/<instance>/files)
+    for dir in "/run/$instance" "${RUN_FILE_STORE:-/var/lib/$instance}"; do
+        mkdir -p "$dir"
+        chown "$user:" "$dir"
+    done
+}
+
+# One subtree per cgroup hierarchy kiln uses, owned by the user, below this shell's own cgroup.
+# v2: the controllers kiln needs are enabled down to it (systemd's Delegate=yes does the same for
+# a unit); v1: one directory in each of memory, pids, cpuacct and cpu.
+cgroup_dirs() {
+    if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+        echo "/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)/$subtree"
+        return
+    fi
+    for controller in memory pids cpuacct cpu; do
+        mount=$(awk -v c="$controller" '$9 == "cgroup" { n = split($NF, o, ","); for (i = 1; i <= n; i++) if (o[i] == c) { print $5; exit } }' /proc/self/mountinfo)
+        [ -n "$mount" ] || continue
+        own=$(awk -F: -v c="$controller" '{ n = split($2, o, ","); for (i = 1; i <= n; i++) if (o[i] == c) print $3 }' /proc/self/cgroup)
+        echo "$mount${own%/}/$subtree"
+    done
+}
+
+need_cgroups() {
+    for dir in $(cgroup_dirs); do
+        if [ ! -d "$dir" ]; then
+            if [ -f "$(dirname "$dir")/cgroup.subtree_control" ]; then
+                for c in memory pids cpu; do echo "+$c" >"$(dirname "$dir")/cgroup.subtree_control" 2>/dev/null || true; done
+            fi
+            mkdir "$dir"
+        fi
+        chown -R "$user:" "$dir"
+    done
+}
+
+enter_cgroups() {
+    for dir in $(cgroup_dirs); do
+        echo $$ >"$dir/cgroup.procs"
+    done
+}
+
+prepare() {
+    need_uidmap
+    need_user
+    [ "${RUN_ROOTLESS_SUBIDS:-1}" = 0 ] || need_ranges
+    need_dirs
+    need_cgroups
+}
+
+as_user() {
+    enter_cgroups
+    cd "$repo"
+    # the bounding set stays: newuidmap and newgidmap are setuid helpers
+    exec setpriv --reuid="$user" --regid="$user" --init-groups --inh-caps=-all \
+        env HOME=/nonexistent "$@"
+}
+
+case "${1:-serve}" in
+prepare) prepare ;;
+serve) prepare && as_user "$repo/.venv/bin/kiln" serve ;;
+exec) shift && prepare && as_user "$@" ;;
+*) echo "usage: $0 [prepare|serve|exec CMD...]" >&2 && exit 2 ;;
+esac
