@@ -132,11 +132,16 @@ void supervise(struct slot *s, struct run *run, double deadline, const char *tit
         if (fds[P_CANCEL].revents) {
             run->cancelled = 1;
             kill_all();
-            return;
+            break;
         }
         for (int which = P_OUT; which <= P_ERR; which++)
             if (fds[which].fd >= 0 && fds[which].revents) read_stream(run, fds, which);
         if (run->forward_fd >= 0) forward(run, fds);
     }
+    /* what is left open (a cancel, or a pipe a dying process still held), and the task's pidfd:
+     * a slot that runs a request's tests one after another opens these for every test */
+    close_stream(fds, P_OUT);
+    close_stream(fds, P_ERR);
     if (run->forward_fd >= 0) close(run->forward_fd), run->forward_fd = -1;
+    if (run->task_fd >= 0) close(run->task_fd), run->task_fd = -1;
 }

@@ -544,3 +544,15 @@ def test_a_slots_later_tests_have_every_limit_and_figure_of_the_first(server):
     works = [t["stats"]["cpu_ms"] for t, w in zip(body["tests"], order) if w == "work"]
     assert all(cpu > 20 for cpu in works), works  # from the cgroup: the test's own
     assert body["tests"][4]["stats"]["wall_ms"] < 3000 and body["tests"][6]["stats"]["outcome"] == "pids_limit"
+
+
+def test_a_slot_runs_hundreds_of_tests_each_with_its_own_figures(start_server):
+    """One slot runs all of a request's tests (one at a time), past what init's descriptors would
+    allow if it kept any of a test's: every test runs, with its own CPU figure (a baseline that
+    could not be read made a test's figure the slot's whole CPU so far: a false TLE)."""
+    srv = start_server(RUN_LANGS="cpp", RUN_CONCURRENCY="2", RUN_JUDGE_PARALLEL="1", RUN_JUDGE_TESTS_MAX="400")
+    tests = [{"stdin": f"{i} {i}\n", "expected": str(2 * i)} for i in range(400)]
+    body = judge(srv, AB_CPP, tests, lang="cpp", limits={"time": "200ms"}).json()
+    assert verdicts(body) == ["AC"] * 400, [(i, t["verdict"], t["stats"]) for i, t in enumerate(body["tests"]) if t["verdict"] != "AC"][:5]
+    cpu = [t["stats"]["cpu_ms"] for t in body["tests"]]
+    assert max(cpu) < 100, sorted(cpu)[-5:]
