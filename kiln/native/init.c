@@ -170,7 +170,7 @@ static void supervise_and_answer(struct slot *s, struct run *run, const struct j
  * over which its own upper layer and /tmp are mounted afresh, and an IPC namespace of its own
  * from the second test on: nothing a test leaves is seen by the next. */
 static int fresh_sandbox(struct slot *s, char *err) {
-    if (setns(s->base_ns, CLONE_NEWNS) || unshare(CLONE_NEWNS) || (s->tests_served && unshare(CLONE_NEWIPC)))
+    if (setns(s->base_ns, CLONE_NEWNS) || unshare(CLONE_NEWNS | (s->tests_served ? CLONE_NEWIPC : 0)))
         return snprintf(err, ERR, "sandbox step 'a fresh sandbox for the test' failed: %s", strerror(errno)), -1;
     if (s->sandbox >= 0) close(s->sandbox), s->sandbox = -1;
     return apply_ops(s, (struct span){0, s->recipe.n}, K_FRESH, NULL, err);
@@ -193,7 +193,18 @@ static int ready_for_next(struct slot *s) {
         if (pid == 0 && monotonic_s() > until) return -1;
         if (pid == 0) usleep(500);
     }
-    return apply_cgroup_limits(s, (struct span){0, s->recipe.n}, K_PEAK_RESET, err);
+    return reset_peak(s, err);
+}
+
+/* The language's cgroup limits and the job's own, written; a slot's later test with the same
+ * language and limits as the last finds them written already (nothing else writes them). */
+static int write_limits(struct slot *s, const struct job *job, struct span w, char *err) {
+    if (s->tests_served && s->limits_written.workload_rec == job->workload_rec && s->limits_written.memory == job->memory && s->limits_written.pids == job->pids)
+        return 0;
+    s->limits_written.workload_rec = -1;
+    if (apply_cgroup_limits(s, w, K_W_LIMIT, err) || apply_job_limits(s, job, err)) return -1;
+    s->limits_written.workload_rec = job->workload_rec, s->limits_written.memory = job->memory, s->limits_written.pids = job->pids;
+    return 0;
 }
 
 static const uint32_t COMMAND_ARGV[] = {[CMD_TEST] = K_W_ARGV, [CMD_BUILD] = K_W_BUILD_ARGV, [CMD_EXEC] = K_W_EXEC_ARGV};
@@ -212,7 +223,7 @@ static void execute(struct slot *s, const struct job *job, struct span w, const 
     if (job->command == CMD_EXEC && s->base_ns >= 0 && fresh_sandbox(s, err)) return send_failure(s, err);
     if (s->tests_served) cgroup_counts(s, &run.oom_before, &run.pids_hits_before); /* a fresh cgroup counts from 0 */
     if (mount_workspace(s, w, job->layer, err) || (job->command == CMD_TEST ? write_parts(s, w, job, err) : give_judge_files(s, job, paths, err)) ||
-        apply_cgroup_limits(s, w, K_W_LIMIT, err) || apply_job_limits(s, job, err))
+        write_limits(s, job, w, err))
         return send_failure(s, err);
     for (int i = 0; i < nargs; i++) args[i] = paths[i];
     make_as_task(s, 1);
@@ -336,7 +347,8 @@ static void keep_descriptors(const struct slot *s, const struct start *start) {
 }
 
 int main(int argc, char **argv) {
-    struct slot s = {.sock = -1, .zygote = -1, .sandbox = -1, .base_ns = -1, .prestarted = {.workload_rec = -1}, .title = argv[0], .title_cap = strlen(argv[0])};
+    struct slot s = {.sock = -1, .zygote = -1, .sandbox = -1, .base_ns = -1, .limits_written = {.workload_rec = -1}, .prestarted = {.workload_rec = -1},
+                     .title = argv[0], .title_cap = strlen(argv[0])};
     struct start start;
     char err[ERR];
     if (recipe_load(env_fd("KILN_RECIPE"), &s.recipe, err, ERR)) {

@@ -17,6 +17,7 @@
 #define MAX_FDS 16
 #define MAX_PARTS 66     /* a job's files: a build's judge file and up to 64 more; a test's three parts */
 #define FILE_NAME_MAX 100 /* a judge job's file name (frames.c file_name) */
+#define KEPT_FILES 16    /* a slot's cgroup files kept open: its figures and its peak resets */
 
 /* --- recipe.c: what the zygote decided, as records (kiln/zygote/recipe.py writes them) ------ */
 
@@ -97,6 +98,16 @@ struct slot {
     const char *layer;                           /* the job's build layer, for OP_OVERLAY; NULL none */
     int base_ns;        /* a judge slot's warm mount namespace: each test runs in a fresh copy; -1 none */
     int tests_served;   /* judge tests this slot has run (one after another, each its own sandbox) */
+    struct {            /* the last test's language and own limits, once written to the cgroup (init.c) */
+        long workload_rec;
+        long long memory, pids;
+    } limits_written;
+    struct kept_file {  /* cgroup files opened once, kept for the slot's life (result.c) */
+        long dir_index;
+        const char *file; /* in the recipe's mapping */
+        int flags, fd;
+    } kept[KEPT_FILES];
+    int n_kept;
     struct {                                     /* a slot warmed for one language */
         long workload_rec;                       /* its K_WORKLOAD record; -1: a plain slot */
         pid_t pid;                               /* the prestart command, waiting on its fd 3 */
@@ -224,10 +235,11 @@ void kill_all(void);
 
 /* --- result.c -------------------------------------------------------------------------------- */
 
-double cgroup_cpu_ms(const struct slot *s); /* < 0: no cgroup CPU figure */
-void cgroup_counts(const struct slot *s, long long *oom_kills, long long *pids_hits); /* so far */
+double cgroup_cpu_ms(struct slot *s); /* < 0: no cgroup CPU figure */
+void cgroup_counts(struct slot *s, long long *oom_kills, long long *pids_hits); /* so far */
+int reset_peak(struct slot *s, char *err); /* the K_PEAK_RESET writes: the memory peak back to now */
 void send_failure(const struct slot *s, const char *message);
-void send_result_of(const struct slot *s, const struct run *run, double started, long cpu_limit_ms, double cpu_before_ms, const char *layer, size_t layer_len);
+void send_result_of(struct slot *s, const struct run *run, double started, long cpu_limit_ms, double cpu_before_ms, const char *layer, size_t layer_len);
 
 /* --- layer.c: what a build job left, sent back as its layer ------------------------------------ */
 

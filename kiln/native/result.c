@@ -1,7 +1,10 @@
 /* What became of a run: the slot's cgroup figures (read where the recipe's K_STAT records say:
- * SlotCgroup.stat_sources), the outcome by DESIGN.md's precedence, one result frame. */
+ * SlotCgroup.stat_sources), the outcome by DESIGN.md's precedence, one result frame. The files
+ * of the figures, and those that set the memory peak back between a slot's judge tests, are
+ * opened once and kept: a slot that runs a request's tests reads them several times a test. */
 #include "kiln.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,14 +19,26 @@ struct stats {
     int has_memory, has_cpu;
 };
 
+/* A file of the slot's cgroup directory number dir_index, opened with `flags` the first time and
+ * kept (KEPT_FILES of them; past that, *kept is 0 and the caller closes it); -1 if it cannot be
+ * opened. Read and written at offset 0: a cgroup file gives its value afresh each time. */
+static int cgroup_file(struct slot *s, long dir_index, const char *file, int flags, int *kept) {
+    *kept = 1;
+    for (int i = 0; i < s->n_kept; i++)
+        if (s->kept[i].dir_index == dir_index && s->kept[i].flags == flags && !strcmp(s->kept[i].file, file)) return s->kept[i].fd;
+    int fd = dir_index >= 0 && dir_index < s->n_dirs ? openat(s->cg_dirs[dir_index], file, flags | O_CLOEXEC) : -1;
+    if (fd >= 0 && s->n_kept < KEPT_FILES) s->kept[s->n_kept++] = (struct kept_file){dir_index, file, flags, fd};
+    else *kept = 0;
+    return fd;
+}
+
 /* args: what dir_index file key divisor; the file's number, or the value of its "key value" line */
-static int read_stat(const struct slot *s, const struct rec *r, double *value) {
-    long idx = arg_int(&r->args[1]);
-    int fd = idx >= 0 && idx < s->n_dirs ? openat(s->cg_dirs[idx], r->args[2].p, O_RDONLY | O_CLOEXEC) : -1;
+static int read_stat(struct slot *s, const struct rec *r, double *value) {
+    int kept, fd = cgroup_file(s, arg_int(&r->args[1]), r->args[2].p, O_RDONLY, &kept);
     if (fd < 0) return -1;
     char text[4096];
-    ssize_t n = read(fd, text, sizeof text - 1);
-    close(fd);
+    ssize_t n = pread(fd, text, sizeof text - 1, 0);
+    if (!kept) close(fd);
     if (n <= 0) return -1;
     text[n] = '\0';
     const char *key = r->args[3].p, *at = text;
@@ -43,12 +58,13 @@ static int read_stat(const struct slot *s, const struct rec *r, double *value) {
     return 0;
 }
 
-static struct stats cgroup_stats(const struct slot *slot) {
+/* every figure, or only the counts (OOM kills, pids-limit hits) */
+static struct stats cgroup_stats(struct slot *slot, int counts_only) {
     struct stats s = {0};
     for (size_t i = 0; i < slot->recipe.n; i++) {
         const struct rec *r = &slot->recipe.recs[i];
         double v;
-        if (r->type != K_STAT || r->nargs != 5 || read_stat(slot, r, &v)) continue;
+        if (r->type != K_STAT || r->nargs != 5 || (counts_only && strcmp(r->args[0].p, "oom_kills") && strcmp(r->args[0].p, "pids_hits")) || read_stat(slot, r, &v)) continue;
         if (!strcmp(r->args[0].p, "memory_peak")) s.memory_peak = v, s.has_memory = 1;
         else if (!strcmp(r->args[0].p, "cpu")) s.cpu_ms = v, s.has_cpu = 1;
         else if (!strcmp(r->args[0].p, "oom_kills")) s.oom_kills = v;
@@ -57,8 +73,8 @@ static struct stats cgroup_stats(const struct slot *slot) {
     return s;
 }
 
-/* a prestarted run's baseline, read just before its go: the CPU figure alone */
-double cgroup_cpu_ms(const struct slot *s) {
+/* a run's CPU baseline, read just before its spawn or go, and its figure while it runs */
+double cgroup_cpu_ms(struct slot *s) {
     for (size_t i = 0; i < s->recipe.n; i++) {
         const struct rec *r = &s->recipe.recs[i];
         double v;
@@ -67,9 +83,23 @@ double cgroup_cpu_ms(const struct slot *s) {
     return -1;
 }
 
-void cgroup_counts(const struct slot *slot, long long *oom_kills, long long *pids_hits) {
-    struct stats s = cgroup_stats(slot);
+void cgroup_counts(struct slot *slot, long long *oom_kills, long long *pids_hits) {
+    struct stats s = cgroup_stats(slot, 1);
     *oom_kills = s.oom_kills, *pids_hits = s.pids_hits;
+}
+
+/* args: dir_index file value */
+int reset_peak(struct slot *s, char *err) {
+    for (size_t i = 0; i < s->recipe.n; i++) {
+        const struct rec *r = &s->recipe.recs[i];
+        if (r->type != K_PEAK_RESET) continue;
+        int kept, fd = r->nargs == 3 ? cgroup_file(s, arg_int(&r->args[0]), r->args[1].p, O_WRONLY, &kept) : -1;
+        ssize_t n = fd < 0 ? -1 : pwrite(fd, r->args[2].p, r->args[2].len, 0);
+        int error = errno;
+        if (fd >= 0 && !kept) close(fd);
+        if (n < 0) return snprintf(err, ERR, "sandbox step 'set the memory peak back' failed: %s: %s", r->nargs == 3 ? r->args[1].p : "?", strerror(error)), -1;
+    }
+    return 0;
 }
 
 void send_failure(const struct slot *s, const char *message) {
@@ -80,8 +110,8 @@ void send_failure(const struct slot *s, const char *message) {
 }
 
 /* timed_out > out_of_memory > policy_violation > pids_limit > signaled > exited (DESIGN.md) */
-void send_result_of(const struct slot *slot, const struct run *run, double started, long cpu_limit_ms, double cpu_before_ms, const char *layer, size_t layer_len) {
-    struct stats s = cgroup_stats(slot);
+void send_result_of(struct slot *slot, const struct run *run, double started, long cpu_limit_ms, double cpu_before_ms, const char *layer, size_t layer_len) {
+    struct stats s = cgroup_stats(slot, 0);
     s.oom_kills -= run->oom_before, s.pids_hits -= run->pids_hits_before; /* this run's, in a slot's later tests */
     int killed_by = run->has_status && WIFSIGNALED(run->status) ? WTERMSIG(run->status) : 0;
     int exit_code = run->has_status && WIFEXITED(run->status) ? WEXITSTATUS(run->status) : -1;
