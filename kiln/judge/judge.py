@@ -177,7 +177,7 @@ class Judge:
         verdict = run_verdict(result, limits.time_ms, limits.memory)
         message = cut(helper_result.stderr)
         if verdict is None:
-            verdict = CHECKER_VERDICTS.get(helper_result.exit_code, "IE") if helper_result.outcome == "exited" else "IE"
+            verdict = helper_verdict(helper_result)
         return {"verdict": verdict, "exit_code": result.exit_code, "stdout": cut(result.stdout), "stderr": cut(result.stderr), "checker_message": message, "stats": stats(result)}
 
     def _check(self, request: JudgeRequest, checker: Build, texts: tuple[bytes, bytes, bytes], gone) -> tuple[str, str]:
@@ -192,8 +192,16 @@ class Judge:
             return "IE", "kiln: the checker's sandbox was lost"
         message = cut(result.stdout + result.stderr)
         if result.outcome != "exited":
-            return "IE", message or f"kiln: the checker ended {result.outcome}"
-        return CHECKER_VERDICTS.get(result.exit_code, "IE"), message
+            message = message or f"kiln: the checker ended {result.outcome}"
+        return helper_verdict(result), message
+
+
+def helper_verdict(result: RunResult) -> str:
+    """A checker's or an interactor's verdict from its run, in testlib's convention: exit 0 AC,
+    1 WA, 2 PE; any other exit code, or any other end (killed, timed out, lost), IE."""
+    if result.outcome != "exited":
+        return "IE"
+    return CHECKER_VERDICTS.get(result.exit_code, "IE")
 
 
 def run_verdict(result: RunResult, time_ms: int, memory: int) -> str | None:
