@@ -164,6 +164,13 @@ def _write_maps(pid: int, planned: UserNamespace) -> None:
             raise RootlessError(f"{helper} {' '.join(words)}: {done.stderr.strip() or f'exit status {done.returncode}'}")
 
 
+def in_user_namespace() -> bool:
+    """Whether this process is in a user namespace other than the host's: rootless kiln's own,
+    or one it was started in (a Kubernetes pod with hostUsers: false, where kiln is root of the
+    pod's namespace). Either way mknod is refused and /proc is mounted only beside a visible one."""
+    return _read("/proc/self/uid_map").split() != ["0", "0", "4294967295"]
+
+
 def enter() -> UserNamespace:
     """Make this process root of a new user namespace over the ids its user has. It must be
     single-threaded (the kernel refuses otherwise)."""

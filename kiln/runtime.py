@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from kiln import langs, native
+from kiln import langs, native, rootless
 from kiln.config import Config
 from kiln.langs import Language
 from kiln.rootless import UserNamespace
@@ -84,6 +84,7 @@ class Runtime:
     seccomp_filter: bytes  # BPF, compiled once here, loaded by every task
     common_limits: tuple[int, int]  # (memory_max, pids_max) most languages have: a plain slot's preset
     user_namespace: UserNamespace | None = None  # rootless (kiln/rootless.py); None under root
+    in_user_namespace: bool = False  # rootless, or started as root of a user namespace (a pod)
 
     def slot_uid(self, index: int) -> int:
         """The uid (and gid) of slot `index`'s task; rootless with one id mapped, the only one."""
@@ -375,6 +376,7 @@ def build(config: Config, user_namespace: UserNamespace | None = None) -> Runtim
         seccomp_filter=seccomp.compile_filter(),
         common_limits=collections.Counter((w.memory_max, w.pids_max) for w in workloads.values()).most_common(1)[0][0],
         user_namespace=user_namespace,
+        in_user_namespace=user_namespace is not None or rootless.in_user_namespace(),
     )
 
 

@@ -79,12 +79,20 @@ enter_cgroups() {
     done
 }
 
+# What a workspace lets every run write (its caches: world-writable) is copied up into a run's
+# overlay when written, which keeps its owner: in a user namespace only an id mapped there can
+# be kept, so those paths become the user's (they are anyone's to write already).
+need_workspace_owner() {
+    find "${RUN_WORKSPACE:-$repo/langs}" -perm -o+w ! -type l ! -user "$user" -exec chown -h "$user:" {} + 2>/dev/null || true
+}
+
 prepare() {
     need_uidmap
     need_user
     [ "${RUN_ROOTLESS_SUBIDS:-1}" = 0 ] || need_ranges
     need_dirs
     need_cgroups
+    need_workspace_owner
 }
 
 as_user() {

@@ -46,6 +46,7 @@ class Handover:
     log: Log
     cgroups: Driver
     front_fd: int  # the zygote's end of the front's channel
+    front_pidfd: int  # the front's process (its pid says nothing where the zygote is 1 of a pid namespace)
 
 
 def start(runtime: Runtime, log: Log, cgroups: Driver) -> tuple[int, socket.socket]:
@@ -53,9 +54,10 @@ def start(runtime: Runtime, log: Log, cgroups: Driver) -> tuple[int, socket.sock
     channel between them."""
     front_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     state = os.memfd_create("kiln-zygote", os.MFD_CLOEXEC)
+    front_pidfd = os.pidfd_open(os.getpid())
     with open(state, "wb", closefd=False) as handover:
-        pickle.dump(Handover(runtime, log, cgroups, zygote_end.fileno()), handover)
-    inherited = (zygote_end.fileno(), state, *cgroups.fds())
+        pickle.dump(Handover(runtime, log, cgroups, zygote_end.fileno(), front_pidfd), handover)
+    inherited = (zygote_end.fileno(), state, front_pidfd, *cgroups.fds())
     argv = [sys.executable, "-I", "-S", "-c", BOOT, str(state), *import_paths()]
     sys.stdout.flush()
     sys.stderr.flush()
@@ -67,6 +69,7 @@ def start(runtime: Runtime, log: Log, cgroups: Driver) -> tuple[int, socket.sock
     pid = native.spawn(flags, sys.executable, argv, dict(os.environ), list(inherited))
     zygote_end.close()
     os.close(state)
+    os.close(front_pidfd)
     return pid, front_end
 
 
@@ -75,13 +78,13 @@ def main(state: int) -> None:
     with open(state, "rb") as file:
         file.seek(0)
         handover: Handover = pickle.load(file)
-    for fd in (handover.front_fd, *handover.cgroups.fds()):
+    for fd in (handover.front_fd, handover.front_pidfd, *handover.cgroups.fds()):
         os.set_inheritable(fd, False)  # slots close what they do not keep; tasks never see these
     from kiln.zygote.zygote import Zygote  # noqa: PLC0415 - after the handover: one import error, one log line
 
     code = 70
     try:
-        code = Zygote(handover.runtime, socket.socket(fileno=handover.front_fd), handover.log, handover.cgroups).run()
+        code = Zygote(handover.runtime, socket.socket(fileno=handover.front_fd), handover.log, handover.cgroups, handover.front_pidfd).run()
     except BaseException as error:  # noqa: BLE001 - log it, then exit: the front restarts us all
         import traceback  # noqa: PLC0415
 

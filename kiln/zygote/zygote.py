@@ -49,6 +49,7 @@ class Zygote:
     front: socket.socket
     log: Log
     cgroups: Driver
+    front_pidfd: int = -1  # the front's process: readable once it has exited
     stopping: bool = False
     generation: int = 0
 
@@ -72,8 +73,8 @@ class Zygote:
             signal.signal(sig, self._on_stop_signal)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         set_title("kiln: zygote")
-        if os.getppid() == 1:  # the front died before the death signal was armed
-            self.stopping = True
+        if self.front_pidfd >= 0 and select.select([self.front_pidfd], [], [], 0)[0]:
+            self.stopping = True  # the front died before the death signal was armed
         os.makedirs(self.runtime.staging_dir, 0o700, exist_ok=True)
         # the host's pid (/proc is the host's): rootless, the zygote is 1 of its own pid namespace
         self.host_pid = int(os.readlink("/proc/self"))
@@ -100,7 +101,7 @@ class Zygote:
             tmp_size=max(w.tmp_size for w in self.runtime.workloads.values()),
             tmp_inodes=config.tmp_inodes,
             layers=self.runtime.layers_dir,
-            in_user_namespace=self.runtime.user_namespace is not None,
+            in_user_namespace=self.runtime.in_user_namespace,
         )
         return slot.SlotSpec(index=index, root=root)
 

@@ -10,8 +10,11 @@ scripts/install-deploy-tools.sh installs kubernetes-validate (`make test` runs i
 from __future__ import annotations
 
 import copy
+import os
 import re
+import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -404,3 +407,90 @@ def test_granted_capabilities_are_enough():
         assert wait_until(lambda: len(server.templates()) == 2, 10), server.templates()  # python's and js's templates are up
     finally:
         assert server.stop() == 0
+
+
+# A rootless pod (hostUsers: false) for real, without a cluster: kiln started as root of a user
+# namespace whose ids 0-65535 are an unprivileged range of the host's, in a pid namespace of its
+# own (the pod's), with only the rootless pods' capabilities, in a cgroup subtree that range's root
+# owns (what the runtime handler's writable cgroup gives the pod).
+POD_ROOT = 300000
+
+
+# argv: the pod's root uid, its cgroup folders, then DROP_AND_EXEC's program and arguments. The
+# launcher stays outside as the pod's runtime does (a SIGTERM to it reaches kiln); kiln is 1 of
+# the pod's pid namespace, with a /proc of it.
+POD = """
+import ctypes, os, signal, sys
+libc = ctypes.CDLL(None, use_errno=True)
+root, cgroups, program = int(sys.argv[1]), sys.argv[2].split(","), sys.argv[3:]
+for folder in cgroups:
+    with open(folder + "/cgroup.procs", "w") as procs:
+        procs.write(str(os.getpid()))
+inside_r, inside_w = os.pipe()
+mapped_r, mapped_w = os.pipe()
+child = os.fork()
+if child == 0:
+    assert libc.unshare(0x10000000 | 0x20000000 | 0x00020000) == 0  # user, pid, mount
+    os.write(inside_w, b"u")
+    os.read(mapped_r, 1)
+    os.setresgid(0, 0, 0)
+    os.setresuid(0, 0, 0)
+    kiln = os.fork()
+    if kiln:
+        signal.signal(signal.SIGTERM, lambda *_: os.kill(kiln, signal.SIGTERM))
+        os._exit(os.waitpid(kiln, 0)[1] >> 8)
+    libc.mount(None, b"/", None, 0x4000 | 0x40000, None)  # MS_REC | MS_PRIVATE
+    assert libc.mount(b"proc", b"/proc", b"proc", 0, None) == 0
+    os.execv(sys.executable, [sys.executable, "-c", *program])
+os.read(inside_r, 1)
+for name in ("uid_map", "gid_map"):
+    with open(f"/proc/{child}/{name}", "w") as idmap:
+        idmap.write(f"0 {root} 65536")
+os.write(mapped_w, b"m")
+signal.signal(signal.SIGTERM, lambda *_: os.kill(child, signal.SIGTERM))
+os._exit(os.waitpid(child, 0)[1] >> 8)
+"""
+
+
+def _pod_cgroups(name: str) -> list[Path]:
+    found = []
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        for controller in ("memory", "pids", "cpuacct", "cpu"):
+            if controller in controllers.split(",") and Path("/sys/fs/cgroup", controller).is_dir():
+                found.append(Path("/sys/fs/cgroup", controller, path.lstrip("/"), name))
+    return found
+
+
+def test_root_of_a_user_namespace_serves_as_in_a_rootless_pod():
+    subtrees = _pod_cgroups("kiln-pod-test")
+    for subtree in subtrees:
+        subtree.mkdir(exist_ok=True)
+        for path in (subtree, *subtree.iterdir()):
+            os.chown(path, POD_ROOT, POD_ROOT)
+    keep = ",".join(str(CAPABILITY_NUMBERS[name]) for name in ROOTLESS_CAPABILITIES)
+    argv = [sys.executable, "-c", POD, str(POD_ROOT), ",".join(map(str, subtrees)), DROP_AND_EXEC, keep, str(KILN)]
+    server = Server({"RUN_LANGS": "python,cpp", "RUN_CONCURRENCY": "2"}, argv=argv)
+    run_dir = Path(f"/run/{server.instance}")
+    try:
+        run_dir.mkdir()
+        os.chown(run_dir, POD_ROOT, POD_ROOT)
+        server.wait_ready(60)
+        served_by = []  # the first runs may take plain slots; a slot's replacement is forked from python's template
+        while len(served_by) < 10 and not any(served_by):
+            answer, record = server.run_logged(lang_slug="python", solution_text="print(6 * 7)\n")
+            assert answer["stdout"] == "42\n", answer
+            served_by.append(record.get("prestarted"))
+            time.sleep(0.2)
+        assert any(served_by), served_by
+        assert server.logged("template ready")
+        judged = server.client.post("/judge", json={"lang_slug": "cpp", "solution_text": "#include <iostream>\nint main(){long a,b;std::cin>>a>>b;std::cout<<a+b;}\n", "tests": [{"stdin": "40 2", "expected": "42"}]})
+        assert judged.status_code == 200 and judged.json()["verdict"] == "AC", judged.text
+        assert not server.logged("slot warm-up failed") + server.logged("template failed")
+        assert server.client.get("/health").text == "ok\n"  # root of its namespace: nothing rootless to say
+    finally:
+        server.stop()
+        shutil.rmtree(run_dir, ignore_errors=True)
+        for subtree in subtrees:
+            assert wait_until(lambda subtree=subtree: not any(p.is_dir() for p in subtree.iterdir()), 10), list(subtree.iterdir())
+            subtree.rmdir()
