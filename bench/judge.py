@@ -274,6 +274,7 @@ def section_marginal(kiln: Kiln, cpu: Cpu, config, args, scratch: Path, nonce: s
             kiln.settle(slots)
             before = cpu.sample()
             wall, answer = kiln.judge({"lang_slug": "cpp", "solution_text": source, "tests": tests})
+            kiln.settle(slots)  # the slots that ran it reaped (replaced): their CPU is the zygote's children's
             used = Cpu.delta(before, cpu.sample())
             if answer["verdict"] != "AC" or answer["passed"] != n:
                 bad = next((t for t in answer["tests"] if t["verdict"] != "AC"), None)
