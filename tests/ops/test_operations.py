@@ -21,20 +21,26 @@ from kilntest import KILN, REPO, Server, alive, free_port, wait_until
 SLOW = "import time\nprint('started', flush=True)\ntime.sleep({seconds})\nprint('done')\n"
 
 
+UNITS = ("kiln.service", "kiln.socket", "kiln-rootless.service")
+
+
 def test_units_verify(tmp_path):
-    for unit in ("kiln.service", "kiln.socket"):
+    for unit in UNITS:
         text = (REPO / "systemd" / unit).read_text().replace("/opt/kiln/.venv/bin/kiln", str(KILN))
         (tmp_path / unit).write_text(text)
-    done = subprocess.run(["systemd-analyze", "verify", "--man=no", "kiln.service", "kiln.socket"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(["systemd-analyze", "verify", "--man=no", *UNITS], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "kiln" not in done.stderr, done.stderr
-    service = (REPO / "systemd" / "kiln.service").read_text()
-    for setting in ("Type=notify", "NotifyAccess=main", "Restart=on-failure", "Delegate=yes", "KillMode=mixed", "LimitNOFILE=", "EnvironmentFile=", "WatchdogSec="):
-        assert setting in service
-    grace = int(re.search(r"^TimeoutStopSec=(\d+)s", service, re.M).group(1))
-    assert grace > 30  # above the default RUN_SHUTDOWN_GRACE
-    for breaks_the_sandbox in ("ProtectHostname", "MemoryDenyWriteExecute", "RestrictNamespaces", "SystemCallFilter", "ProtectControlGroups", "PrivateUsers"):
-        assert not re.search(rf"^{breaks_the_sandbox}=", service, re.M)
+    for name in ("kiln.service", "kiln-rootless.service"):
+        service = (REPO / "systemd" / name).read_text()
+        for setting in ("Type=notify", "NotifyAccess=main", "Restart=on-failure", "Delegate=yes", "KillMode=mixed", "LimitNOFILE=", "EnvironmentFile=", "WatchdogSec="):
+            assert setting in service, (name, setting)
+        grace = int(re.search(r"^TimeoutStopSec=(\d+)s", service, re.M).group(1))
+        assert grace > 30  # above the default RUN_SHUTDOWN_GRACE
+        # the rootless unit: also no NoNewPrivileges (newuidmap is a setuid helper)
+        for breaks_the_sandbox in ("ProtectHostname", "MemoryDenyWriteExecute", "RestrictNamespaces", "SystemCallFilter", "ProtectControlGroups", "PrivateUsers", "NoNewPrivileges"):
+            assert not re.search(rf"^{breaks_the_sandbox}=", service, re.M), (name, breaks_the_sandbox)
+    assert re.search(r"^User=kiln$", (REPO / "systemd" / "kiln-rootless.service").read_text(), re.M)
 
 
 @pytest.fixture
