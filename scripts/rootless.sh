@@ -62,6 +62,7 @@ cgroup_dirs() {
 }
 
 need_cgroups() {
+    [ -f /sys/fs/cgroup/cgroup.controllers ] && [ -d /run/systemd/system ] && return  # as_user's scope
     for dir in $(cgroup_dirs); do
         if [ ! -d "$dir" ]; then
             if [ -f "$(dirname "$dir")/cgroup.subtree_control" ]; then
@@ -95,9 +96,14 @@ prepare() {
     need_workspace_owner
 }
 
+# cgroup v2 under systemd: a transient scope with Delegate=yes is the user's subtree (a folder
+# made here could not take controllers while this shell's cgroup holds processes)
 as_user() {
-    enter_cgroups
     cd "$repo"
+    if [ -f /sys/fs/cgroup/cgroup.controllers ] && [ -d /run/systemd/system ]; then
+        exec systemd-run --quiet --scope -p Delegate=yes --uid="$user" --gid="$user" --setenv=HOME=/nonexistent -- "$@"
+    fi
+    enter_cgroups
     # the bounding set stays: newuidmap and newgidmap are setuid helpers
     exec setpriv --reuid="$user" --regid="$user" --init-groups --inh-caps=-all \
         env HOME=/nonexistent "$@"

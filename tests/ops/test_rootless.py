@@ -76,6 +76,8 @@ def test_one_id_mapped_serves_and_says_what_is_weaker():
         said = [r["msg"] for r in srv.records if r.get("level") == "warning" and "ROOTLESS" in r.get("msg", "")]
         assert any("only one id is mapped" in msg for msg in said), said
         assert "only one id is mapped" in srv.client.get("/health").text
+        told = subprocess.run([str(ROOTLESS_LAUNCHER), "exec", str(KILN), "check-host"], env={**srv.env, "RUN_LANGS": "python"}, capture_output=True, text=True, timeout=120)
+        assert told.returncode == 0 and f"sandbox: ROOTLESS as {user}" in told.stdout and "only one id is mapped" in told.stdout, told
         answer = srv.client.post("/run", json={"lang_slug": "python", "solution_text": A_PLUS_B, "stdin": "20 22"})
         assert answer.status_code == 200 and answer.json()["stdout"] == "42\n", answer.text
         # the one id is root of the namespace, but the task has no capability, the filter, and
