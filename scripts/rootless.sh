@@ -87,6 +87,17 @@ need_workspace_owner() {
     find "${RUN_WORKSPACE:-$repo/langs}" -perm -o+w ! -type l ! -user "$user" -exec chown -h "$user:" {} + 2>/dev/null || true
 }
 
+# The user must reach the checkout (its .venv, kiln-init, the workspaces): a folder on the way
+# that it may not search (a clone below /root, say) gets search permission for others, not
+# listing.
+need_reachable() {
+    dir=$repo
+    while [ "$dir" != / ]; do
+        setpriv --reuid="$user" --regid="$user" --clear-groups test -x "$dir" 2>/dev/null || chmod o+x "$dir"
+        dir=$(dirname "$dir")
+    done
+}
+
 prepare() {
     need_uidmap
     need_user
@@ -94,6 +105,7 @@ prepare() {
     need_dirs
     need_cgroups
     need_workspace_owner
+    need_reachable
 }
 
 # cgroup v2 under systemd: a transient scope with Delegate=yes is the user's subtree (a folder
