@@ -1,4 +1,5 @@
-"""`kiln slots`: what each slot of a running kiln is doing, from the outside (psutil).
+"""`kiln slots`: what each slot of a running kiln is doing, from the outside (psutil), and the
+memory the whole service holds (USS: front, zygote, templates, slots).
 
 Slots name themselves (`kiln: slot 3 busy python 1.2s`); the zygote's pidfile, under
 /run/<RUN_INSTANCE>/, says where to look, and its environment gives RUN_UID_BASE.
@@ -66,6 +67,7 @@ def snapshot(zygote: psutil.Process) -> list[dict]:
                     rss += proc.memory_info().rss
                 except psutil.Error:
                     pass
+            uss = _uss(tree)
             task = tree[1] if len(tree) > 1 else None
             index = int(match.group(1))
             rows.append(
@@ -78,11 +80,36 @@ def snapshot(zygote: psutil.Process) -> list[dict]:
                     "age_s": _age_s(match, task),
                     "cpu_s": round(cpu, 2),
                     "rss_bytes": int(rss),
+                    "uss_bytes": uss,
                 }
             )
         except psutil.Error:
             continue  # the slot ended while we looked
     return sorted(rows, key=lambda row: row["index"])
+
+
+def _uss(processes) -> int:
+    """Memory only these processes hold (USS: their private pages), what ending them frees."""
+    total = 0
+    for proc in processes:
+        try:
+            total += proc.memory_full_info().uss
+        except psutil.Error:
+            pass
+    return total
+
+
+def service_memory(zygote: psutil.Process, rows: list[dict]) -> dict[str, int]:
+    """The whole service's USS by part: the front (the zygote's parent), the zygote, the
+    language templates (the zygote's children that are not slots), the slots (from `rows`)."""
+    slots = {row["pid"] for row in rows}
+    try:
+        templates = [p for p in zygote.children() if p.pid not in slots and "--template" in " ".join(p.cmdline())]
+        front = [zygote.parent()] if zygote.parent() else []
+    except psutil.Error:
+        templates, front = [], []
+    parts = {"front": _uss(front), "zygote": _uss([zygote]), "templates": _uss(templates), "slots": sum(row["uss_bytes"] for row in rows)}
+    return {"total": sum(parts.values()), **parts}
 
 
 def _age_s(match: re.Match, task: psutil.Process | None) -> float | None:
@@ -99,15 +126,20 @@ def _age_s(match: re.Match, task: psutil.Process | None) -> float | None:
 
 
 def render(rows: list[dict]) -> str:
-    header = f"{'SLOT':>4} {'STATE':<8} {'PID':>7} {'UID':>7} {'LANG':<8} {'AGE':>7} {'CPU s':>7} {'RSS MiB':>8}"
+    header = f"{'SLOT':>4} {'STATE':<8} {'PID':>7} {'UID':>7} {'LANG':<8} {'AGE':>7} {'CPU s':>7} {'RSS MiB':>8} {'USS MiB':>8}"
     lines = [header]
     for row in rows:
         age = f"{row['age_s']:.1f}s" if row["age_s"] is not None else "-"
         lines.append(
             f"{row['index']:>4} {row['state']:<8} {row['pid']:>7} {row['uid']:>7} {row['language'] or '-':<8} "
-            f"{age:>7} {row['cpu_s']:>7.2f} {row['rss_bytes'] / 2**20:>8.1f}"
+            f"{age:>7} {row['cpu_s']:>7.2f} {row['rss_bytes'] / 2**20:>8.1f} {row['uss_bytes'] / 2**20:>8.1f}"
         )
     return "\n".join(lines)
+
+
+def render_service(memory: dict[str, int]) -> str:
+    parts = ", ".join(f"{name} {memory[name] / 2**20:.1f}" for name in ("front", "zygote", "templates", "slots"))
+    return f"service USS {memory['total'] / 2**20:.1f} MiB ({parts})"
 
 
 def main(instance: str, watch: bool, as_json: bool, interval_s: float = 1.0) -> int:
@@ -118,7 +150,7 @@ def main(instance: str, watch: bool, as_json: bool, interval_s: float = 1.0) -> 
         return 1
     while True:
         rows = snapshot(zygote)
-        text = json.dumps(rows) if as_json else render(rows)
+        text = json.dumps(rows) if as_json else render(rows) + "\n" + render_service(service_memory(zygote, rows))
         if watch and sys.stdout.isatty():
             sys.stdout.write("\x1b[H\x1b[2J")  # like top: redraw in place
         print(text, flush=True)

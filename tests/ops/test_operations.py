@@ -107,7 +107,7 @@ def test_kiln_slots_shows_every_slot_and_the_busy_one(start_server):
     rows = slots()
     assert [row["index"] for row in rows] == [0, 1, 2]
     assert [row["uid"] for row in rows] == [40000, 40001, 40002]
-    assert all(row["rss_bytes"] > 0 and row["language"] is None for row in rows)
+    assert all(row["rss_bytes"] >= row["uss_bytes"] > 0 and row["language"] is None for row in rows)
     runner = threading.Thread(target=srv.run, kwargs={"solution_text": SLOW.format(seconds=3)})
     runner.start()
     assert wait_until(lambda: any(row["state"] == "busy" for row in slots()))
@@ -117,6 +117,11 @@ def test_kiln_slots_shows_every_slot_and_the_busy_one(start_server):
     runner.join()
     text = subprocess.run([str(KILN), "slots", "--instance", srv.instance], capture_output=True, text=True, timeout=30).stdout
     assert text.splitlines()[0].split()[:3] == ["SLOT", "STATE", "PID"]
+    # the whole service's memory, by part: what issue 19's memory at rest is measured by
+    service = re.fullmatch(r"service USS ([\d.]+) MiB \(front ([\d.]+), zygote ([\d.]+), templates ([\d.]+), slots ([\d.]+)\)", text.splitlines()[-1])
+    assert service, text
+    total, *parts = map(float, service.groups())
+    assert abs(total - sum(parts)) < 0.5 and all(part > 0 for part in parts[:2]) and parts[2] > 0  # python's template
 
 
 def test_kiln_slots_without_a_running_kiln():
