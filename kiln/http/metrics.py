@@ -34,6 +34,12 @@ class Metrics:
         self.template_failures = Counter("kiln_template_failures", "Language templates that failed (exited, or answered wrongly) and are started again after a pause, by language", ["lang"], registry=registry)
         self.prestarted_runs = Counter("kiln_prestarted_runs", "Runs served by a slot prestarted for their language, by language (of kiln_runs)", ["lang"], registry=registry)
         self.prestart_trades = Counter("kiln_prestart_trades", "Warm prestarted slots closed unused: a request needed another kind and no other was warm", registry=registry)
+        self.slot_conversions = Counter(
+            "kiln_slot_conversions",
+            "Warm slots closed unused to warm their index for another kind: for a prestarting language just asked for (to: the language), or back to plain once it was not asked for a while (to: plain)",
+            ["to"],
+            registry=registry,
+        )
         self.slot_warmup_seconds = Histogram("kiln_slot_warmup_seconds", "Time to warm a slot: spawn, namespaces, root filesystem", buckets=WARM_BUCKETS, registry=registry)
         self.in_flight = Gauge("kiln_runs_in_flight", "Runs in flight", registry=registry)
         self.in_flight.set_function(lambda: pool.in_flight)
@@ -44,6 +50,7 @@ class Metrics:
         pool.on_warm = lambda seconds: self.slot_warmup_seconds.observe(seconds)
         pool.on_trade = self.prestart_trades.inc
         pool.on_queued = self.queue_wait_seconds.observe
+        pool.on_convert = lambda slug: self.slot_conversions.labels(slug or "plain").inc()
         for slug, workload in (workloads or {}).items():  # 0 from the start: an alert sees every language
             if workload.prestart_argv is not None:
                 self.prestart_failures.labels(slug)

@@ -62,6 +62,7 @@ class Runner:
     def __init__(self, pool: SlotPool, runtime: Runtime, log: Log):
         self.pool = pool
         self.workloads = runtime.workloads
+        pool.forking = frozenset(slug for slug, workload in runtime.workloads.items() if workload.template_argv is not None)
         self.queue_wait_ms = runtime.config.queue_wait_ms
         self.result_limit = 2 * runtime.config.output_max + protocol.MAX_HEADER + 64
         self.build_result_limit = self.result_limit + protocol.LAYER_MAX

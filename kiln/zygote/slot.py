@@ -106,6 +106,8 @@ class Slot:
     kind: Kind
     ready: bool = False
     killed: bool = False  # by the front's request: the front hears when it is gone
+    # a prestarted slot's command still starting: (when, its cgroup's CPU ms then), last looked at
+    settle: tuple[float, float] | None = None
 
 
 @dataclass

@@ -8,10 +8,15 @@ Each index is one record (slot.Index: its kept namespaces, recipe, backoff, the 
 a slot is spawned and what its outcome means is its kind's (kiln/zygote/kinds.py); the language
 templates are kept by one object (template.Templates).
 
-Messages to the front: {"op": "slot", "index", "pid"} + the slot's socket;
+Messages to the front: {"op": "slot", "index", "pid", "prestart", "warm_ms", "settles"} + the
+slot's socket ("settles": a "settled" message follows while the slot is unused);
 {"op": "warm_failed", "index", "error", "prestart"} (the language a prestarted slot was warmed for,
 or null); {"op": "template_failed", "slug"}; {"op": "ready"} once every slot was warm once;
-{"op": "ended", "index", "pid"} once a slot the front asked to kill is gone.
+{"op": "ended", "index", "pid"} once a slot the front asked to kill is gone;
+{"op": "settled", "index", "pid", "prestart", "ms"}: a prestarted slot's command, started afresh
+(not forked), has stopped using CPU (it waits for its go: the runtime is loaded), `ms` after its
+spawn; a slot's "ready" comes as soon as its command is started, so this is when it is really warm
+(the front sizes a language's share of the slots by it).
 From the front: {"op": "demand", "index", "slug"} (the language a slot's replacement is warmed
 for); {"op": "kill", "index", "pid"} (a slot whose run outstayed its timeout: its whole cgroup
 and its init are killed from here, beyond anything the run can do); {"op": "shutdown"}, or
@@ -41,6 +46,12 @@ from kiln.zygote.title import set_title
 PR_SET_CHILD_SUBREAPER = 36
 MIGRATION_KEEPALIVE_S = 0.05  # see Driver.keep_migrations_fast
 STOP_TIMEOUT_S = 5.0
+# a prestarted slot's command has settled when its cgroup used under SETTLE_CPU_SHARE of one CPU
+# over SETTLE_STEP_S and none of its threads is runnable; watched for at most SETTLE_MAX_S after
+# its spawn
+SETTLE_STEP_S = 0.04
+SETTLE_CPU_SHARE = 0.1
+SETTLE_MAX_S = 30.0
 
 
 @dataclass
@@ -212,6 +223,8 @@ class Zygote:
         warming = {s.sock: s for s in self._slots() if s.sock is not None}
         templates = self.templates.sockets()
         timeout = self._next_backoff_in()
+        if any(s.settle is not None for s in self._slots()):
+            timeout = SETTLE_STEP_S if timeout is None else min(timeout, SETTLE_STEP_S)
         if self.cgroups.name != "off":
             timeout = MIGRATION_KEEPALIVE_S if timeout is None else min(timeout, MIGRATION_KEEPALIVE_S)
             self.cgroups.keep_migrations_fast()
@@ -225,6 +238,23 @@ class Zygote:
                 self.templates.heard(templates[source])
             else:
                 self._from_slot(warming[source])
+        self._watch_settling()
+
+    def _watch_settling(self) -> None:
+        """Each prestarted slot whose command is still starting: settled once its CPU is quiet."""
+        now = time.monotonic()
+        for s in self._slots():
+            if s.settle is None or now - s.settle[0] < SETTLE_STEP_S:
+                continue
+            since, used = s.settle
+            cpu = _cpu_ms(s.cgroup)
+            if cpu is not None and cpu - used < SETTLE_CPU_SHARE * (now - since) * 1000 and not _any_runnable(s.cgroup):
+                s.settle = None
+                self._tell_front({"op": "settled", "index": s.index, "pid": s.pid, "prestart": s.kind.prestart, "ms": round((since - s.started) * 1000, 2)})
+            elif cpu is None or now - s.started > SETTLE_MAX_S:
+                s.settle = None
+            else:
+                s.settle = (now, cpu)
 
     def _keep_netns(self, index: Index, pid: int) -> None:
         """The first slot of an index made a network namespace; its successors enter it
@@ -296,7 +326,10 @@ class Zygote:
         s.ready = True
         index.backoff.reset()
         s.kind.on_ready(self, s)
-        self._tell_front({"op": "slot", "index": s.index, "pid": s.pid, "prestart": s.kind.prestart, "warm_ms": round((time.monotonic() - s.started) * 1000, 2)}, fds=(s.sock.fileno(),))
+        if s.kind.prestart is not None and not s.kind.forked:  # its command is still starting
+            cpu = _cpu_ms(s.cgroup)
+            s.settle = (time.monotonic(), cpu) if cpu is not None else None
+        self._tell_front({"op": "slot", "index": s.index, "pid": s.pid, "prestart": s.kind.prestart, "warm_ms": round((time.monotonic() - s.started) * 1000, 2), "settles": s.settle is not None}, fds=(s.sock.fileno(),))
         s.sock.close()
         s.sock = None
         if not index.ever_ready:
@@ -340,6 +373,46 @@ def _kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def _cpu_ms(cgroup: SlotCgroup) -> float | None:
+    """The CPU time a slot's cgroup has used, in ms (None: not to be had)."""
+    source = next((x for x in cgroup.stat_sources() if x.what == "cpu"), None)
+    if source is None:
+        return None
+    try:
+        with open(os.path.join(cgroup.paths[source.dir_index], source.file)) as f:
+            text = f.read()
+        if source.key:
+            text = next(line.split()[1] for line in text.splitlines() if line.split()[:1] == [source.key])
+        return int(text) / source.divisor
+    except (OSError, ValueError, StopIteration, IndexError):
+        return None
+
+
+def _any_runnable(cgroup: SlotCgroup) -> bool:
+    """Whether a thread of the slot's cgroup is running, waiting for a CPU or in a disk wait (a
+    runtime still starting on a busy machine gets little CPU, but is never all asleep)."""
+    source = next((x for x in cgroup.stat_sources() if x.what == "cpu"), None)
+    folder = cgroup.paths[source.dir_index] if source is not None else None
+    for name in ("tasks", "cgroup.threads"):  # v1, v2
+        try:
+            with open(os.path.join(folder, name)) as f:
+                threads = f.read().split()
+            break
+        except (OSError, TypeError):
+            continue
+    else:
+        return True
+    for tid in threads:
+        try:
+            with open(f"/proc/{tid}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue  # gone
+        if stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] in (b"R", b"D"):
+            return True
+    return False
 
 
 def _drain(fd: int) -> None:
