@@ -328,7 +328,7 @@ class SlotPool:
             self._demand(spare.index, slug)
             spare.sock.close()  # its init reads end-of-file and exits unused
             have, plain = have + 1, plain - 1
-            loading += asked.warm is None or asked.warm > LOADING_S
+            loading += not self._quick(slug, asked)
             asked.converted += 1
             self.on_convert(slug)
         if asked.converted and asked.decay is None:

@@ -123,6 +123,7 @@ class Zygote:
     def _reap(self) -> None:
         """A dead init ends its slot."""
         inits = {s.pid: s for s in self._slots()}
+        heard = False
         while True:
             try:
                 pid, _status = os.waitpid(-1, os.WNOHANG)
@@ -132,6 +133,13 @@ class Zygote:
                 return
             self.templates.reaped(pid)
             s = inits.get(pid)
+            if s is not None and not heard:
+                # the front says what a slot it closed unused is replaced by before it closes it:
+                # read that first (a warm slot can exit on end-of-file before the zygote woke for
+                # the message), or the replacement is warmed for what the index served before
+                heard = True
+                while not self.stopping and select.select([self.front], [], [], 0)[0]:
+                    self._from_front()
             if s is not None:
                 if s.sock is not None:
                     self._warm_failed(s, "slot died while warming")
