@@ -13,25 +13,11 @@ if only slots prestarted for other languages are warm, it closes one unused and 
 replacement. Each slot's replacement is warmed for the language of the request it served, so
 the mix of warm slots follows the mix of requests.
 
-Warm when asked: a client that sends one language's runs one after another (a player pressing
-"check") takes a prestarted slot each time, and that slot's replacement is still warming when the
-next run comes. So a language just asked for keeps more slots than the one being replaced:
-enough that one is warm when its next run is due (1 + its warm-up time / its cycle, the time
-from a run's end to the next request plus a run in a warm slot, all measured here; 2 until
-known), made by closing warm plain slots unused and demanding the language for their index (a
-conversion). A prestarted slot is handed over as soon as its command is started; the zygote says
-when the command has settled (waits for its go), which is the warm-up time counted here, and a
-request takes a settled slot of its language before one still loading. A language whose slots
-warm slowly (a runtime started afresh, over LOADING_S) is converted for once a run ends (its
-start then takes no CPU from the run), at most LOADING_MAX of its slots loading at once; one
-forked from a template, as its requests come. Never below RESERVE_SHARE of the slots left plain,
-nor for a language whose warm-up failed of late; a language not asked for in IDLE_S gives the
-slots converted for it back to plain. Decided in a greenlet of its own, off the request's path.
+Which slots a language just asked for keeps warm is kiln/run/asked.py's (warm when asked).
 """
 
 from __future__ import annotations
 
-import math
 import os
 import socket as stdlib_socket
 import time
@@ -43,18 +29,12 @@ import gevent.event
 import gevent.socket
 
 from kiln.log import Log
+from kiln.run.asked import WarmWhenAsked
 from kiln.zygote import protocol
 from kiln.zygote.protocol import ProtocolError
 
 WARM_WAIT_S = 30.0  # the longest a request with its turn waits for a slot to warm
 WARM_FAILING_S = 2.0  # ... when the zygote reports warm-ups failing and none succeeding
-RESERVE_SHARE = 0.25  # of the slots, never converted for a language asked for (plain for the others)
-IDLE_S = 30.0  # a language not asked for this long gives back the slots converted for it
-FAILED_S = 30.0  # no conversion for a language whose prestarted slot failed to warm this recently
-WARM_MARGIN, WARM_LAG_S = 1.25, 0.01  # a replacement is ready this much later than measured
-LOADING_S = 0.1  # a language whose slots take longer to settle counts as starting slowly
-LOADING_MAX = max(1, (os.cpu_count() or 2) // 2)  # a language's slots converted while its commands start: no more at once
-SMOOTH = 0.5  # weight of the newest think, run or warm-up time in a language's averages
 
 
 class Busy(Exception):
@@ -90,10 +70,6 @@ class WarmSlot:
     taken: float = 0.0
 
 
-def _smooth(average: float | None, value: float) -> float:
-    return value if average is None else SMOOTH * value + (1 - SMOOTH) * average
-
-
 class _Turn:
     """A queued request's place: `granted` once a run in flight passed its capacity on."""
 
@@ -103,31 +79,6 @@ class _Turn:
         self.event = gevent.event.Event()
         self.granted = False
         self.patient = patient  # waits as long as it takes (Runner.run patient)
-
-
-@dataclass
-class _Asked:
-    """What the pool knows of a prestarting language's demand: its requests' timing, its runs'
-    and its slots' warm-ups' lengths (averages), the slots converted for it."""
-
-    last: float = 0.0  # its last request took a slot
-    released: float | None = None  # its last run ended
-    think: float | None = None  # from a run's end to the next request (0 when they overlap)
-    run: float | None = None  # a run in a slot warm for it (else the last run in any slot)
-    hot: bool = False  # `run` is from warm slots
-    warm: float | None = None  # a slot's spawn to its command waiting for its go
-    converted: int = 0
-    failed_at: float = float("-inf")
-    decay: object = None  # the greenlet that gives converted slots back
-
-    def target(self, least: int) -> int:
-        """The slots the language should have (warm, warming or running) for its next request to
-        find one warm: the one its last request took, plus one per cycle (think time and run) that
-        a replacement's warm-up spans; at least `least`, and that until both are known."""
-        if self.warm is None or self.think is None or self.run is None:
-            return least
-        # the measured warm-up leaves out the zygote's reap and the hand-over: a margin
-        return max(least, 1 + math.ceil((self.warm * WARM_MARGIN + WARM_LAG_S) / max(self.think + self.run, 1e-3)))
 
 
 class SlotPool:
@@ -155,8 +106,8 @@ class SlotPool:
         self.on_convert: Callable[[str | None], None] = lambda slug: None  # a warm slot closed to warm one for slug (None: back to plain)
         # per slot index, the language its next slot is warmed for, as the zygote was told (None: plain)
         self.next_of: dict[int, str | None] = {}
-        self.asked: dict[str, _Asked] = {}
         self.forking: frozenset[str] = frozenset()  # languages with a template (the Runner says)
+        self.asked = WarmWhenAsked(self)
         self.reader = gevent.spawn(self._read_zygote)
 
     def acquire(self, want: str | None = None, wait_s: float | None = 0.0, gone: gevent.event.Event | None = None) -> WarmSlot:
@@ -173,14 +124,14 @@ class SlotPool:
             slot = self._take(want)
             if slot is not None:
                 if slot.prestart != want:  # its replacement follows the demand
-                    self._demand(slot.index, want)
+                    self.demand(slot.index, want)
                 if want is not None:
                     slot.asked_for, slot.hot, slot.taken = want, slot.prestart == want and not slot.loading, time.monotonic()
-                    self._asked_for(want)
+                    self.asked.asked_for(want)
                 return slot
             if not gave_up_one and self.warm:  # all warm for other languages: trade one in
                 unfit = self.warm.pop(0)
-                self._demand(unfit.index, want)
+                self.demand(unfit.index, want)
                 unfit.sock.close()  # its init reads end-of-file and exits unused
                 gave_up_one = True
                 self.on_trade()
@@ -268,106 +219,16 @@ class SlotPool:
         for waiter in self._waiters:
             waiter.set()
 
-    def _demand(self, index: int, slug: str | None) -> None:
+    def demand(self, index: int, slug: str | None) -> None:
+        """Slot `index`'s next slot is to be warmed for `slug` (None: plain): the zygote is told."""
         self.next_of[index] = slug
         self._tell_zygote({"op": "demand", "index": index, "slug": slug})
-
-    # -- warm when asked ------------------------------------------------------------------
-    def _asked_for(self, slug: str) -> None:
-        """A request for `slug` took its slot: the time since the language's last one, and a
-        look at its supply once the request is on its way."""
-        now = time.monotonic()
-        asked = self.asked.get(slug)
-        if asked is None:
-            asked = self.asked[slug] = _Asked()
-        elif asked.released is not None:
-            think = max(0.0, now - asked.released) if asked.released >= asked.last else 0.0
-            asked.think = _smooth(asked.think, think)
-        asked.last = now
-        if self._quick(slug, asked):
-            gevent.spawn(self._supply, slug)  # runs once the request's greenlet waits on its slot
-
-    def _quick(self, slug: str, asked: _Asked) -> bool:
-        """Whether the language's slots warm quickly (forked from a template): converted as its
-        requests come; else once their runs end, so that a runtime's start takes no CPU from the
-        run. Until a slot says, whether its workspace has a template."""
-        return asked.warm <= LOADING_S if asked.warm is not None else slug in self.forking
-
-    def _ran(self, slot: WarmSlot) -> None:
-        """A run for a prestarting language ended (release): how long it took."""
-        asked = self.asked.get(slot.asked_for)
-        if asked is None:
-            return
-        now = time.monotonic()
-        asked.released = now
-        if not self._quick(slot.asked_for, asked):  # its conversions start while the client reads the answer, not during the run
-            gevent.spawn(self._supply, slot.asked_for)
-        if slot.hot or not asked.hot:
-            asked.run = _smooth(asked.run if asked.hot == slot.hot else None, now - slot.taken)
-            asked.hot = slot.hot
-
-    def _supply(self, slug: str) -> None:
-        """Convert warm plain slots for `slug` up to its target, keeping RESERVE_SHARE plain."""
-        asked = self.asked[slug]
-        if self.closing or time.monotonic() - asked.failed_at < FAILED_S:
-            return
-        destined = [self.next_of.get(i) for i in range(self.concurrency)]
-        have, plain = destined.count(slug), destined.count(None)
-        reserve = max(1, math.ceil(self.concurrency * RESERVE_SHARE))
-        # a forked slot costs little (it shares its template's pages): one more to spare
-        target = asked.target(3 if self._quick(slug, asked) else 2)
-        self.log.debug("warm when asked", lang=slug, have=have, target=target, plain=plain, warm_s=asked.warm, think_s=asked.think, run_s=asked.run, hot=asked.hot)
-        # a runtime that starts slowly (a JVM) takes CPU from the runs: its slots are converted a
-        # few at a time, each once the last ones settled (a forked one never says it is loading)
-        loading = sum(1 for s in self.warm if s.prestart == slug and s.loading)
-        while have < target and plain > reserve and loading < LOADING_MAX:
-            spare = next((s for s in reversed(self.warm) if s.prestart is None), None)
-            if spare is None:
-                break
-            self.warm.remove(spare)
-            self._demand(spare.index, slug)
-            spare.sock.close()  # its init reads end-of-file and exits unused
-            have, plain = have + 1, plain - 1
-            loading += not self._quick(slug, asked)
-            asked.converted += 1
-            self.on_convert(slug)
-        if asked.converted and asked.decay is None:
-            asked.decay = gevent.spawn_later(IDLE_S, self._give_back, slug)
-
-    def _give_back(self, slug: str) -> None:
-        """`slug` not asked for in IDLE_S: its warm slots (all but one) that were converted for
-        it are closed, their index warmed plain again."""
-        asked = self.asked[slug]
-        asked.decay = None
-        idle = time.monotonic() - asked.last
-        if idle < IDLE_S:
-            asked.decay = gevent.spawn_later(IDLE_S - idle, self._give_back, slug)
-            return
-        if self.closing:
-            return
-        mine = [s for s in self.warm if s.prestart == slug]
-        for slot in mine[len(mine) - min(asked.converted, len(mine) - 1) :] if mine else ():
-            self.warm.remove(slot)
-            self._demand(slot.index, None)
-            slot.sock.close()
-            asked.converted -= 1
-            self.on_convert(None)
-        if sum(1 for kind in self.next_of.values() if kind == slug) <= 1:
-            asked.converted = 0  # (converted slots ran since, and their replacements are gone too)
-        if asked.converted:  # some were running or warming: once they are warm
-            asked.decay = gevent.spawn_later(IDLE_S, self._give_back, slug)
 
     def _settled(self, index, pid, slug, seconds: float) -> None:
         slot = next((w for w in self.warm if w.index == index and w.pid == pid), None)
         if slot is not None:  # (one in use since: its run's CPU, not its start, said nothing)
             slot.loading = False
-            self._warmed(slug, seconds)
-
-    def _warmed(self, slug, seconds: float) -> None:
-        """A slot prestarted for `slug` took `seconds` from its spawn to being really warm."""
-        asked = self.asked.get(slug) if isinstance(slug, str) else None
-        if asked is not None:
-            asked.warm = _smooth(asked.warm, seconds)
+            self.asked.warmed(slug, seconds)
 
     def _tell_zygote(self, header: dict) -> None:
         try:
@@ -378,7 +239,7 @@ class SlotPool:
     def release(self, slot: WarmSlot) -> None:
         slot.sock.close()
         if slot.asked_for is not None:
-            self._ran(slot)
+            self.asked.ran(slot)
         self._pass_turn()
 
     def condemn(self, slot: WarmSlot) -> None:
@@ -434,7 +295,7 @@ class SlotPool:
                 warm_s = float(header.get("warm_ms", 0.0)) / 1000
                 self.next_of[header["index"]] = prestart  # the zygote warms its next one alike
                 if not header.get("settles"):  # else its command is still starting: see "settled"
-                    self._warmed(prestart, warm_s)
+                    self.asked.warmed(prestart, warm_s)
                 self._put(WarmSlot(header["index"], header["pid"], sock, prestart, loading=bool(header.get("settles"))))
                 self.last_warm_ok = time.monotonic()
                 self.on_warm(warm_s)
@@ -445,8 +306,7 @@ class SlotPool:
                 self.last_warm_error_at = time.monotonic()
                 if isinstance(header.get("prestart"), str):
                     self.next_of[header.get("index")] = None  # the zygote retries it plain
-                    if header["prestart"] in self.asked:
-                        self.asked[header["prestart"]].failed_at = self.last_warm_error_at
+                    self.asked.failed(header["prestart"], self.last_warm_error_at)
                     self.on_prestart_failed(header["prestart"])
             elif op == "template_failed" and isinstance(header.get("slug"), str):
                 self.on_template_failed(header["slug"])

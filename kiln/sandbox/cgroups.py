@@ -125,6 +125,45 @@ class SlotCgroup:
     def stat_sources(self) -> tuple[StatSource, ...]:
         return ()
 
+    # read by the zygote while a prestarted slot's command starts (zygote.py: "settled")
+    def cpu_ms(self) -> float | None:
+        """The CPU time a slot's cgroup has used, in ms (None: not to be had)."""
+        source = next((x for x in self.stat_sources() if x.what == "cpu"), None)
+        if source is None:
+            return None
+        try:
+            with open(os.path.join(self.paths[source.dir_index], source.file)) as f:
+                text = f.read()
+            if source.key:
+                text = next(line.split()[1] for line in text.splitlines() if line.split()[:1] == [source.key])
+            return int(text) / source.divisor
+        except (OSError, ValueError, StopIteration, IndexError):
+            return None
+
+    def any_runnable(self) -> bool:
+        """Whether a thread of the slot's cgroup is running, waiting for a CPU or in a disk wait (a
+        runtime still starting on a busy machine gets little CPU, but is never all asleep)."""
+        source = next((x for x in self.stat_sources() if x.what == "cpu"), None)
+        folder = self.paths[source.dir_index] if source is not None else None
+        for name in ("tasks", "cgroup.threads"):  # v1, v2
+            try:
+                with open(os.path.join(folder, name)) as f:
+                    threads = f.read().split()
+                break
+            except (OSError, TypeError):
+                continue
+        else:
+            return True
+        for tid in threads:
+            try:
+                with open(f"/proc/{tid}/stat", "rb") as f:
+                    stat = f.read()
+            except OSError:
+                continue  # gone
+            if stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] in (b"R", b"D"):
+                return True
+        return False
+
     def close(self) -> None:
         """Close the slot's own fds (kiln's own cgroup.procs belong to the driver)."""
         for fd in set(self._dir_fds) | set(self._procs_fds):

@@ -255,8 +255,8 @@ class Zygote:
             if s.settle is None or now - s.settle[0] < SETTLE_STEP_S:
                 continue
             since, used = s.settle
-            cpu = _cpu_ms(s.cgroup)
-            if cpu is not None and cpu - used < SETTLE_CPU_SHARE * (now - since) * 1000 and not _any_runnable(s.cgroup):
+            cpu = s.cgroup.cpu_ms()
+            if cpu is not None and cpu - used < SETTLE_CPU_SHARE * (now - since) * 1000 and not s.cgroup.any_runnable():
                 s.settle = None
                 self._tell_front({"op": "settled", "index": s.index, "pid": s.pid, "prestart": s.kind.prestart, "ms": round((since - s.started) * 1000, 2)})
             elif cpu is None or now - s.started > SETTLE_MAX_S:
@@ -335,7 +335,7 @@ class Zygote:
         index.backoff.reset()
         s.kind.on_ready(self, s)
         if s.kind.prestart is not None and not s.kind.forked:  # its command is still starting
-            cpu = _cpu_ms(s.cgroup)
+            cpu = s.cgroup.cpu_ms()
             s.settle = (time.monotonic(), cpu) if cpu is not None else None
         self._tell_front({"op": "slot", "index": s.index, "pid": s.pid, "prestart": s.kind.prestart, "warm_ms": round((time.monotonic() - s.started) * 1000, 2), "settles": s.settle is not None}, fds=(s.sock.fileno(),))
         s.sock.close()
@@ -381,46 +381,6 @@ def _kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-
-
-def _cpu_ms(cgroup: SlotCgroup) -> float | None:
-    """The CPU time a slot's cgroup has used, in ms (None: not to be had)."""
-    source = next((x for x in cgroup.stat_sources() if x.what == "cpu"), None)
-    if source is None:
-        return None
-    try:
-        with open(os.path.join(cgroup.paths[source.dir_index], source.file)) as f:
-            text = f.read()
-        if source.key:
-            text = next(line.split()[1] for line in text.splitlines() if line.split()[:1] == [source.key])
-        return int(text) / source.divisor
-    except (OSError, ValueError, StopIteration, IndexError):
-        return None
-
-
-def _any_runnable(cgroup: SlotCgroup) -> bool:
-    """Whether a thread of the slot's cgroup is running, waiting for a CPU or in a disk wait (a
-    runtime still starting on a busy machine gets little CPU, but is never all asleep)."""
-    source = next((x for x in cgroup.stat_sources() if x.what == "cpu"), None)
-    folder = cgroup.paths[source.dir_index] if source is not None else None
-    for name in ("tasks", "cgroup.threads"):  # v1, v2
-        try:
-            with open(os.path.join(folder, name)) as f:
-                threads = f.read().split()
-            break
-        except (OSError, TypeError):
-            continue
-    else:
-        return True
-    for tid in threads:
-        try:
-            with open(f"/proc/{tid}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue  # gone
-        if stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] in (b"R", b"D"):
-            return True
-    return False
 
 
 def _drain(fd: int) -> None:
