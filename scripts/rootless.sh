@@ -45,20 +45,11 @@ need_dirs() {  # /run/<instance>, and the file store's folder (default /var/lib/
     done
 }
 
-# One subtree per cgroup hierarchy kiln uses, owned by the user, below this shell's own cgroup.
-# v2: the controllers kiln needs are enabled down to it (systemd's Delegate=yes does the same for
-# a unit); v1: one directory in each of memory, pids, cpuacct and cpu.
+# One subtree per cgroup hierarchy kiln uses, owned by the user, below this shell's own cgroup
+# (which folders those are is kiln's: kiln/sandbox/cgroup_detect.py). v2: the controllers kiln
+# needs are enabled down to it (systemd's Delegate=yes does the same for a unit).
 cgroup_dirs() {
-    if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
-        echo "/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)/$subtree"
-        return
-    fi
-    for controller in memory pids cpuacct cpu; do
-        mount=$(awk -v c="$controller" '$9 == "cgroup" { n = split($NF, o, ","); for (i = 1; i <= n; i++) if (o[i] == c) { print $5; exit } }' /proc/self/mountinfo)
-        [ -n "$mount" ] || continue
-        own=$(awk -F: -v c="$controller" '{ n = split($2, o, ","); for (i = 1; i <= n; i++) if (o[i] == c) print $3 }' /proc/self/cgroup)
-        echo "$mount${own%/}/$subtree"
-    done
+    "$repo/.venv/bin/python" -m kiln.sandbox.cgroup_detect | sed "s|\$|/$subtree|"
 }
 
 need_cgroups() {

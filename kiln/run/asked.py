@@ -106,7 +106,7 @@ class WarmWhenAsked:
             think = max(0.0, now - asked.released) if asked.released >= asked.last else 0.0
             asked.think = _smooth(asked.think, think)
         asked.last = now
-        if self._quick(slug, asked):
+        if self._quick(slug, asked) and self._short(slug, asked):
             gevent.spawn(self._supply, slug)  # runs once the request's greenlet waits on its slot
 
     def _quick(self, slug: str, asked: Asked) -> bool:
@@ -122,11 +122,20 @@ class WarmWhenAsked:
             return
         now = time.monotonic()
         asked.released = now
-        if not self._quick(slot.asked_for, asked):  # its conversions start while the client reads the answer, not during the run
+        if not self._quick(slot.asked_for, asked) and self._short(slot.asked_for, asked):  # converted while the client reads the answer, not during the run
             gevent.spawn(self._supply, slot.asked_for)
         if slot.hot or not asked.hot:
             asked.run = _smooth(asked.run if asked.hot == slot.hot else None, now - slot.taken)
             asked.hot = slot.hot
+
+    def _target(self, slug: str, asked: Asked) -> int:
+        # a forked slot costs little (it shares its template's pages): one more to spare
+        return asked.target(3 if self._quick(slug, asked) else 2)
+
+    def _short(self, slug: str, asked: Asked) -> bool:
+        """Whether `slug` has fewer slots than its target: a request whose language has its
+        share spawns no supply greenlet (most of a steady stream's requests)."""
+        return sum(1 for kind in self.pool.next_of.values() if kind == slug) < self._target(slug, asked)
 
     def _supply(self, slug: str) -> None:
         """Convert warm plain slots for `slug` up to its target, keeping RESERVE_SHARE plain."""
@@ -136,8 +145,7 @@ class WarmWhenAsked:
         destined = [self.pool.next_of.get(i) for i in range(self.pool.concurrency)]
         have, plain = destined.count(slug), destined.count(None)
         reserve = max(1, math.ceil(self.pool.concurrency * RESERVE_SHARE))
-        # a forked slot costs little (it shares its template's pages): one more to spare
-        target = asked.target(3 if self._quick(slug, asked) else 2)
+        target = self._target(slug, asked)
         self.pool.log.debug("warm when asked", lang=slug, have=have, target=target, plain=plain, warm_s=asked.warm, think_s=asked.think, run_s=asked.run, hot=asked.hot)
         # a runtime that starts slowly (a JVM) takes CPU from the runs: its slots are converted a
         # few at a time, each once the last ones settled (a forked one never says it is loading)

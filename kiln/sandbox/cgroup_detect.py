@@ -109,7 +109,7 @@ def _v2_driver(hierarchies: dict[str, str], own: dict[str, str], instance: str, 
     leaf = f"/{instance}/{SUPERVISOR}"
     if path.endswith(leaf):
         path = path[: -len(leaf)] or "/"
-    base = os.path.normpath(os.path.join(mount, path.lstrip("/")))
+    base = own_folder(mount, path)
     controllers = (read_file(os.path.join(base, "cgroup.controllers")) or "").split()
     missing = [c for c in ("memory", "pids") if c not in controllers]
     if missing:
@@ -120,6 +120,22 @@ def _v2_driver(hierarchies: dict[str, str], own: dict[str, str], instance: str, 
     if not os.access(base, os.W_OK):
         raise CgroupError(f"cgroup v2: {base} is not writable (read-only cgroup mount?); {DELEGATE_HINT}")
     return V2Driver(base, instance, log)
+
+
+def own_folder(mount: str, path: str) -> str:
+    """A process's cgroup folder in the hierarchy mounted at `mount` (its path from /proc/self/cgroup)."""
+    return os.path.normpath(os.path.join(mount, path.lstrip("/")))
+
+
+def own_folders() -> list[str]:
+    """This process's cgroup folders where kiln would make its own: in each v1 hierarchy kiln
+    uses that is mounted, else in the v2 one. scripts/rootless.sh hands a subtree below them."""
+    from kiln.sandbox.cgroup_v1 import OPTIONAL, REQUIRED
+
+    with open("/proc/self/mountinfo") as mountinfo, open("/proc/self/cgroup") as own_text:
+        hierarchies, own = find_hierarchies(mountinfo.read()), parse_proc_self_cgroup(own_text.read())
+    v1 = [own_folder(hierarchies[c], own[c]) for c in REQUIRED + OPTIONAL if c in hierarchies and c in own]
+    return v1 or ([own_folder(hierarchies[""], own[""])] if "" in hierarchies and "" in own else [])
 
 
 def _v1_driver(hierarchies: dict[str, str], own: dict[str, str], instance: str, log) -> Driver:
@@ -135,7 +151,7 @@ def _v1_driver(hierarchies: dict[str, str], own: dict[str, str], instance: str, 
                 f"cgroup v1: no {controller} hierarchy is mounted (kiln needs {', '.join(REQUIRED)}); "
                 "mount it, or use cgroup v2 (RUN_CGROUP=v2)"
             )
-        base = os.path.normpath(os.path.join(mount, path.lstrip("/")))
+        base = own_folder(mount, path)
         if not os.access(base, os.W_OK):
             if controller in OPTIONAL:
                 continue
@@ -176,3 +192,7 @@ def open_driver(mode: str, instance: str, log) -> Driver:
     """
     with open("/proc/self/mountinfo") as mountinfo, open("/proc/self/cgroup") as own:
         return choose_driver(mode, instance, log, mountinfo.read(), own.read())
+
+
+if __name__ == "__main__":  # scripts/rootless.sh: the folders to hand a subtree below
+    print("\n".join(own_folders()))

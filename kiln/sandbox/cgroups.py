@@ -132,12 +132,16 @@ class SlotCgroup:
         if source is None:
             return None
         try:
-            with open(os.path.join(self.paths[source.dir_index], source.file)) as f:
-                text = f.read()
+            text = cgroupfs.read_file(os.path.join(self.paths[source.dir_index], source.file))
+        except OSError:  # the slot ended meanwhile
+            return None
+        if text is None:
+            return None
+        try:
             if source.key:
                 text = next(line.split()[1] for line in text.splitlines() if line.split()[:1] == [source.key])
             return int(text) / source.divisor
-        except (OSError, ValueError, StopIteration, IndexError):
+        except (ValueError, StopIteration, IndexError):
             return None
 
     def any_runnable(self) -> bool:
