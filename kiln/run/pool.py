@@ -289,7 +289,8 @@ class SlotPool:
             header = frame[0]
             op = header.get("op")
             if op == "slot" and fds:
-                sock = gevent.socket.socket(fileno=fds.pop(0))
+                # family and type told: else the socket asks the kernel for them, 3 syscalls a run
+                sock = gevent.socket.socket(stdlib_socket.AF_UNIX, stdlib_socket.SOCK_STREAM, 0, fileno=fds.pop(0))
                 prestart = header.get("prestart")
                 prestart = prestart if isinstance(prestart, str) else None
                 warm_s = float(header.get("warm_ms", 0.0)) / 1000

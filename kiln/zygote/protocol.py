@@ -120,7 +120,9 @@ def send_frame(sock: socket.socket, header: dict, blobs: tuple[bytes, ...] | lis
     data = encode(header, blobs)
     if fds:
         sent = sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
-        data = data[sent:]
+    else:
+        sent = sock.send(data)  # a frame fits the socket's buffer as a rule: gevent's sendall asks its size first
+    data = data[sent:]
     if data:
         sock.sendall(data)
 
