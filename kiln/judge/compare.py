@@ -16,8 +16,9 @@ MODES = ("tokens", "lines", "exact", "float", "checker", "none")
 
 _TOKEN = re.compile(rb"[^ \t\n\r\v\f]+")  # ASCII whitespace separates tokens
 _NUMBER = re.compile(rb"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
-# exact for any token an output limit lets through; exponents far beyond a double's
-_EXACT = decimal.Context(prec=200, Emax=10**9, Emin=-(10**9), traps=[decimal.InvalidOperation])
+# exponents far beyond a double's; a token decimal cannot hold (an exponent past 10**18) raises,
+# and the tokens are then unequal: a submission's output must never fail the comparison itself
+_EXACT = decimal.Context(prec=200, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN, traps=[decimal.InvalidOperation, decimal.Overflow])
 
 
 def same(mode: str, output: bytes, expected: bytes, epsilon: float = 1e-6) -> bool:
@@ -59,11 +60,16 @@ def _lines(data: bytes) -> Iterator[bytes]:
 def _close(a: bytes, b: bytes, epsilon: float) -> bool:
     """Two tokens: equal as numbers within epsilon (absolute, or relative to the expected `b`)
     when both are numbers by DESIGN.md's pattern, else equal as text. In decimal arithmetic on
-    the tokens as written, so that the bound is inclusive as written (1.1 against 1 within 0.1)
-    and no exponent overflows."""
-    if _NUMBER.fullmatch(a) and _NUMBER.fullmatch(b):
-        with decimal.localcontext(_EXACT):
-            x, y, eps = decimal.Decimal(a.decode()), decimal.Decimal(b.decode()), decimal.Decimal(epsilon)
+    the tokens as written and on epsilon's shortest decimal (1e-6, not the double just below it),
+    so that the bound is inclusive as written (1.000001 against 1 within 1e-6)."""
+    if a == b:  # the common case, and no number is unequal to its own text
+        return True
+    if not (_NUMBER.fullmatch(a) and _NUMBER.fullmatch(b)):
+        return False
+    with decimal.localcontext(_EXACT):
+        try:
+            x, y, eps = decimal.Decimal(a.decode()), decimal.Decimal(b.decode()), decimal.Decimal(repr(epsilon))
             difference = abs(x - y)
             return difference <= eps or difference <= eps * abs(y)
-    return a == b
+        except decimal.DecimalException:
+            return False

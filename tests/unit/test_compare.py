@@ -49,6 +49,10 @@ def test_lines(output, expected, equal):
         (b"1.00001", b"1", 1e-6, False),
         (b"1000000.5", b"1000000", 1e-6, True),  # relative to the expected
         (b"1.1", b"1", 0.1, True),  # inclusive
+        (b"1.000001", b"1", 1e-6, True),  # inclusive as written: the double 1e-6 is a hair below 1e-6
+        (b"1.3", b"1", 0.3, True),
+        (b"1.3000001", b"1", 0.3, False),
+        (b"5", b"1", 1e400, True),  # a JSON epsilon beyond a double is infinite: every number equal
         (b"x 2.0", b"x 2", 1e-9, True),
         (b"nan", b"nan", 1e-6, True),  # not a number by the pattern: compared as text
         (b"inf", b"1e999", 1e-6, False),
@@ -56,6 +60,9 @@ def test_lines(output, expected, equal):
         (b"0x10", b"16", 1, False),  # no hex
         (b"+.5", b"0.5", 0, True),
         (b"1", b"1 2", 1, False),
+        (b"1e9999999999", b"2e9999999999", 1e-6, False),  # past decimal's old Emax: no overflow to infinity
+        (b"1e99999999999999999999", b"1", 1e-6, False),  # past what decimal holds: unequal, never an error
+        (b"1e99999999999999999999", b"1e99999999999999999999", 1e-6, True),
     ],
 )
 def test_float(output, expected, epsilon, equal):
