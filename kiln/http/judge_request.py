@@ -98,9 +98,12 @@ _TYPE_NAMES = {str: "string", bool: "boolean (true or false)", dict: "object", l
 def _epsilon(value) -> float:
     if value is None:
         return DEFAULT_EPSILON
-    if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
+    if type(value) not in (int, float) or value < 0:  # JSON has no NaN: the decoder refuses it
         raise ApiError(400, "epsilon must be a number >= 0")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an integer beyond a double: as large as 1e400, which JSON reads as inf
+        return math.inf
 
 
 def _files(value, judge_file: str) -> list[tuple[str, bytes]]:

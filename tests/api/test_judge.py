@@ -175,6 +175,14 @@ def test_compare_modes(server, mode, output, expected, same):
     assert body["verdict"] == ("AC" if same else "WA")
 
 
+@pytest.mark.parametrize("epsilon", ["1e400", str(10**400)])
+def test_an_epsilon_beyond_a_double_is_a_number_like_any_other(server, epsilon):
+    solution = "print(5)\n"
+    raw = '{"lang_slug": "python", "solution_text": %s, "tests": [{"expected": "1"}], "compare": "float", "epsilon": %s}' % (json.dumps(solution), epsilon)
+    answer = server.client.post("/judge", content=raw)
+    assert answer.status_code == 200 and answer.json()["verdict"] == "AC", answer.text
+
+
 # --- what a test sees ------------------------------------------------------------------------------
 
 
