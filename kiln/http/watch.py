@@ -20,20 +20,35 @@ GONE_CHECK_EVERY_S = 0.05  # after an end-of-file: how often the connection is l
 
 
 class ClientWatch:
-    """`gone` is set once the client of a request has left; stop() when the answer is ready."""
+    """`gone` is set once the client of a request has left; stop() when the answer is ready.
+
+    Until the connection becomes readable, which a client that waits for its answer never makes
+    it, the watch is one io watcher of the hub: a greenlet is spawned only then (a greenlet per
+    request cost ~30 us of the front's CPU, one no-op run's 3 %)."""
 
     def __init__(self, environ):
         self.gone = gevent.event.Event()
-        client = environ.get("kiln.socket")
-        http11 = environ.get("SERVER_PROTOCOL") == "HTTP/1.1"
-        self._watcher = gevent.spawn(self._watch, client, http11) if client is not None else None
+        self._client = environ.get("kiln.socket")
+        self._may_interim = environ.get("SERVER_PROTOCOL") == "HTTP/1.1"
+        self._readable = None
+        self._watcher = None
+        if self._client is not None:
+            self._readable = gevent.get_hub().loop.io(self._client.fileno(), 1)
+            self._readable.start(self._on_readable)
 
     def stop(self) -> None:
+        if self._readable is not None:
+            self._readable.close()
+            self._readable = None
         if self._watcher is not None:
             self._watcher.kill(block=False)
 
-    def _watch(self, client, may_interim: bool) -> None:
-        gevent.socket.wait_read(client.fileno())
+    def _on_readable(self) -> None:
+        self._readable.close()
+        self._readable = None
+        self._watcher = gevent.spawn(self._look, self._client, self._may_interim)
+
+    def _look(self, client, may_interim: bool) -> None:
         try:
             peeked = client.recv(1, gevent.socket.MSG_PEEK)
         except OSError:

@@ -90,6 +90,22 @@ def test_a_client_that_closes_altogether_cancels_its_run(srv):
     assert line["status"] == 499 and line["outcome"] == "cancelled" and line["duration_ms"] < 10_000
 
 
+def test_a_pipelined_next_request_does_not_cancel_the_running_one(srv):
+    # the second request's bytes make the connection readable while the first one runs: that is
+    # a client still there, not one that left
+    conn = connect(srv)
+    conn.sendall(request_bytes("import time\ntime.sleep(0.4)\nprint('first')\n") + request_bytes("print('second')"))
+    data = b""
+    while data.count(b"HTTP/1.1 200 ") < 2 or not data.rstrip().endswith(b"}"):
+        chunk = conn.recv(65536)
+        assert chunk, f"the connection closed after {data!r}"
+        data += chunk
+    conn.close()
+    first, second = data.split(b"HTTP/1.1 200 ")[1:]
+    assert json.loads(final_response(b"HTTP/1.1 200 " + first)[2])["stdout"] == "first\n"
+    assert json.loads(final_response(b"HTTP/1.1 200 " + second)[2])["stdout"] == "second\n"
+
+
 def test_headers_sent_too_slowly_are_answered_408(srv):
     conn = connect(srv)
     conn.sendall(b"POST /run HTTP/1.1\r\nHost: kiln\r\n")  # and nothing more
