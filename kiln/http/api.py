@@ -33,9 +33,9 @@ OPENAPI_DOCUMENT = Path(__file__).with_name("openapi.json")
 
 
 class AnyText(PathConverter):
-    """Any text, newlines too: whatever follows /files/ is an id, or a 400 that says so."""
+    """Any text, newlines and nothing too: whatever follows /files/ is an id, or a 400 that says so."""
 
-    regex = r"[\s\S]+"
+    regex = r"[\s\S]*"
     part_isolating = False  # slashes too (werkzeug would infer True: no "/" in the pattern)
 
 

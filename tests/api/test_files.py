@@ -161,6 +161,7 @@ def test_an_unknown_id_is_404(srv):
         "x",
         "sha256:" + "a" * 64 + "%0A",  # a newline: no route pattern may let it fall through to 404
         "%0A",
+        "",  # /files/ names an empty id
     ],
 )
 def test_an_id_not_of_the_form_is_400(srv, file_id):
