@@ -154,8 +154,10 @@ def test_a_checker_is_passed_to_the_server(srv, tmp_path):
     checker.write_text("import sys\nsys.exit(0)\n")
     folder = make_tests(tmp_path / "tests", one=("1 2\n", None))  # a checker needs no answer
     done = kiln_judge(solution(tmp_path), folder, "--checker", checker, "--checker-lang", "python", srv=srv)
-    # this server version refuses checkers (400, "not supported yet"); once it runs them: AC
-    assert (done.returncode == 2 and "checker" in done.stderr and "not supported" in done.stderr) or done.returncode == 0, done.stderr
+    assert done.returncode == 0 and [row[:2] for row in rows(done.stdout)] == [["one", "AC"]], done.stderr
+    checker.write_text("import sys\nprint('three is wrong')\nsys.exit(1)\n")
+    rejected = kiln_judge(solution(tmp_path), folder, "--checker", checker, "--checker-lang", "python", srv=srv)
+    assert rejected.returncode == 1 and rows(rejected.stdout)[0][:2] == ["one", "WA"] and "three is wrong" in rejected.stdout, rejected.stdout
     alone = kiln_judge(solution(tmp_path), folder, "--checker", checker, srv=srv)
     assert alone.returncode == 2 and "--checker-lang" in alone.stderr
 
