@@ -289,15 +289,13 @@ def reason(error: BaseException) -> str:
 # -- what is shown ----------------------------------------------------------------------------
 def print_answer(answer: dict, out) -> None:
     verdict, passed, total = answer["verdict"], answer["passed"], answer["total"]
-    if verdict == "CE":
+    if verdict == "CE":  # the compiler's words first; then the tests' rows (all SK), as on any verdict
         compile_ = answer["compile"]
         words = (compile_["stdout"] + compile_["stderr"]).rstrip()
         timed_out = compile_["exit_code"] is None
         print("compilation timed out" if timed_out else f"compilation failed (exit {compile_['exit_code']}):", file=out)
         if words:
             print(words, file=out)
-        print(f"verdict: CE (compilation error), 0/{total} tests passed", file=out)
-        return
     rows = [("test", "verdict", "time", "memory", "")]
     for test in answer["tests"]:
         stats = test["stats"] or {}
@@ -305,8 +303,11 @@ def print_answer(answer: dict, out) -> None:
         memory = human_size(stats["memory_peak_bytes"]) if "memory_peak_bytes" in stats else "-"
         rows.append((test["name"], test["verdict"], time_, memory, note(test)))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    for row in rows:
+    for row in rows if len(rows) > 1 else ():
         print("  ".join([row[0].ljust(widths[0]), row[1].ljust(widths[1]), row[2].rjust(widths[2]), row[3].rjust(widths[3]), row[4]]).rstrip(), file=out)
+    if verdict == "CE":
+        print(f"verdict: CE (compilation error), 0/{total} tests passed", file=out)
+        return
     first = next((t["name"] for t in answer["tests"] if t["verdict"] not in ("AC", "SK")), None)
     where = f" on test {first}" if first is not None and verdict != "AC" else ""
     print(f"verdict: {verdict}{where}, {passed}/{total} tests passed", file=out)

@@ -73,6 +73,21 @@ def test_a_compile_that_timed_out():
     assert out.getvalue() == "compilation timed out\nverdict: CE (compilation error), 0/2 tests passed\n"
 
 
+def test_a_compile_error_still_gives_each_test_its_row():
+    compile_ = {"exit_code": 1, "stdout": "", "stderr": "main.cpp:1: error: x\n", "cached": False, "stats": {"outcome": "exited"}}
+    skipped = {"verdict": "SK", "exit_code": None, "stdout": "", "stderr": "", "checker_message": None, "stats": None}
+    out = io.StringIO()
+    print_answer({"verdict": "CE", "passed": 0, "total": 2, "compile": compile_, "tests": [{**skipped, "name": "1"}, {**skipped, "name": "10"}], "stats": {}}, out)
+    assert out.getvalue().splitlines() == [
+        "compilation failed (exit 1):",
+        "main.cpp:1: error: x",
+        "test  verdict  time  memory",
+        "1     SK          -       -",
+        "10    SK          -       -",
+        "verdict: CE (compilation error), 0/2 tests passed",
+    ]
+
+
 @pytest.mark.parametrize(
     "options, words",
     [
