@@ -145,8 +145,7 @@ class Judge:
             return _not_run("IE")
         verdict, message = run_verdict(result, limits.time_ms, limits.memory), None
         if verdict is None and checker is not None:
-            session.close()  # a slot kept while waiting for another (the checker's) could deadlock two requests
-            verdict, message = self._check(request, checker, (stdin, result.stdout, _read(test.expected, files)), gone)
+            verdict, message = self._check(request, checker, (stdin, result.stdout, _read(test.expected, files)), session)
         elif verdict is None:
             verdict = _compared(request, result.stdout, test.expected, files)
         return {"verdict": verdict, "exit_code": result.exit_code, "stdout": cut(result.stdout), "stderr": cut(result.stderr), "checker_message": message, "stats": stats(result)}
@@ -180,13 +179,16 @@ class Judge:
             verdict = helper_verdict(helper_result)
         return {"verdict": verdict, "exit_code": result.exit_code, "stdout": cut(result.stdout), "stderr": cut(result.stderr), "checker_message": message, "stats": stats(result)}
 
-    def _check(self, request: JudgeRequest, checker: Build, texts: tuple[bytes, bytes, bytes], gone) -> tuple[str, str]:
-        """The checker's verdict on one test and its message (stdout then stderr, cut)."""
+    def _check(self, request: JudgeRequest, checker: Build, texts: tuple[bytes, bytes, bytes], session: Session) -> tuple[str, str]:
+        """The checker's verdict on one test and its message (stdout then stderr, cut). It runs
+        in the test's slot where the slot can take another job, each in a fresh sandbox as a
+        test is (a slot of its own cost as much CPU as the test), with its own language's
+        limits: nothing of the test is left there but the three files it is given."""
         assert request.checker is not None
         wall_ms = min(CHECKER_WALL_MS, self.runtime.config.timeout_max_ms)
         job = Job(request.checker.slug, wall_ms, tuple(zip(CHECKER_FILES, texts)), command="exec", layer=checker.name)
         try:
-            result = self.runner.run(job, gone, patient=True).result
+            result = session.run(job).result
         except SlotLost as error:
             self.log.error("a checker's slot was lost", lang=request.checker.slug, error=str(error))
             return "IE", "kiln: the checker's sandbox was lost"

@@ -197,11 +197,16 @@ static int ready_for_next(struct slot *s) {
 }
 
 /* The language's cgroup limits and the job's own, written; a slot's later test with the same
- * language and limits as the last finds them written already (nothing else writes them). */
+ * language and limits as the last finds them written already (nothing else writes them). A later
+ * job of another language or limits (a judge's checker between its tests) finds them lifted
+ * first, then written from the warm ones as on a fresh cgroup: v1 refuses a memory limit above
+ * memsw's, so the order that raises is not the one that lowers. */
 static int write_limits(struct slot *s, const struct job *job, struct span w, char *err) {
+    struct span all = {0, s->recipe.n};
     if (s->tests_served && s->limits_written.workload_rec == job->workload_rec && s->limits_written.memory == job->memory && s->limits_written.pids == job->pids)
         return 0;
     s->limits_written.workload_rec = -1;
+    if (s->tests_served && (apply_cgroup_limits(s, all, K_UNLIMIT, err) || apply_cgroup_limits(s, all, K_WARM_LIMIT, err))) return -1;
     if (apply_cgroup_limits(s, w, K_W_LIMIT, err) || apply_job_limits(s, job, err)) return -1;
     s->limits_written.workload_rec = job->workload_rec, s->limits_written.memory = job->memory, s->limits_written.pids = job->pids;
     return 0;

@@ -46,6 +46,7 @@ enum {
     K_W_EXEC_ARGV = 21,      /* argv...: the workspace's exec command (a judge's test job) */
     K_FRESH = 22,            /* step op args...: a judge test's own upper layer and /tmp, in its copy of the namespace */
     K_PEAK_RESET = 23,       /* dir_index file value: the cgroup's memory peak back to now, between tests */
+    K_UNLIMIT = 24,          /* dir_index file value: a kept slot's limits lifted, before another job's are written */
 };
 
 struct arg {

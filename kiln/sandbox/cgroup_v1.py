@@ -42,6 +42,13 @@ class V1Slot(SlotCgroup):
             writes = [LimitWrite(memory, "memory.limit_in_bytes", str(memory_max)), LimitWrite(memory, "memory.swappiness", "0")]
         return (*writes, LimitWrite(pids, "pids.max", str(pids_max)))
 
+    def unlimit_writes(self) -> tuple[LimitWrite, ...]:
+        memory, pids = self._hierarchy_of["memory"], self._hierarchy_of["pids"]
+        swap = cgroupfs.exists("memory.memsw.limit_in_bytes", self._dir_fds[memory])
+        # memsw first: the memory limit may never be above it
+        files = [*(["memory.memsw.limit_in_bytes"] if swap else []), "memory.limit_in_bytes"]
+        return (*(LimitWrite(memory, name, "-1") for name in files), LimitWrite(pids, "pids.max", "max"))
+
     def peak_resets(self) -> tuple[LimitWrite, ...]:
         memory = self._hierarchy_of["memory"]
         swap = cgroupfs.exists("memory.memsw.max_usage_in_bytes", self._dir_fds[memory])

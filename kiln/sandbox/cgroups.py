@@ -117,6 +117,12 @@ class SlotCgroup:
         """The writes that set the memory peak back to the current usage, between two tests."""
         return ()
 
+    def unlimit_writes(self) -> tuple[LimitWrite, ...]:
+        """The writes that lift a kept slot's limits before its next job of another language or
+        limits, which are then written as on a fresh cgroup (limit_writes with previous None):
+        whichever way a limit goes, one order then fits (none needed where any order does)."""
+        return ()
+
     def job_limit_files(self) -> tuple[tuple[str, int, str], ...]:
         """(what, dir_index, file), in the order that lowers a limit: where a job's own
         "memory" or "pids" limit (below its language's) is written by kiln-init."""

@@ -29,7 +29,7 @@ MAGIC = b"KILNRCP1"
 K_CONST, K_SECCOMP, K_STAT, K_BUILD, K_FINISH, K_WARM_LIMIT = 1, 2, 3, 4, 5, 6
 K_WORKLOAD, K_W_MOUNT, K_W_DIR, K_W_PART, K_W_LIMIT, K_W_ARGV, K_W_ENV, K_W_RLIMIT, K_W_RLIMIT_CPU = 7, 8, 9, 10, 11, 12, 13, 14, 15
 K_W_PRESTART_ARGV, K_W_PRESTART_LIMIT, K_W_TEMPLATE_ARGV = 16, 17, 18
-K_JOB_LIMIT, K_W_BUILD_ARGV, K_W_EXEC_ARGV, K_FRESH, K_PEAK_RESET = 19, 20, 21, 22, 23
+K_JOB_LIMIT, K_W_BUILD_ARGV, K_W_EXEC_ARGV, K_FRESH, K_PEAK_RESET, K_UNLIMIT = 19, 20, 21, 22, 23, 24
 
 Op = tuple  # (step, op name, *args): one kiln-init op (mounts.c)
 # the ops kiln-init knows, written as their codes (from 1: kiln.h's enum op, checked by
@@ -67,6 +67,7 @@ def compile_recipe(index: int, root: RootPlan, runtime: Runtime, cgroup: SlotCgr
     records += [_op(K_FINISH, *op) for op in finish_ops(root)]
     records += [_op(K_FRESH, *op) for op in fresh_ops(root)]
     records += [_limit(K_PEAK_RESET, w) for w in cgroup.peak_resets()]
+    records += [_limit(K_UNLIMIT, w) for w in cgroup.unlimit_writes()]
     common = runtime.common_limits
     records += [_limit(K_WARM_LIMIT, w) for w in cgroup.limit_writes(*common, previous=None)]
     records += [_record(K_JOB_LIMIT, what, dir_index, file) for what, dir_index, file in cgroup.job_limit_files()]
