@@ -297,6 +297,10 @@ static void become_slot(struct request *req, int reserve, int *task_sock) {
     pid_t task = fork();
     if (task < 0) _exit(71);
     if (task == 0) {
+        /* the slot's own descriptors are init's, never the runtime's: closed, not replaced */
+        for (int i = 0; i < req->nfds; i++)
+            if (req->fds[i] != req->recipe_fd) close(req->fds[i]);
+        close(pair[0]);
         int keep[2] = {pair[1], req->recipe_fd};
         leave_descriptors(template_fds, count, keep, 2);
         *task_sock = pair[1];
