@@ -145,9 +145,10 @@ def read_commands(folder: Path) -> Commands:
     started once per language and kept, from which kiln forks each prestarted task instead of
     starting it afresh (kiln/native/template.c). It loads what the prestart command loads, then
     calls serve(3) of the module it finds on descriptor 4, kiln's template module for the
-    language's runtime (kiln.langs `template_module`: `_kiln_template`, a CPython extension, or
-    `kiln_template`, a Node-API addon); where serve returns true, it is in a forked task and
-    goes on as the prestart command does at its wait."""
+    language's runtime (kiln.langs `template_module`: `_kiln_template`, a CPython extension,
+    `kiln_template`, a Node-API addon, or a plain library ruby loads with Fiddle and php with
+    FFI); where serve returns true, it is in a forked task and goes on as the prestart command
+    does at its wait."""
     database = _make(folder, "-p", "-n", "-s", "-r", "-R", "test")
     has = {target: re.search(rf"^{target}:", database, re.MULTILINE) is not None for target in OPTIONAL_TARGETS}
     if has["template"] and not has["prestart"]:

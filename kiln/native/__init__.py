@@ -5,8 +5,9 @@
   (spawn.c), called here through ctypes;
 - the template modules: a language template's binding of template.c, loaded by the sandbox's
   own interpreter, never by kiln's: _kiln_template.so for /usr/bin/python3 (a CPython
-  extension), kiln_template.node for /usr/bin/node (a Node-API addon). A language names its
-  runtime's in kiln.langs (`template_module`).
+  extension), kiln_template.node for /usr/bin/node (a Node-API addon), kiln_template_ruby.so
+  and kiln_template_php.so for /usr/bin/ruby and /usr/bin/php (plain libraries their harnesses
+  load with Fiddle and FFI). A language names its runtime's in kiln.langs (`template_module`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,12 @@ HERE = Path(__file__).resolve().parent
 BUILD = HERE / "build"
 INIT = BUILD / "kiln-init"
 SPAWN_LIB = BUILD / "libkilnspawn.so"
-TEMPLATE_MODULES = {"python": BUILD / "_kiln_template.so", "node": BUILD / "kiln_template.node"}
+TEMPLATE_MODULES = {
+    "python": BUILD / "_kiln_template.so",
+    "node": BUILD / "kiln_template.node",
+    "ruby": BUILD / "kiln_template_ruby.so",
+    "php": BUILD / "kiln_template_php.so",
+}
 BUILT = (INIT, SPAWN_LIB, *TEMPLATE_MODULES.values())  # the Makefile's `all`, which owns their sources
 
 
