@@ -182,6 +182,8 @@ PAUSE = {
     "ts": "setTimeout(() => {}, 200);\n",
     "elixir": "Process.sleep(200)\n",
     "clojure": "(Thread/sleep 200)\n",
+    "ruby": "sleep 0.2\n",
+    "php": "<?php usleep(200000);\n",
 }
 
 

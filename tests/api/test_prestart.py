@@ -19,7 +19,7 @@ RUNNER_PAYLOAD = "import json\n\nwith open('asserts.json') as f:\n    data = jso
 
 @pytest.fixture(scope="module")
 def server():
-    instance = Server({"RUN_CONCURRENCY": "2", "RUN_LANGS": "python,js,ruby,ts,elixir,clojure"}).wait_ready()
+    instance = Server({"RUN_CONCURRENCY": "2", "RUN_LANGS": "python,js,ruby,ts,elixir,clojure", "RUN_PRESTART": ",".join(FIVE)}).wait_ready()
     yield instance
     instance.stop()
 

@@ -17,7 +17,7 @@ AB = {"arguments": [[1, 2], [10, -3]]}
 
 @pytest.fixture
 def server():
-    instance = Server({"RUN_CONCURRENCY": "4", "RUN_LANGS": "python,ruby,elixir"}).wait_ready()
+    instance = Server({"RUN_CONCURRENCY": "4", "RUN_LANGS": "python,ruby,elixir", "RUN_PRESTART": "python,elixir"}).wait_ready()
     yield instance
     instance.stop()
 

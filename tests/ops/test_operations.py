@@ -204,9 +204,9 @@ def test_check_host_reports_every_language():
     assert len(table) == 17
     assert table["python"]["served"] and table["python"]["version"].startswith("Python 3")
     assert table["python"]["command"].startswith("exec /usr/bin/python3")
-    assert table["python"]["prestart"] is True and table["ruby"]["prestart"] is False
+    assert table["python"]["prestart"] is True and table["cpp"]["prestart"] is False
     assert not any(row["prestart"] for row in json.loads(check_host(RUN_PRESTART="false").stdout))
-    assert sorted(slug for slug, row in table.items() if row["template"]) == ["js", "python", "ts"]
+    assert sorted(slug for slug, row in table.items() if row["template"]) == ["js", "php", "python", "ruby", "ts"]
     assert all(row["judge"] for row in table.values() if row["served"])  # every workspace here has build and exec
     assert not any(row["judge"] for row in table.values() if not row["served"])
     assert not any(row["template"] for row in json.loads(check_host(RUN_TEMPLATES="false").stdout))
