@@ -22,7 +22,7 @@ gac_paths() {
     done
 }
 wanted() {
-    (cat Makefile runner/Run.cs; gac_paths | xargs -r md5sum) | sha256sum | cut -d' ' -f1
+    (cat Makefile runner/Run.cs runner/warmup/*.cs; gac_paths | xargs -r md5sum) | sha256sum | cut -d' ' -f1
 }
 
 if ready && [ -f runner/run.exe ] && [ "$(cat "$stamp" 2>/dev/null || true)" = "$(wanted)" ]; then

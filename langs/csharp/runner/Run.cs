@@ -1,6 +1,6 @@
 // kiln's C# launcher: `mcs` then `mono check/checker.exe`, in one Mono process.
 //
-// Usage: mono runner/run.exe <output.exe> <mcs arguments...>
+// Usage: mono runner/run.exe [--prestarted] <output.exe> <mcs arguments...>
 //
 // The compiler is mcs.exe itself (found next to mscorlib), called through its library entry point
 // Mono.CSharp.CompilerCallableEntryPoint.InvokeCompiler: the same parser and diagnostics as the
@@ -8,6 +8,13 @@
 // point is then invoked as `mono <output.exe>` would invoke it (no arguments; its int result or
 // Environment.ExitCode is the status), one runtime start cheaper. An exception escaping it is
 // reported as Mono reports an unhandled exception, without this launcher's frames, status 1.
+//
+// --prestarted (the Makefile's `prestart`, started by kiln while a slot warms): Mono is up, mcs
+// loaded; one compile of kiln's own warm-up checker (runner/warmup/, with the same options) and
+// one run of it, output discarded, take the JIT and the type loading of a first compile and run
+// out of the request's time. Then it waits for kiln's byte on descriptor 3, written once the
+// request's files are in place, and goes on as without the flag. End-of-file instead: the slot
+// was closed unused.
 using System;
 using System.IO;
 using System.Reflection;
@@ -19,9 +26,16 @@ public static class Run
 
     public static int Main(string[] args)
     {
+        bool prestarted = args.Length > 0 && args[0] == "--prestarted";
+        if (prestarted)
+        {
+            var rest = new string[args.Length - 1];
+            Array.Copy(args, 1, rest, 0, rest.Length);
+            args = rest;
+        }
         if (args.Length < 1)
         {
-            Console.Error.WriteLine("usage: mono run.exe <output.exe> <mcs arguments...>");
+            Console.Error.WriteLine("usage: mono run.exe [--prestarted] <output.exe> <mcs arguments...>");
             return 2;
         }
         // UTF-8 whatever the locale (Mono takes the console's encoding from LANG/LC_ALL, which a
@@ -38,6 +52,14 @@ public static class Run
         MethodInfo compile = Assembly.LoadFrom(mcsPath)
             .GetType("Mono.CSharp.CompilerCallableEntryPoint", true)
             .GetMethod("InvokeCompiler", new[] { typeof(string[]), typeof(TextWriter) });
+        if (prestarted)
+        {
+            WarmUp(compile, mcsArgs);
+            if (!Released())
+            {
+                return 0;
+            }
+        }
         if (!(bool) compile.Invoke(null, new object[] { mcsArgs, Console.Error }))
         {
             return 1;
@@ -69,5 +91,54 @@ public static class Run
             return 1;
         }
         return result is int ? (int) result : Environment.ExitCode;
+    }
+
+    // The request's compile with kiln's warm-up sources in place of its own (the options, the
+    // references among them, are the request's), into /tmp, then its entry point with the
+    // console discarded. Nothing of it stays: the file is removed, the console and the exit code
+    // set back. A warm-up that fails only leaves the request's run slower.
+    static void WarmUp(MethodInfo compile, string[] mcsArgs)
+    {
+        string exe = "/tmp/kiln-warmup-" + Environment.TickCount + ".exe";
+        var warmArgs = new System.Collections.Generic.List<string> { "-out:" + exe };
+        for (int i = 1; i < mcsArgs.Length; i++)
+        {
+            if (mcsArgs[i].StartsWith("-", StringComparison.Ordinal))
+            {
+                warmArgs.Add(mcsArgs[i]);
+            }
+        }
+        warmArgs.Add("runner/warmup/Checker.cs");
+        warmArgs.Add("runner/warmup/Solution.cs");
+        TextWriter stdout = Console.Out, stderr = Console.Error;
+        try
+        {
+            if ((bool) compile.Invoke(null, new object[] { warmArgs.ToArray(), TextWriter.Null }))
+            {
+                Console.SetOut(TextWriter.Null);
+                Console.SetError(TextWriter.Null);
+                MethodInfo entry = Assembly.Load(File.ReadAllBytes(exe)).EntryPoint;
+                entry.Invoke(null, entry.GetParameters().Length == 0 ? null : new object[] { new string[0] });
+            }
+        }
+        catch (Exception)
+        {
+        }
+        finally
+        {
+            Console.SetOut(stdout);
+            Console.SetError(stderr);
+            Environment.ExitCode = 0;
+            File.Delete(exe);
+        }
+    }
+
+    // Blocks until kiln's go byte on descriptor 3; false at end-of-file.
+    static bool Released()
+    {
+        using (var go = new FileStream("/proc/self/fd/3", FileMode.Open, FileAccess.Read))
+        {
+            return go.ReadByte() >= 0;
+        }
     }
 }
