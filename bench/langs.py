@@ -303,10 +303,10 @@ def masked(text: str) -> str:
     return VARYING.sub("N", text)
 
 
-def bench_language(slug: str, info: dict, script: str, kiln: Kiln, config, runs: int | None, concurrency: int, log, payloads: dict) -> dict:
+def bench_language(slug: str, info: dict, script: str, kiln: Kiln, config, runs: int | None, concurrency: int, log, payloads: dict, think_s: float = 0.0) -> dict:
     from kiln import langs
     from kiln.runtime import task_argv
-    from kiln.sandbox.plan import task_env, task_rlimits
+    from kiln.sandbox.plan import cpu_rlimit_terms, fixed_rlimits, task_env
     from kiln.units import parse_duration_ms
 
     language = langs.LANGUAGES[slug]
@@ -322,7 +322,10 @@ def bench_language(slug: str, info: dict, script: str, kiln: Kiln, config, runs:
     payload = payloads[slug] = json.dumps(body).encode()
     argv = list(task_argv(script, config))
     env = dict(task_env(path=config.sandbox_path, inherited=config.sandbox_env, language=language.env))
-    rlimits = task_rlimits(timeout_ms=parse_duration_ms(TIMEOUT), cpus=len(os.sched_getaffinity(0)), pids_max=info["pids_max"])
+    # kiln-init's RLIMIT_CPU (limits.c cpu_limit_s) from the run's timeout, then the fixed ones
+    per_second, extra = cpu_rlimit_terms(len(os.sched_getaffinity(0)))
+    cpu_s = -(-parse_duration_ms(TIMEOUT) // 1000) * per_second + extra
+    rlimits = ((resource.RLIMIT_CPU, cpu_s), *fixed_rlimits(info["pids_max"]))
     job = {
         "lower": str(config.workspace / slug),
         "tmp_size": info["tmp_size_bytes"],
@@ -335,6 +338,7 @@ def bench_language(slug: str, info: dict, script: str, kiln: Kiln, config, runs:
 
     def one(side: str) -> dict:
         kiln.settle(concurrency)
+        time.sleep(think_s)  # a prestarted slot says warm before its command has loaded
         result = kiln.run(payload) if side == "kiln" else bare.run(job)
         if not result["ok"]:
             raise RuntimeError(f"{side} run failed: exit {result['exit']}, stderr {result['stderr'][-600:]!r}")
@@ -456,6 +460,7 @@ def main() -> int:
     parser.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE", help="extra kiln setting, for A/B runs (e.g. RUN_CGROUP=off); repeatable")
     parser.add_argument("--rate-seconds", type=float, default=0, help="also measure each language's rate at --rate-clients connections for this long (issue 6's rate target)")
     parser.add_argument("--rate-clients", type=int, default=8)
+    parser.add_argument("--think-ms", type=float, default=0, help="a pause before every run of either side, as a player's between two checks: a prestarted slot is 'warm' once its command started, and without a pause the next run may find it still loading")
     parser.add_argument("--bare-worker", nargs=2, metavar=("DIR", "RLIMITS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.bare_worker:
@@ -495,7 +500,7 @@ def main() -> int:
         for info in served["languages"]:
             slug = info["slug"]
             log(f"{slug}: {info['version']}")
-            rows.append(bench_language(slug, info, scripts[slug], kiln, config, args.runs, concurrency, log, payloads))
+            rows.append(bench_language(slug, info, scripts[slug], kiln, config, args.runs, concurrency, log, payloads, args.think_ms / 1000))
     finally:
         server.stop()
     if args.rate_seconds:
@@ -510,7 +515,7 @@ def main() -> int:
         **run_facts(started_at, load_start, load_end),
         "target": {"added_pct_max": TARGET_PCT, "added_ms_max": TARGET_MS, "rule": "added_ms < max(added_ms_max, bare_ms * added_pct_max / 100)"},
         "server_env": env,
-        "method": {"rate_clients": args.rate_clients if args.rate_seconds else None, "rate_seconds": args.rate_seconds or None, "concurrency": concurrency, "warmup_per_side": WARMUP, "timeout": TIMEOUT, "bare_uid": BARE_UID, "alternating": "kiln/bare order flips every pair", "settle": "before every run, until kiln's slots are all warm (GET /metrics)"},
+        "method": {"rate_clients": args.rate_clients if args.rate_seconds else None, "rate_seconds": args.rate_seconds or None, "concurrency": concurrency, "warmup_per_side": WARMUP, "timeout": TIMEOUT, "bare_uid": BARE_UID, "alternating": "kiln/bare order flips every pair", "settle": "before every run, until kiln's slots are all warm (GET /metrics)", "think_ms": args.think_ms},
         "results": rows,
     }
     args.out.write_text(json.dumps(report, indent=2) + "\n")
