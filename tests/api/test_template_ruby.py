@@ -94,6 +94,7 @@ PLAIN = [
     "x = nil\nx.upcase",
     "puts undefined_name_here",
     "def broken(\n",
+    "def broken(\n  1\n",
     "p [__FILE__, $0, $PROGRAM_NAME, __FILE__ == $0, __dir__, Dir.pwd, ARGV, __method__, self]",
     "puts DATA.read\np [DATA.lineno, DATA.path, DATA.external_encoding]\n__END__\nhello\nworld\n",
     "s = <<T\n__END__\nT\np s, defined?(DATA)",

@@ -4,6 +4,8 @@ kiln, no sandbox)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 import pytest
 
@@ -20,13 +22,16 @@ echo $data['a'] + $data['b'], "\\n";
 """
 
 
-@pytest.fixture
-def php(tmp_path):
-    return harnesscase.workspace(tmp_path, "php", "solution.php", PHP, ": run langs/php/install.sh")
+@pytest.fixture(params=["test", "prestart"])
+def php(tmp_path, request):
+    """Every case twice: the test command, and the prestart command released by kiln's go byte
+    (a prestarted slot must behave exactly as a plain one)."""
+    return harnesscase.workspace(tmp_path, "php", "solution.php", PHP, ": run langs/php/install.sh", prestarted=request.param == "prestart")
 
 
 def test_test_command_is_one_simple_line(php):
-    assert php.command == "cd check && exec /usr/bin/php -d auto_prepend_file=./prepend.php -d auto_append_file=./append.php solution.php\n"
+    main = "prestart.php" if php.prestarted else "solution.php"
+    assert php.command == f"cd check && exec /usr/bin/php -d auto_prepend_file=./prepend.php -d auto_append_file=./append.php {main}\n"
     harnesscase.assert_simple_test_target(php)
 
 
@@ -272,3 +277,13 @@ def test_a_fatal_error_in_a_call_is_an_error_of_that_call(php):
         ("result", 3, "n=3\n"),
     ]
     assert "PHP Fatal error:  Allowed memory size" in res.stderr
+
+
+def test_a_prestarted_harness_given_up_before_its_request_runs_nothing(tmp_path):
+    ws = harnesscase.workspace(tmp_path, "php", "solution.php", PHP, prestarted=True)
+    (ws.check / "solution.php").write_text("<?php echo 'ran';\n")
+    go_r, go_w = os.pipe()
+    os.close(go_w)  # end-of-file, no byte: kiln closed the slot unused
+    done = subprocess.run(["/bin/sh", "-e", "-c", ws.command], cwd=ws.root, close_fds=False, preexec_fn=lambda: harnesscase.go_on_fd_3(go_r), capture_output=True, timeout=60)
+    os.close(go_r)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 import pytest
 
@@ -20,13 +22,16 @@ puts data['a'] + data['b']
 """
 
 
-@pytest.fixture
-def rb(tmp_path):
-    return harnesscase.workspace(tmp_path, "ruby", "solution.rb", RUBY, ": run langs/ruby/install.sh")
+@pytest.fixture(params=["test", "prestart"])
+def rb(tmp_path, request):
+    """Every case twice: the test command, and the prestart command released by kiln's go byte
+    (a prestarted slot must behave exactly as a plain one)."""
+    return harnesscase.workspace(tmp_path, "ruby", "solution.rb", RUBY, ": run langs/ruby/install.sh", prestarted=request.param == "prestart")
 
 
 def test_test_command_is_one_simple_line(rb):
-    assert rb.command == "cd check && exec /usr/bin/ruby -r./harness.rb solution.rb\n"
+    wanted = "prestart.rb" if rb.prestarted else "-r./harness.rb solution.rb"
+    assert rb.command == f"cd check && exec /usr/bin/ruby {wanted}\n"
     harnesscase.assert_simple_test_target(rb)
 
 
@@ -250,3 +255,13 @@ def test_a_syntax_error_raised_while_loading_is_an_error_while_loading(rb):
 def test_sets_are_arrays_without_the_harness_loading_set(rb):
     res = rb.run("def solution = [defined?(Set) ? 'set' : 'no set', $LOADED_FEATURES.grep(/\\/set\\.rb/).size]\n", '{"arguments": [[]]}')
     assert res.values() == [["no set", 0]]  # as in a bare Ruby 3.1 run
+
+
+def test_a_prestarted_harness_given_up_before_its_request_runs_nothing(tmp_path):
+    ws = harnesscase.workspace(tmp_path, "ruby", "solution.rb", RUBY, prestarted=True)
+    (ws.check / "solution.rb").write_text("puts 'ran'\n")
+    go_r, go_w = os.pipe()
+    os.close(go_w)  # end-of-file, no byte: kiln closed the slot unused
+    done = subprocess.run(["/bin/sh", "-e", "-c", ws.command], cwd=ws.root, close_fds=False, preexec_fn=lambda: harnesscase.go_on_fd_3(go_r), capture_output=True, timeout=60)
+    os.close(go_r)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")

@@ -59,7 +59,7 @@ end
 main = begin
   RubyVM::InstructionSequence.compile_file("solution.rb")
 rescue SyntaxError => e
-  $stderr.write(e.message) # what ruby prints for its main script
+  $stderr.write(e.message.end_with?("\n") ? e.message : "#{e.message}\n") # as ruby prints it for its main script
   exit 1
 end
 if source.include?("__END__")
