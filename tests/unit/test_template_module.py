@@ -1,5 +1,5 @@
-"""The template modules (kiln/native/template.c, through each runtime's binding: CPython's and
-node's) against requests they must refuse, without a fork: each is answered -EPROTO, the
+"""The template modules (kiln/native/template.c, through each runtime's binding: CPython's,
+node's, ruby's and php's) against requests they must refuse, without a fork: each is answered -EPROTO, the
 descriptors that came with it are closed, and the template goes on serving; end-of-file from
 the zygote ends serve() with false."""
 
@@ -30,6 +30,15 @@ SERVE = {
         "/usr/bin/node", "--single-threaded", "-e",
         "const m = { exports: {} }; process.dlopen(m, process.argv[1]);"
         "console.log(m.exports.serve(Number(process.argv[2])) === false ? 'False' : 'a seed')",
+    ],
+    "ruby": [
+        "/usr/bin/ruby", "-rfiddle", "-e",
+        "serve = Fiddle::Function.new(Fiddle::Handle.new(ARGV[0])['kiln_template_serve'], [Fiddle::TYPE_INT], Fiddle::TYPE_INT, need_gvl: true)\n"
+        "puts serve.call(Integer(ARGV[1])).zero? ? 'False' : 'not 0'",
+    ],
+    "php": [
+        "/usr/bin/php", "-r",
+        "echo FFI::cdef('int kiln_template_serve(int);', $argv[1])->kiln_template_serve((int) $argv[2]) === 0 ? 'False' : 'not 0', \"\\n\";",
     ],
 }  # fmt: skip
 
