@@ -20,6 +20,7 @@
 #define _GNU_SOURCE
 #include "template.h"
 
+#include <dlfcn.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -40,10 +41,14 @@ static const unsigned char PROC_EXEC[] = {
     0x89, 0xc3, 0xe8, 0, 0, 0, 0, 0xe8, 0, 0, 0, 0,
 };
 
+/* the function a call at `call` calls, or NULL when that is not in the caller's own library */
 static void *call_target(const unsigned char *call) {
     int32_t offset;
     memcpy(&offset, call + 1, sizeof offset);
-    return (void *)(call + 5 + offset);
+    const unsigned char *target = call + 5 + offset;
+    Dl_info caller, callee;
+    if (!dladdr(call, &caller) || !dladdr(target, &callee) || caller.dli_fbase != callee.dli_fbase) return NULL;
+    return (void *)target;
 }
 
 static int find_timer(void) {
@@ -53,9 +58,9 @@ static int find_timer(void) {
         if (code[i] != PROC_EXEC[i]) return -1;
         i += PROC_EXEC[i] == 0xe8 ? 5 : 1;
     }
-    stop_timer = (void (*)(void))call_target(code + 4);
-    reset_timer = (void (*)(void))call_target(code + 21);
-    start_timer = (void (*)(void))call_target(code + 26);
+    void *stop = call_target(code + 4), *reset = call_target(code + 21), *start = call_target(code + 26);
+    if (!stop || !reset || !start) return -1;
+    stop_timer = (void (*)(void))stop, reset_timer = (void (*)(void))reset, start_timer = (void (*)(void))start;
     return 0;
 #else
     return -1;
