@@ -279,7 +279,7 @@ def test_dashboard_covers_the_topics(live):
         "kiln_queue_wait_seconds_bucket",
         "out_of_memory|policy_violation",  # OOM and policy kills
         "kiln_prestarted_runs_total",  # prestart health
-        'lang=~"python|js|ts"',  # template health, by the forked languages' run time
+        'lang=~"python|js|ts|ruby|php"',  # template health, by the forked languages' run time
         "kiln_busy_refusals_total",
     ):
         assert wanted in exprs, wanted
