@@ -226,7 +226,8 @@ def run_verdict(result: RunResult, time_ms: int, memory: int) -> str | None:
 def _compared(request: JudgeRequest, output: bytes, expected: Source | None, files: FileStore | None) -> str:
     if request.compare == "none":
         return "AC"
-    return "AC" if compare.same(request.compare, output, _read(expected, files), request.epsilon) else "WA"
+    # a large comparison gives the other requests their turns (gevent.sleep(): a yield to the hub)
+    return "AC" if compare.same(request.compare, output, _read(expected, files), request.epsilon, pause=gevent.sleep) else "WA"
 
 
 def _read(source: Source | None, files: FileStore | None) -> bytes:

@@ -4,10 +4,13 @@ within epsilon (absolute or relative to the expected), with DESIGN.md's number p
 
 from __future__ import annotations
 
+import decimal
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kiln.judge import compare
 from kiln.judge.compare import same
 
 
@@ -87,3 +90,33 @@ def test_lines_agree_with_a_plain_model(parts):
     assert same("lines", text, other) == (model(text) == model(other))
     assert same("lines", text, text.replace(b"\n", b" \n"))
     assert same("tokens", text, b" ".join(text.split()))
+
+
+@given(
+    st.integers(-(10**17), 10**17),
+    st.integers(-40, 40),
+    st.sampled_from([0.0, 1e-15, 1e-9, 1e-6, 0.001, 0.5, 1.0, 1e300]),
+    st.sampled_from(["absolute", "relative"]),
+    st.integers(-3, 3),
+    st.integers(8, 22),
+    st.booleans(),
+)
+def test_float_decides_as_decimal_arithmetic_does_at_the_bound(mantissa, exponent, epsilon, kind, nudge, digits, below):
+    # x at the bound from y (absolute or relative), nudged by a few units in its `digits`-th place:
+    # the doubles' fast path must give decimal's answer on every side of it
+    y = decimal.Decimal(mantissa).scaleb(exponent)
+    eps = decimal.Decimal(repr(epsilon))
+    with decimal.localcontext(decimal.Context(prec=80)):
+        bound = eps if kind == "absolute" else eps * abs(y)
+        offset = bound * (1 + nudge * decimal.Decimal(10) ** -digits)
+        x = y - offset if below else y + offset
+    a, b = str(x).encode(), str(y).encode()
+    assert compare._close(a, b, epsilon) is compare._close_exactly(a, b, epsilon), (a, b, epsilon)
+
+
+@pytest.mark.parametrize("mode", ["tokens", "float", "lines"])
+def test_a_long_comparison_pauses_every_pace_items(mode):
+    calls = []
+    lines = b"".join(b"%d  \n" % i for i in range(3 * compare.PACE + 5))
+    assert same(mode, lines, lines.replace(b"  \n", b"\n"), pause=lambda: calls.append(1))
+    assert len(calls) == 3
