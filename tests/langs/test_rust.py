@@ -75,3 +75,24 @@ def test_a_checker_in_codebattles_shape_compiles_unchanged(lang_server):
     assert [(i["type"], i["value"], i["output"]) for i in got] == [("result", 3, "adding 1 and 2\n"), ("result", 42, "adding 30 and 12\n")]
     for item in got:  # DurationSecondsWithFrac<String>: the seconds as the text of an f64
         assert isinstance(item["time"], str) and 0 <= float(item["time"]) < 60
+
+
+def test_a_link_error_is_lds_message_and_cargos_status(lang_server):
+    # linker/ld links with mold and, when that fails, runs ld.bfd itself: the message is ld's, as
+    # gcc's default linker words it, and rustc's notes that read it follow
+    solution = 'extern "C" {\n    fn kiln_nowhere() -> i64;\n}\n\npub fn solution(a: i64, b: i64) -> i64 {\n    a + b + unsafe { kiln_nowhere() }\n}\n'
+    body = RUST.run(lang_server, solution)
+    assert (body["exit_code"], body["stdout"]) == (101, ""), body
+    assert "error: linking with `cc` failed: exit status: 1" in body["stderr"]
+    assert "/usr/bin/ld: /sandbox/target/debug/deps/checker-" in body["stderr"]
+    assert "undefined reference to `kiln_nowhere'" in body["stderr"]
+    assert "note: some `extern` functions couldn't be found" in body["stderr"]
+    assert "mold" not in body["stderr"]
+
+
+def test_a_panic_outside_the_harness_is_rusts_message_and_status(lang_server):
+    checker = 'mod solution;\n\nfn main() {\n    println!("{}", solution::solution(1, 2));\n}\n'
+    solution = 'pub fn solution(a: i64, b: i64) -> i64 {\n    if a > 0 {\n        panic!("boom {}", a + b);\n    }\n    a + b\n}\n'
+    body = RUST.run(lang_server, solution, checker=checker)
+    assert (body["exit_code"], body["stdout"]) == (101, ""), body
+    assert "thread 'main' panicked at check/solution.rs:3:9:\nboom 3\n" in body["stderr"], body["stderr"]
