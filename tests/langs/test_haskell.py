@@ -111,3 +111,18 @@ def test_a_checker_module_with_a_main(lang_server):
     checker = HASKELL.checker.replace("module Main (main) where", "module Checker (main) where")
     assert "module Checker (main) where" in checker
     assert [i["value"] for i in HASKELL.items(HASKELL.run(lang_server, HASKELL.solution, checker=checker))] == [3, 7, 3, 0]
+
+
+def test_the_compilers_heap_options_stay_the_compilers(lang_server):
+    # `ghc ... +RTS -A128m -RTS` sizes GHC's own allocation area; the checker runs with the RTS's
+    # defaults (1 MB: 256 blocks of 4 KB) and nothing about RTS options on stderr
+    checker = "module Main (main) where\nimport GHC.RTS.Flags\nimport Solution (solution)\nmain :: IO ()\nmain = do\n  flags <- getGCFlags\n  print (minAllocAreaSize flags, solution 1 2)\n"
+    body = HASKELL.run(lang_server, HASKELL.solution, checker=checker)
+    assert (body["exit_code"], body["stdout"], body["stderr"]) == (0, "(256,3)\n", ""), body
+
+
+def test_a_type_error_is_ghcs_message_and_status(lang_server):
+    solution = "module Solution where\n\nsolution :: Int -> Int -> Int\nsolution a b = a + show b\n"
+    body = HASKELL.run(lang_server, solution)
+    assert (body["exit_code"], body["stdout"]) == (1, ""), body
+    assert body["stderr"].startswith("\ncheck/Solution.hs:4:20: error:\n    • Couldn't match type ‘[Char]’ with ‘Int’"), body["stderr"]
