@@ -1,15 +1,31 @@
 package kiln;
 
+import java.io.FileInputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.PrintStream;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.net.URL;
 import java.net.URLClassLoader;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.IdentityHashMap;
+import java.util.List;
 import java.util.Set;
+import java.util.stream.Stream;
+import org.jetbrains.kotlin.cli.common.arguments.K2JVMCompilerArguments;
+import org.jetbrains.kotlin.cli.common.messages.MessageCollector;
+import org.jetbrains.kotlin.cli.jvm.K2JVMCompiler;
+import org.jetbrains.kotlin.config.Services;
+import org.jetbrains.kotlin.progress.CompilationCanceledException;
+import org.jetbrains.kotlin.progress.CompilationCanceledStatus;
 
 /**
  * kiln's Kotlin launcher: `kotlinc <args>` then `kotlin solution.CheckerKt`, in one JVM.
@@ -22,6 +38,10 @@ import java.util.Set;
  * solution.CheckerKt` would run it, one JVM start cheaper. An exception escaping main is reported
  * as the java launcher reports it (its stack trace without this class's frames), status 1.
  *
+ * <p>{@code kiln.Run --prestarted <main class> <kotlinc args...>} (Makefile {@code prestart}):
+ * the same, once kiln's go byte has come on descriptor 3; until then the compiler warms up on
+ * runner/warmup. Built against kotlin-compiler.jar for that; test's path does not touch it.
+ *
  * <p>Install time only: {@code -Dkiln.classes=DIR} loads the main class from DIR instead, so the
  * class data sharing archive can be dumped with a class path that has no folder on it.
  */
@@ -31,6 +51,12 @@ public final class Run {
     private Run() {}
 
     public static void main(String[] args) throws Throwable {
+        if (args[0].equals("--prestarted")) {
+            args = Arrays.copyOfRange(args, 1, args.length);
+            warmUntilGo(args);
+            // the JVM's own record of its command, as test's reads (/proc/self/cmdline still says it)
+            System.setProperty("sun.java.command", System.getProperty("sun.java.command", "").replace(" --prestarted ", " "));
+        }
         String mainClass = args[0];
         Method kotlinc = Class.forName(COMPILER).getMethod("main", String[].class);
         try {
@@ -114,5 +140,109 @@ public final class Run {
     private static boolean isReflection(StackTraceElement frame) {
         String name = frame.getClassName();
         return name.startsWith("jdk.internal.reflect.") || name.equals("java.lang.reflect.Method");
+    }
+
+    // -- prestart (Makefile `prestart`) ---------------------------------------------------------
+
+    /** Compiles of runner/warmup before the go: the second JIT-compiles what the first loaded. */
+    private static final int WARM_COMPILES = 2;
+
+    /**
+     * The compiler's application environment (its file systems and extension points) outlives a
+     * compile while this property says so; the warm-up's is kept for the run's compile, which
+     * then disposes of it as test's does (the property is cleared before the go).
+     */
+    private static final String KEEPALIVE = "kotlin.environment.keepalive";
+
+    /** The go came: the warm-up stops at the compiler's next check for cancellation. */
+    private static volatile boolean released;
+
+    /**
+     * Started ahead of the request: the compiler warms on runner/warmup, on a thread of its own
+     * so that the go is seen at once, until kiln's byte on descriptor 3 (written once the
+     * request's files are in place). A go during the warm-up cancels it at the compiler's next
+     * check: a run never waits for warming it did not need. Returns with nothing of the warm-up
+     * left but the kept environment (its thread ended, its folder removed, its classes in a
+     * loader of their own, unreachable, the property cleared). End-of-file without the byte: the
+     * slot was closed unused.
+     */
+    private static void warmUntilGo(String[] args) throws Exception {
+        Thread warm = new Thread(() -> warm(args), "kiln-warmup");
+        warm.start();
+        int go;
+        try (FileInputStream in = new FileInputStream("/proc/self/fd/3")) {
+            go = in.read();
+        }
+        released = true;
+        if (go < 0) {
+            Runtime.getRuntime().halt(0);
+        }
+        warm.join();
+    }
+
+    private static void warm(String[] args) {
+        Path out = null;
+        System.setProperty(KEEPALIVE, "true");
+        try {
+            out = Files.createTempDirectory("kiln-warmup"); // /tmp: never in the request's folder
+            for (int i = 0; i < WARM_COMPILES && !released; i++) {
+                compile(args, out);
+                if (!released) {
+                    runQuietly(args[0], out);
+                }
+            }
+        } catch (Throwable e) { // failed: the go finds a colder compiler, nothing else
+        } finally {
+            System.clearProperty(KEEPALIVE);
+            if (out != null) {
+                delete(out);
+            }
+        }
+    }
+
+    /** The compiler on runner/warmup/*.kt with the run's options but its own -d, its messages dropped. */
+    private static void compile(String[] args, Path out) throws IOException {
+        List<String> options = new ArrayList<>();
+        for (int i = 1; i < args.length; i++) {
+            if (args[i].equals("-d")) {
+                i++;
+            } else if (!args[i].endsWith(".kt")) {
+                options.add(args[i]);
+            }
+        }
+        options.add("-d");
+        options.add(out.toString());
+        try (Stream<Path> sources = Files.list(Paths.get("runner/warmup"))) {
+            sources.map(Path::toString).filter(p -> p.endsWith(".kt")).sorted().forEach(options::add);
+        }
+        K2JVMCompiler compiler = new K2JVMCompiler();
+        K2JVMCompilerArguments arguments = compiler.createArguments();
+        compiler.parseArguments(options.toArray(new String[0]), arguments);
+        CompilationCanceledStatus cancel = () -> {
+            if (released) {
+                throw new CompilationCanceledException();
+            }
+        };
+        // a cancelled compile returns (ExitCode.OK, its message to the dropped collector)
+        compiler.exec(MessageCollector.Companion.getNONE(), new Services.Builder().register(CompilationCanceledStatus.class, cancel).build(), arguments);
+    }
+
+    /** The warm-up's checker (gson, kotlin-stdlib, formatting warmed too), loaded by a throwaway loader, its output dropped. */
+    private static void runQuietly(String mainClass, Path classes) throws Exception {
+        PrintStream out = System.out;
+        try (URLClassLoader loader = new URLClassLoader(new URL[] {classes.toUri().toURL()}, Run.class.getClassLoader())) {
+            System.setOut(new PrintStream(OutputStream.nullOutputStream()));
+            Class.forName(mainClass, true, loader).getMethod("main", String[].class).invoke(null, (Object) new String[0]);
+        } finally {
+            System.setOut(out);
+        }
+    }
+
+    private static void delete(Path folder) {
+        try (Stream<Path> all = Files.walk(folder)) {
+            all.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException e) {
+            // the slot's own /tmp: what is left dies with it
+        }
     }
 }
