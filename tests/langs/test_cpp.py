@@ -8,6 +8,7 @@ its rows in test_every_language.py."""
 from __future__ import annotations
 
 import json
+import re
 
 import langcase
 
@@ -77,3 +78,40 @@ def test_a_checker_in_codebattles_shape_compiles_unchanged(lang_server):
     lines = [json.loads(line) for line in body["stdout"].splitlines() if line]
     assert [list(line) for line in lines] == [["type", "value", "output", "time"]] * 2  # insertion order
     assert [(line["value"], line["output"]) for line in lines] == [(3, "adding 1 and 2\n"), (42, "adding 30 and 12\n")]
+
+
+def test_the_json_literals_work_from_the_library(lang_server):
+    # prelude/nlohmann-json.hpp declares them, libkiln.a defines them as nlohmann's header does
+    solution = (
+        "using namespace nlohmann::literals;\n\n"
+        "int solution(int a, int b) {\n"
+        '  auto doc = R"({"a": [1, 2]})"_json;\n'
+        '  return a + b + doc["/a/1"_json_pointer].get<int>();\n'
+        "}\n"
+    )
+    got = CPP.items(CPP.run(lang_server, solution, arguments=[[1, 2]]))
+    assert got[0]["value"] == 5
+
+
+def test_an_error_inside_nlohmann_json_quotes_its_header_as_debian_ships_it(lang_server):
+    # the prelude's copy of json.hpp keeps the header's path and line numbers (#line) and every
+    # line of kiln.hpp keeps its number: g++'s message is what it was with <nlohmann/json.hpp>
+    solution = "int solution(int a, int b) {\n  kiln::json j = a;\n  std::thread t = j.get<std::thread>();\n  return a + b;\n}\n"
+    body = CPP.run(lang_server, solution)
+    assert (body["exit_code"], body["stdout"]) == (1, ""), body
+    assert body["stderr"].startswith("In file included from check/checker.cpp:7:\ncheck/solution.cpp: In function ‘int solution(int, int)’:\ncheck/solution.cpp:3:37: error: no matching function for call to")
+    assert "\nIn file included from prelude/kiln.hpp:28:\n/usr/include/nlohmann/json.hpp:1731:10: note: candidate:" in body["stderr"]
+    assert "\n 1731 |     auto get() const noexcept(\n" in body["stderr"]
+
+
+def test_a_link_error_is_lds_message_and_status(lang_server):
+    # linker/ld links with mold and, when that fails, runs ld.bfd itself: the message is ld's
+    solution = "int helper(int);\n\nint solution(int a, int b) {\n  return helper(a) + b;\n}\n"
+    body = CPP.run(lang_server, solution)
+    assert (body["exit_code"], body["stdout"]) == (1, ""), body
+    assert re.fullmatch(
+        r"/usr/bin/ld: /tmp/cc\w+\.o: in function `solution\(int, int\)':\n"
+        r"checker\.cpp:\(\.text\+0x\w+\): undefined reference to `helper\(int\)'\n"
+        r"collect2: error: ld returned 1 exit status\n",
+        body["stderr"],
+    ), body["stderr"]

@@ -78,3 +78,20 @@ json arguments(const std::string& path) {
 }
 
 }  // namespace kiln
+
+#ifdef KILN_JSON_LITERALS_OUT_OF_LINE
+// The bodies prelude/nlohmann-json.hpp leaves out, as nlohmann's header has them.
+NLOHMANN_JSON_NAMESPACE_BEGIN
+inline namespace literals {
+inline namespace json_literals {
+
+nlohmann::json operator"" _json(const char* s, std::size_t n) { return nlohmann::json::parse(s, s + n); }
+
+nlohmann::json::json_pointer operator"" _json_pointer(const char* s, std::size_t n) {
+    return nlohmann::json::json_pointer(std::string(s, n));
+}
+
+}  // namespace json_literals
+}  // namespace literals
+NLOHMANN_JSON_NAMESPACE_END
+#endif
