@@ -115,3 +115,25 @@ def test_a_link_error_is_lds_message_and_status(lang_server):
         r"collect2: error: ld returned 1 exit status\n",
         body["stderr"],
     ), body["stderr"]
+
+
+def test_nlohmann_json_members_come_from_the_library_as_they_were(lang_server):
+    # nlohmann::json's and ordered_json's members are libkiln.a's (extern template): same
+    # values, same exceptions with the same words and ids, insertion order kept
+    solution = (
+        "std::string solution(int a, int b) {\n"
+        '  nlohmann::ordered_json o = nlohmann::ordered_json::parse(R"({"b": 1, "a": [true, null, 1.5]})");\n'
+        '  nlohmann::json j = {{"y", {a, b}}};\n'
+        '  o["c"] = nlohmann::ordered_json::parse(j.dump());\n'
+        "  std::string out = o.dump();\n"
+        '  try { o.at("zzz"); } catch (const nlohmann::json::exception& e) { out += std::string(" ") + e.what() + " " + std::to_string(e.id); }\n'
+        '  try { j.at("y").at(9); } catch (const std::exception& e) { out += std::string(" ") + e.what(); }\n'
+        "  return out;\n"
+        "}\n"
+    )
+    got = CPP.items(CPP.run(lang_server, solution, arguments=[[1, 2]]))
+    assert got[0]["value"] == (
+        '{"b":1,"a":[true,null,1.5],"c":{"y":[1,2]}}'
+        " [json.exception.out_of_range.403] key 'zzz' not found 403"
+        " [json.exception.out_of_range.401] array index 9 is out of range"
+    )

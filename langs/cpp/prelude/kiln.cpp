@@ -95,3 +95,11 @@ nlohmann::json::json_pointer operator"" _json_pointer(const char* s, std::size_t
 }  // namespace literals
 NLOHMANN_JSON_NAMESPACE_END
 #endif
+
+#ifdef KILN_JSON_INSTANCES
+// nlohmann::json's and nlohmann::ordered_json's members (not their member templates), which
+// prelude/nlohmann-json.hpp declares instantiated here: a checker calls these instead of
+// instantiating and compiling its own copies.
+template class nlohmann::basic_json<>;
+template class nlohmann::basic_json<nlohmann::ordered_map>;
+#endif
