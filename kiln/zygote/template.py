@@ -36,6 +36,10 @@ NAMESPACES = libc.CLONE_NEWNET | libc.CLONE_NEWUTS | libc.CLONE_NEWIPC
 FD_VARIABLES = frozenset({"KILN_SOCK", "KILN_ZYGOTE", "KILN_RECIPE", "KILN_NETNS", "KILN_TEMPLATE", "KILN_CG_DIRS", "KILN_CG_PROCS"})
 ANSWER_TIMEOUT_S = 2.0
 READY = b"r"
+# what a template command says, before it exits, when its runtime cannot fork tasks here (a build
+# of ruby whose fork steps kiln's module does not know): not a failure to retry and count, a fact
+# of this host until the runtime changes (kiln's restart)
+UNAVAILABLE = "kiln: cannot fork tasks from this runtime:"
 
 
 class TemplateError(Exception):
@@ -84,6 +88,13 @@ class Template:
             except ValueError:
                 pass
         return said.decode("utf-8", "replace").strip() or "it exited"
+
+    def last_words(self) -> str:
+        """What it said and no one read yet, without waiting ("" if nothing)."""
+        try:
+            return self.sock.recv(4096, socket.MSG_DONTWAIT).decode("utf-8", "replace").strip()
+        except OSError:
+            return ""
 
     def close(self) -> None:
         self.sock.close()
@@ -178,15 +189,30 @@ class Templates:
 
     def heard(self, template: Template) -> None:
         why = template.heard()
-        if why is not None:
+        if why is not None and UNAVAILABLE in why:
+            self.unavailable(template, why)
+        elif why is not None:
             self.failed(template, why)
         else:
             self.log.info("template ready", slug=template.slug, pid=template.pid)
 
+    def unavailable(self, template: Template, why: str) -> None:
+        """Its runtime cannot fork tasks here: the language's prestarted tasks are started afresh
+        from now on, said once, not counted as a template failure (no alert would ever clear)."""
+        if self.running.get(template.slug) is template:
+            del self.running[template.slug]
+            template.close()
+        self.slugs = tuple(slug for slug in self.slugs if slug != template.slug)
+        self.log.warning("template unavailable: prestarted tasks are started afresh", slug=template.slug, reason=why)
+
     def reaped(self, pid: int) -> None:
         ended = next((t for t in self.running.values() if t.pid == pid), None)
         if ended is not None:
-            self.failed(ended, "it exited")
+            said = ended.last_words()  # read here, or the reap that came first would lose them
+            if UNAVAILABLE in said:
+                self.unavailable(ended, said)
+            else:
+                self.failed(ended, said or "it exited")
 
     def sockets(self) -> dict[socket.socket, Template]:
         return {t.sock: t for t in self.running.values()}

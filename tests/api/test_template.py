@@ -144,3 +144,17 @@ def wait_prestarted_shell(srv: Server) -> None:
     deadline = time.monotonic() + 20
     while srv.run_logged(lang_slug="python", solution_text="")[0]["stdout"] != "prestarted\n":
         assert time.monotonic() < deadline
+
+
+def test_a_template_whose_runtime_cannot_fork_here_is_neither_retried_nor_counted(start_server, workspace):
+    # what ruby's template says on a build whose fork steps kiln does not know (langs/ruby)
+    said = "kiln: cannot fork tasks from this runtime: no fork here"
+    template = f"template:\n\t@printf '{said}' >&3; exit 1\n"
+    folder = workspace("@echo plain", targets=".PHONY: prestart template\nprestart:\n\t@head -c 1 <&3 >/dev/null && echo prestarted\n" + template)
+    srv = start_server(RUN_CONCURRENCY="1", RUN_WORKSPACE=str(folder), RUN_LANGS="python")
+    assert wait_until(lambda: srv.logged("template unavailable: prestarted tasks are started afresh"))
+    wait_prestarted_shell(srv)
+    time.sleep(1.5)  # a failed template would have been started again three times by now
+    [unavailable] = srv.logged("template unavailable: prestarted tasks are started afresh")
+    assert said in unavailable["reason"] and not srv.logged("template failed")
+    assert 'kiln_template_failures_total{lang="python"} 1' not in srv.client.get("/metrics").text

@@ -135,3 +135,10 @@ def test_a_fork_of_node_made_as_a_task_ends_as_node_ends(tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [0, 3, 1, 0], done
     assert "thrown in the fork" in done.stderr  # node's own report, from the child
+
+
+@pytest.mark.parametrize("harness", ["langs/ruby/check/prestart.rb", "langs/js/check/harness.js"])
+def test_a_template_that_cannot_fork_says_so_in_the_words_the_zygote_knows(harness):
+    from kiln.zygote.template import UNAVAILABLE
+
+    assert UNAVAILABLE in (Path(__file__).resolve().parents[2] / harness).read_text()

@@ -31,7 +31,12 @@ if (process.argv[2] === '--template') {
     return;
   }
   const ended = template.exports.waitFor(child);
-  if (ended !== 0) throw new Error(`kiln: a fork of this node did not end cleanly (status ${ended}): not forking tasks from it`);
+  if (ended !== 0) {
+    // said on descriptor 3, the zygote's socket, as kiln/zygote/template.py's UNAVAILABLE: not retried
+    const why = `kiln: cannot fork tasks from this runtime: a fork of this node did not end cleanly (status ${ended})`;
+    fs.writeSync(3, why);
+    throw new Error(why);
+  }
   const seed = template.exports.serve(3);
   if (seed === false) process.exit(0);
   // Math.random seeds itself at its first call from the isolate's generator, the same in every

@@ -32,13 +32,19 @@ if ARGV == ["--template"]
     sleep 1
     exit!(1)
   end
-  abort "kiln: this ruby's fork steps were not found: not forking tasks from it" if child.negative?
+  # said on descriptor 3, the zygote's socket, as kiln/zygote/template.py's UNAVAILABLE: not retried
+  unavailable = lambda do |why|
+    why = "kiln: cannot fork tasks from this runtime: #{why}"
+    IO.for_fd(3, autoclose: false).syswrite(why)
+    abort why
+  end
+  unavailable.call("this ruby's fork steps were not found") if child.negative?
   Process.wait(child)
-  abort "kiln: a fork of this ruby did not work (#{$?.inspect}): not forking tasks from it" unless $?.exitstatus == 42
+  unavailable.call("a fork of this ruby did not work (#{$?.inspect})") unless $?.exitstatus == 42
   forked = serve.call(3)
   exit if forked.zero?
-  abort "kiln: this ruby's fork steps were not found: not forking tasks from it" if forked.negative?
-  library = fork_alike = serve = child = forked = nil
+  unavailable.call("this ruby's fork steps were not found") if forked.negative?
+  library = fork_alike = serve = child = forked = unavailable = nil
 end
 
 go = IO.for_fd(3)
