@@ -144,8 +144,12 @@ public final class Run {
 
     // -- prestart (Makefile `prestart`) ---------------------------------------------------------
 
-    /** Compiles of runner/warmup before the go: the second JIT-compiles what the first loaded. */
-    private static final int WARM_COMPILES = 2;
+    /**
+     * Compiles of runner/warmup before the go. One loads the compiler and most of its hot paths;
+     * a second took ~1.5-3 s more CPU per slot for 0-0.2 s less after the go (within the noise
+     * of a second sitting): not worth it.
+     */
+    private static final int WARM_COMPILES = 1;
 
     /**
      * The compiler's application environment (its file systems and extension points) outlives a
