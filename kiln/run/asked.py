@@ -13,7 +13,9 @@ warm slowly (a runtime started afresh, over LOADING_S) is converted for once a r
 start then takes no CPU from the run), at most LOADING_MAX of its slots loading at once; one
 forked from a template, as its requests come. Never below RESERVE_SHARE of the slots left plain,
 nor for a language whose warm-up failed of late; a language not asked for in IDLE_S gives the
-slots converted for it back to plain. Decided in a greenlet of its own, off the request's path.
+slots converted for it back to plain, and a slowly starting one not asked for in REST_S its last
+too: at rest, no runtime's memory is held (a prestarted JVM with its compiler warm holds 80-250
+MiB). Decided in a greenlet of its own, off the request's path.
 
 The pool (kiln/run/pool.py) owns the slots and tells this policy what happens (a request took a
 slot, a run ended, a slot settled, a warm-up failed); the policy converts and gives back slots
@@ -35,6 +37,7 @@ from kiln.log import Log
 
 RESERVE_SHARE = 0.25  # of the slots, never converted for a language asked for (plain for the others)
 IDLE_S = 30.0  # a language not asked for this long gives back the slots converted for it
+REST_S = 300.0  # a language whose slots warm slowly, not asked for this long, keeps none
 FAILED_S = 30.0  # no conversion for a language whose prestarted slot failed to warm this recently
 WARM_MARGIN, WARM_LAG_S = 1.25, 0.01  # a replacement is ready this much later than measured
 LOADING_S = 0.1  # a language whose slots take longer to settle counts as starting slowly
@@ -74,6 +77,7 @@ class Asked:
     converted: int = 0
     failed_at: float = float("-inf")
     decay: object = None  # the greenlet that gives converted slots back
+    rest: object = None  # the greenlet that gives a slowly warming language's last slots back
 
     def target(self, least: int) -> int:
         """The slots the language should have (warm, warming or running) for its next request to
@@ -108,6 +112,8 @@ class WarmWhenAsked:
         asked.last = now
         if self._quick(slug, asked) and self._short(slug, asked):
             gevent.spawn(self._supply, slug)  # runs once the request's greenlet waits on its slot
+        if asked.rest is None and not self._quick(slug, asked):
+            asked.rest = gevent.spawn_later(REST_S, self._rest, slug)
 
     def _quick(self, slug: str, asked: Asked) -> bool:
         """Whether the language's slots warm quickly (forked from a template): converted as its
@@ -186,6 +192,27 @@ class WarmWhenAsked:
             asked.converted = 0  # (converted slots ran since, and their replacements are gone too)
         if asked.converted:  # some were running or warming: once they are warm
             asked.decay = gevent.spawn_later(IDLE_S, self._give_back, slug)
+
+    def _rest(self, slug: str) -> None:
+        """`slug`, whose slots warm slowly, not asked for in REST_S: every slot warm or to be
+        warmed for it is plain again."""
+        asked = self.languages[slug]
+        asked.rest = None
+        idle = time.monotonic() - asked.last
+        if idle < REST_S:
+            asked.rest = gevent.spawn_later(REST_S - idle, self._rest, slug)
+            return
+        if self.pool.closing or self._quick(slug, asked):
+            return
+        for slot in [s for s in self.pool.warm if s.prestart == slug]:
+            self.pool.warm.remove(slot)
+            slot.sock.close()
+            self.pool.on_convert(None)
+        for index, kind in list(self.pool.next_of.items()):
+            if kind == slug:  # a slot of it warm (closed above) or running: its next one plain
+                self.pool.demand(index, None)
+        asked.converted = 0
+        self.pool.log.info("warm when asked: at rest, no slot kept warm", lang=slug, idle_s=round(idle, 1))
 
     def warmed(self, slug, seconds: float) -> None:
         """A slot prestarted for `slug` took `seconds` from its spawn to being really warm."""

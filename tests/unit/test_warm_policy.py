@@ -124,3 +124,20 @@ def test_nothing_is_converted_while_the_front_shuts_down():
     warm.asked_for("js")
     gevent.sleep(0)
     assert pool.demanded == []
+
+
+def test_a_slowly_warming_language_at_rest_keeps_no_slot_and_a_forked_one_keeps_its_own(monkeypatch):
+    monkeypatch.setattr(policy, "REST_S", 0.05)
+    pool = Pool(concurrency=8)
+    warm = WarmWhenAsked(pool)
+    warm.languages["kotlin"] = Asked(warm=2.0)  # a JVM: slow
+    pool.next_of[0], pool.next_of[1] = "kotlin", "js"
+    jvm, forked = pool.warm[0], pool.warm[1]
+    jvm.prestart, forked.prestart = "kotlin", "js"
+    warm.asked_for("kotlin")
+    warm.asked_for("js")
+    gevent.sleep(0.02)
+    assert not jvm.closed  # not at rest yet
+    gevent.sleep(0.1)
+    assert jvm.closed and jvm not in pool.warm and pool.next_of[0] is None and (0, None) in pool.demanded
+    assert not forked.closed and pool.next_of[1] == "js"  # a forked one costs a template's pages
