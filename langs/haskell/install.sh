@@ -1,6 +1,6 @@
 #!/bin/sh
 # Installs GHC, aeson and the libraries Codebattle's Haskell checkers may import (Debian packages),
-# plus LLD and mold, and builds the workspace's precompiled C `main` (boot/main.o). Idempotent, and silent
+# plus LLD, and builds the workspace's precompiled C `main` (boot/main.o). Idempotent, and silent
 # when everything is already in place. Run as root on Debian 12.
 set -eu
 cd "$(dirname "$0")"
@@ -8,7 +8,7 @@ cd "$(dirname "$0")"
 # aeson for the checker; the rest is the list Codebattle's Haskell image ships (its solution
 # template names them); base, bytestring, containers, deepseq, directory, mtl, pretty,
 # template-haskell, text, time and transformers come with ghc itself.
-PACKAGES="ghc lld mold libghc-aeson-dev libghc-case-insensitive-dev libghc-fgl-dev
+PACKAGES="ghc lld libghc-aeson-dev libghc-case-insensitive-dev libghc-fgl-dev
   libghc-integer-logarithms-dev libghc-megaparsec-dev libghc-parser-combinators-dev
   libghc-random-dev libghc-regex-base-dev libghc-regex-compat-dev libghc-regex-posix-dev
   libghc-scientific-dev libghc-split-dev libghc-unordered-containers-dev libghc-vector-dev
