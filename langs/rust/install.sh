@@ -20,16 +20,15 @@ cargo_env() {
 }
 
 have_toolchain() {
-    command -v cargo >/dev/null 2>&1 && command -v rustc >/dev/null 2>&1 && command -v ld.mold >/dev/null 2>&1 \
+    command -v cargo >/dev/null 2>&1 && command -v rustc >/dev/null 2>&1 \
         && ls -d "$registry"/serde_json-* "$registry"/serde_derive-* "$registry"/libc-* >/dev/null 2>&1
 }
 
 fingerprint() {
     {
-        cat install.sh Makefile Cargo.toml .cargo/config.toml linker/ld shims/*/Cargo.toml shims/*/src/*.rs
+        cat install.sh Makefile Cargo.toml .cargo/config.toml shims/*/Cargo.toml shims/*/src/*.rs
         rustc -vV 2>/dev/null || true
         cargo -V 2>/dev/null || true
-        ld.mold --version 2>/dev/null || true
         ls "$registry" 2>/dev/null || true
     } | sha256sum | cut -d' ' -f1
 }
@@ -46,8 +45,7 @@ if ! have_toolchain; then
     else
         compiler="rustc cargo"
     fi
-    # mold: the linker .cargo/config.toml names
-    crates="mold librust-serde-dev librust-serde-derive-dev librust-serde-json-dev librust-libc-dev"
+    crates="librust-serde-dev librust-serde-derive-dev librust-serde-json-dev librust-libc-dev"
     echo "langs/rust/install.sh: installing $compiler $crates (apt)"
     log=$(mktemp)
     # shellcheck disable=SC2086 # word lists
