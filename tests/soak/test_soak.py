@@ -208,23 +208,24 @@ def test_soak(request, tmp_path):
         assert sum(n for (_, outcome), n in tally.counts.items() if outcome == "as expected") > CLIENTS
 
         # every slot warm again (plain, or prestarted for a language), nothing busy: the zygote's
-        # children are exactly the warm slots and the language templates (python's, js's, ts's;
-        # a slot that just ended, a zombie, is neither), and under the slots only the prestart
-        # commands
-        templates = ["/usr/bin/node --single-threaded check/harness.js --template"] * 2 + ["/usr/bin/python3 -B check/harness.py --template"]
+        # children are exactly the warm slots and one template per served language whose
+        # workspace has one (a slot that just ended, a zombie, is neither), and under the slots
+        # only the prestart commands
+        templates = template_languages(server)
 
         def warm(children: list[Proc]) -> list[SlotView]:
             return [slot for slot in map(SlotView.of, children) if slot and slot.state == "warm"]
 
         def settled(children: list[Proc]) -> bool:
-            return sorted(p.title for p in children if p.title in templates) == templates and len(warm(children)) == CONCURRENCY == len(children) - len(templates)
+            running = [p for p in children if p.title.endswith(" --template")]
+            return len(running) == templates and len(warm(children)) == CONCURRENCY == len(children) - templates
 
         deadline = time.monotonic() + 30
         while not settled(children := server.children()) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert settled(children), children
         prestarted = sum(slot.lang is not None for slot in warm(children))
-        assert len(descendants(pids["zygote"])) == CONCURRENCY + prestarted + len(templates)  # no task left under a slot
+        assert len(descendants(pids["zygote"])) == CONCURRENCY + prestarted + templates  # no task left under a slot
         growth = {name: rss(pid) - rss_before[name] for name, pid in pids.items()}
         print(f"memory (USS) growth after warm-up: front {growth['front'] / 2**20:.2f} MiB, zygote {growth['zygote'] / 2**20:.2f} MiB")
         assert all(g < RSS_GROWTH_MAX for g in growth.values()), growth
@@ -239,6 +240,14 @@ def test_soak(request, tmp_path):
     assert leftover_cgroups == []
     new_tmp = {p for p in set(Path("/tmp").iterdir()) - tmp_before if server.instance in p.name}
     assert new_tmp == set()
+
+
+def template_languages(server: Server) -> int:
+    """The served languages whose workspace has a `template` target (each template command ends
+    in --template, as the workspaces write them)."""
+    served = [language["slug"] for language in server.client.get("/languages").json()["languages"]]
+    langs = Path(__file__).resolve().parents[2] / "langs"
+    return sum(1 for slug in served if "\ntemplate:" in (langs / slug / "Makefile").read_text())
 
 
 def print_summary(tally: Tally) -> None:
