@@ -183,11 +183,8 @@ class WarmWhenAsked:
             return
         mine = [s for s in self.pool.warm if s.prestart == slug]
         for slot in mine[len(mine) - min(asked.converted, len(mine) - 1) :] if mine else ():
-            self.pool.warm.remove(slot)
-            self.pool.demand(slot.index, None)
-            slot.sock.close()
+            self._to_plain(slot)
             asked.converted -= 1
-            self.pool.on_convert(None)
         if sum(1 for kind in self.pool.next_of.values() if kind == slug) <= 1:
             asked.converted = 0  # (converted slots ran since, and their replacements are gone too)
         if asked.converted:  # some were running or warming: once they are warm
@@ -205,14 +202,19 @@ class WarmWhenAsked:
         if self.pool.closing or self._quick(slug, asked):
             return
         for slot in [s for s in self.pool.warm if s.prestart == slug]:
-            self.pool.warm.remove(slot)
-            slot.sock.close()
-            self.pool.on_convert(None)
+            self._to_plain(slot)
         for index, kind in list(self.pool.next_of.items()):
-            if kind == slug:  # a slot of it warm (closed above) or running: its next one plain
+            if kind == slug:  # a slot of it running: its next one plain
                 self.pool.demand(index, None)
         asked.converted = 0
         self.pool.log.info("warm when asked: at rest, no slot kept warm", lang=slug, idle_s=round(idle, 1))
+
+    def _to_plain(self, slot) -> None:
+        """A warm slot of a language closed unused, its index warmed plain again."""
+        self.pool.warm.remove(slot)
+        self.pool.demand(slot.index, None)
+        slot.sock.close()
+        self.pool.on_convert(None)
 
     def warmed(self, slug, seconds: float) -> None:
         """A slot prestarted for `slug` took `seconds` from its spawn to being really warm."""
