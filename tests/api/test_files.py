@@ -259,6 +259,7 @@ def test_the_store_survives_a_restart_and_drops_a_crash_leftover(start_server):
         assert second.client.get(f"/files/{sha(gone)}").status_code == 404
         assert second.client.post("/files", content=kept).status_code == 200  # still there
         assert not leftover.exists()
+        assert wait_until(lambda: second.logged("file store"))  # its log is read by a thread of its own
         rebuilt = second.logged("file store")
         assert [(r["files"], r["partial_removed"]) for r in rebuilt] == [(1, 1)]
     finally:
