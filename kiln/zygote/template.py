@@ -189,12 +189,18 @@ class Templates:
 
     def heard(self, template: Template) -> None:
         why = template.heard()
-        if why is not None and UNAVAILABLE in why:
-            self.unavailable(template, why)
-        elif why is not None:
-            self.failed(template, why)
+        if why is not None:
+            self._ended(template, why)
         else:
             self.log.info("template ready", slug=template.slug, pid=template.pid)
+
+    def _ended(self, template: Template, why: str) -> None:
+        """A template that said why it is no use, or exited: unavailable for good if its runtime
+        cannot fork here, else failed (paused, then started again)."""
+        if UNAVAILABLE in why:
+            self.unavailable(template, why)
+        else:
+            self.failed(template, why)
 
     def unavailable(self, template: Template, why: str) -> None:
         """Its runtime cannot fork tasks here: the language's prestarted tasks are started afresh
@@ -208,11 +214,8 @@ class Templates:
     def reaped(self, pid: int) -> None:
         ended = next((t for t in self.running.values() if t.pid == pid), None)
         if ended is not None:
-            said = ended.last_words()  # read here, or the reap that came first would lose them
-            if UNAVAILABLE in said:
-                self.unavailable(ended, said)
-            else:
-                self.failed(ended, said or "it exited")
+            # what it said is read here, or a reap that came first would lose it
+            self._ended(ended, ended.last_words() or "it exited")
 
     def sockets(self) -> dict[socket.socket, Template]:
         return {t.sock: t for t in self.running.values()}
