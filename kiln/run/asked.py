@@ -174,10 +174,8 @@ class WarmWhenAsked:
         """`slug` not asked for in IDLE_S: its warm slots (all but one) that were converted for
         it are closed, their index warmed plain again."""
         asked = self.languages[slug]
-        asked.decay = None
-        idle = time.monotonic() - asked.last
-        if idle < IDLE_S:
-            asked.decay = gevent.spawn_later(IDLE_S - idle, self._give_back, slug)
+        asked.decay = self._until_idle(asked, IDLE_S, self._give_back, slug)
+        if asked.decay is not None:
             return
         if self.pool.closing:
             return
@@ -194,10 +192,8 @@ class WarmWhenAsked:
         """`slug`, whose slots warm slowly, not asked for in REST_S: every slot warm or to be
         warmed for it is plain again."""
         asked = self.languages[slug]
-        asked.rest = None
-        idle = time.monotonic() - asked.last
-        if idle < REST_S:
-            asked.rest = gevent.spawn_later(REST_S - idle, self._rest, slug)
+        asked.rest = self._until_idle(asked, REST_S, self._rest, slug)
+        if asked.rest is not None:
             return
         if self.pool.closing or self._quick(slug, asked):
             return
@@ -207,7 +203,14 @@ class WarmWhenAsked:
             if kind == slug:  # a slot of it running: its next one plain
                 self.pool.demand(index, None)
         asked.converted = 0
-        self.pool.log.info("warm when asked: at rest, no slot kept warm", lang=slug, idle_s=round(idle, 1))
+        self.pool.log.info("warm when asked: at rest, no slot kept warm", lang=slug, idle_s=round(time.monotonic() - asked.last, 1))
+
+    @staticmethod
+    def _until_idle(asked: Asked, window: float, then, slug: str):
+        """`then(slug)` called again once `asked` has not been asked for in `window` (its greenlet),
+        or None: it has not, already."""
+        left = window - (time.monotonic() - asked.last)
+        return gevent.spawn_later(left, then, slug) if left > 0 else None
 
     def _to_plain(self, slot) -> None:
         """A warm slot of a language closed unused, its index warmed plain again."""
