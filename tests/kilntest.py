@@ -328,13 +328,25 @@ class Server:
         raise AssertionError(f"uid {uid} is not mapped")
 
     def wait_prestarted(self, slug: str, count: int = 1) -> None:
-        """Until `count` slots are warm for `slug`: a slot's replacement is warmed for the
-        language of the request it served, and `count` requests at once take `count` slots."""
+        """Until `count` slots are warm for `slug` and their command settled (a request takes a
+        slot still loading only when no settled one is warm, and it is not counted prestarted):
+        a slot's replacement is warmed for the language of the request it served, and `count`
+        requests at once take `count` slots."""
         deadline = time.monotonic() + 30
         while len(self.warm_slots(slug)) < count:
             assert time.monotonic() < deadline, self.slots()
             burst(self, count, lang_slug=slug, solution_text=PAUSE[slug])
             time.sleep(0.1)
+        assert wait_until(lambda: self.settled(slug) >= count, timeout=max(1.0, deadline - time.monotonic())), (self.slots(), self.settled(slug))
+
+    def settled(self, slug: str) -> int:
+        """How many warm slots prestarted for `slug` have their command settled (/metrics)."""
+        return int(self.metric(f'kiln_prestarted_slots{{lang="{slug}",loading="false"}}'))
+
+    def metric(self, name: str) -> float:
+        """The sum of /metrics' samples whose line starts with `name`."""
+        text = self.client.get("/metrics").text
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
 
     def run_logged(self, **fields) -> tuple[dict, dict]:
         """(the answer, the front's log record of it)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 RUN_BUCKETS = (0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
@@ -47,13 +48,16 @@ class Metrics:
         slots.labels("warm").set_function(lambda: pool.warm_count)
         slots.labels("busy").set_function(lambda: pool.in_flight)
         slots.labels("warming").set_function(lambda: max(0, concurrency - pool.warm_count - pool.in_flight))
+        prestarting = sorted(slug for slug, workload in (workloads or {}).items() if workload.prestart_argv is not None)
+        registry.register(_PrestartedSlots(pool, prestarting))
         pool.on_warm = lambda seconds: self.slot_warmup_seconds.observe(seconds)
         pool.on_trade = self.prestart_trades.inc
         pool.on_queued = self.queue_wait_seconds.observe
         pool.on_convert = lambda slug: self.slot_conversions.labels(slug or "plain").inc()
         for slug, workload in (workloads or {}).items():  # 0 from the start: an alert sees every language
-            if workload.prestart_argv is not None:
+            if workload.prestart_argv is not None:  # (kiln_prestarted_runs / kiln_runs: the prestarting languages' share)
                 self.prestart_failures.labels(slug)
+                self.prestarted_runs.labels(slug)
             if workload.template_argv is not None:
                 self.template_failures.labels(slug)
         pool.on_prestart_failed = lambda slug: self.prestart_failures.labels(slug).inc()
@@ -67,3 +71,21 @@ class Metrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class _PrestartedSlots:
+    """kiln_prestarted_slots: the warm slots prestarted for each language, by whether their
+    command is still loading (a request takes a settled one first: loading ones are what a burst
+    of a slow-starting language finds)."""
+
+    def __init__(self, pool, languages: list[str]):
+        self.pool = pool
+        self.languages = languages
+
+    def collect(self):
+        family = GaugeMetricFamily("kiln_prestarted_slots", "Warm slots prestarted for a language, by language and whether its command is still loading", labels=["lang", "loading"])
+        warm = [(slot.prestart, slot.loading) for slot in self.pool.warm if slot.prestart is not None]
+        for slug in self.languages:
+            for loading in (False, True):
+                family.add_metric([slug, str(loading).lower()], warm.count((slug, loading)))
+        yield family

@@ -109,26 +109,30 @@ def test_a_request_with_stdin_takes_a_plain_slot(server):
     assert record["prestarted"] is False
 
 
-def metric(server: Server, name: str) -> float:
-    text = server.client.get("/metrics").text
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
-
-
 def test_a_language_without_prestart_trades_a_prestarted_slot_in(server):
     server.wait_prestarted("python", count=2)  # every warm slot is python's
-    trades = metric(server, "kiln_prestart_trades_total")
+    trades = server.metric("kiln_prestart_trades_total")
     body, record = server.run_logged(lang_slug="ruby", solution_text="puts 6 * 7\n")
     assert (body["exit_code"], body["stdout"]) == (0, "42\n")
     assert record["prestarted"] is False
-    assert metric(server, "kiln_prestart_trades_total") == trades + 1
+    assert server.metric("kiln_prestart_trades_total") == trades + 1
 
 
 def test_metrics_count_prestarted_runs(server):
     server.wait_prestarted("python")
-    before = metric(server, 'kiln_prestarted_runs_total{lang="python"}')
+    before = server.metric('kiln_prestarted_runs_total{lang="python"}')
     _body, record = server.run_logged(lang_slug="python", solution_text="pass\n")
     assert record["prestarted"] is True
-    assert metric(server, 'kiln_prestarted_runs_total{lang="python"}') == before + 1
+    assert server.metric('kiln_prestarted_runs_total{lang="python"}') == before + 1
+
+
+def test_metrics_show_each_prestarting_languages_warm_slots(server):
+    served = {entry["slug"] for entry in server.client.get("/languages").json()["languages"]}
+    lines = [line for line in server.client.get("/metrics").text.splitlines() if line.startswith("kiln_prestarted_slots{")]
+    labels = {line[line.index("{") : line.index("}") + 1] for line in lines}
+    assert labels == {f'{{lang="{slug}",loading="{loading}"}}' for slug in set(FIVE) & served for loading in ("false", "true")}
+    server.wait_prestarted("python", count=2)  # both slots python's, and settled, as the front counts them
+    assert server.metric('kiln_prestarted_slots{lang="python"') == 2
 
 
 def test_js_runs_prestarted_too(server):
@@ -198,5 +202,5 @@ def test_a_prestart_command_that_does_not_wait_is_never_trusted_with_a_request(s
         assert record["prestarted"] is False
     failures = srv.logged("prestart command failed; prestarting stops for this language")
     assert len(failures) == 1 and "early" in failures[0]["error"]
-    assert metric(srv, "kiln_prestarted_runs_total") == 0
-    assert metric(srv, 'kiln_prestart_failures_total{lang="python"}') == 1
+    assert srv.metric("kiln_prestarted_runs_total") == 0
+    assert srv.metric('kiln_prestart_failures_total{lang="python"}') == 1

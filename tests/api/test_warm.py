@@ -22,11 +22,6 @@ def server():
     instance.stop()
 
 
-def metric(server: Server, name: str) -> float:
-    text = server.client.get("/metrics").text
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
-
-
 def plain_warm(server: Server) -> list:
     return [slot for slot in server.warm_slots() if slot.lang is None]
 
@@ -36,7 +31,7 @@ def test_after_one_run_the_next_ones_in_a_row_are_prestarted(server):
     assert first["exit_code"] == 0 and record["prestarted"] is False  # a fresh server: plain slots only
     # the slot it took is replaced by a python one, and a plain one is converted besides
     assert wait_until(lambda: len(server.warm_slots("python")) >= 2, timeout=20), server.slots()
-    assert metric(server, 'kiln_slot_conversions_total{to="python"}') >= 1
+    assert server.metric('kiln_slot_conversions_total{to="python"}') >= 1
     served = [server.run_logged(lang_slug="python", solution_text=ADD, asserts=AB)[1]["prestarted"] for _ in range(2)]
     assert served == [True, True]
 
@@ -44,6 +39,7 @@ def test_after_one_run_the_next_ones_in_a_row_are_prestarted(server):
 def test_a_second_request_some_time_later_is_served_prestarted(server):
     server.run_logged(lang_slug="elixir", solution_text="IO.puts(2 + 3)\n")
     assert wait_until(lambda: len(server.warm_slots("elixir")) >= 2, timeout=30), server.slots()
+    assert wait_until(lambda: server.settled("elixir") >= 1, timeout=30), server.slots()  # "some time later": its command settled
     body, record = server.run_logged(lang_slug="elixir", solution_text="IO.puts(2 + 3)\n")
     assert (body["exit_code"], body["stdout"]) == (0, "5\n")
     assert record["prestarted"] is True
@@ -55,11 +51,11 @@ def test_plain_slots_remain_for_the_other_languages(server):
         time.sleep(0.3)
     assert wait_until(lambda: len(server.warm_slots()) == 4, timeout=20), server.slots()
     assert len(server.warm_slots("python")) <= 3
-    assert metric(server, 'kiln_slot_conversions_total{to="python"}') <= 2
+    assert server.metric('kiln_slot_conversions_total{to="python"}') <= 2
     assert len(plain_warm(server)) >= 1  # a quarter of the slots (at least one) is never converted
-    trades = metric(server, "kiln_prestart_trades_total")
+    trades = server.metric("kiln_prestart_trades_total")
     body, record = server.run_logged(lang_slug="ruby", solution_text="puts 6 * 7\n")
     assert (body["exit_code"], body["stdout"], record["prestarted"]) == (0, "42\n", False)
-    assert metric(server, "kiln_prestart_trades_total") == trades  # a plain slot was there for it
+    assert server.metric("kiln_prestart_trades_total") == trades  # a plain slot was there for it
     answers = burst(server, 3, lang_slug="ruby", solution_text="puts 6 * 7\n")
     assert [(a.status_code, a.json()["stdout"]) for a in answers] == [(200, "42\n")] * 3

@@ -12,12 +12,11 @@ from __future__ import annotations
 import difflib
 import re
 import time
-from pathlib import Path
 
 import pytest
 
 import langcase
-from kilntest import Server, descendants
+from kilntest import Server
 
 SLUGS = ("java", "kotlin")
 
@@ -145,42 +144,21 @@ def assert_same(got: tuple, expected: tuple) -> None:
     assert got == expected, "\n".join(differ[:40]) + f"\nstderr: {expected[2][:2000]!r} vs {got[2][:2000]!r}"
 
 
-def cpu_ticks(pid: int) -> int:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError):
-        return -1
-    return int(fields[11]) + int(fields[12])
-
-
-def settled_slot(server: Server, slug: str) -> bool:
-    """A slot prestarted for slug whose JVM has finished warming (no CPU used over 0.5 s)."""
-    for slot in server.warm_slots(slug):
-        before = {proc.pid: cpu_ticks(proc.pid) for proc in descendants(slot.pid)}
-        time.sleep(0.5)
-        if before and all(cpu_ticks(pid) == ticks for pid, ticks in before.items()):
-            return True
-    return False
-
-
 def run_prestarted(server: Server, slug: str, solution: str, checker: str | None, *, settled: bool = True) -> dict:
     """A run in a slot prestarted for slug (settled: once its warm-up is over); a first run of the
     language, if need be, makes the slots' replacements prestarted."""
     deadline = time.monotonic() + 180
-    while settled and not settled_slot(server, slug):
+    while settled and not server.settled(slug):  # its command settled, as the zygote tells the front
         assert time.monotonic() < deadline, server.slots()
         if not server.warm_slots(slug):
             server.run_logged(**payload(slug, *CASES[slug]["a+b"]))
+        time.sleep(0.1)
     while not settled and not server.warm_slots(slug):  # the last run's replacement, handed over
         assert time.monotonic() < deadline, server.slots()
         time.sleep(0.05)
     body, record = server.run_logged(**payload(slug, solution, checker))
     assert record["prestarted"] is True, record
     return body
-
-
-def metric(server: Server, name: str) -> float:
-    return sum(float(line.rsplit(" ", 1)[1]) for line in server.client.get("/metrics").text.splitlines() if line.startswith(name))
 
 
 @pytest.mark.parametrize(("servers", "case"), [(slug, case) for slug in SLUGS for case in CASES[slug]], indirect=["servers"])
@@ -242,8 +220,8 @@ def test_a_go_during_the_warm_up_stops_it_and_runs_as_the_test_command(servers):
 @each_language
 def test_runs_are_counted_as_prestarted(servers):
     slug, prestarting, _plain = servers
-    before = metric(prestarting, f'kiln_prestarted_runs_total{{lang="{slug}"}}')
+    before = prestarting.metric(f'kiln_prestarted_runs_total{{lang="{slug}"}}')
     run_prestarted(prestarting, slug, *CASES[slug]["a+b"])
-    assert metric(prestarting, f'kiln_prestarted_runs_total{{lang="{slug}"}}') >= before + 1
+    assert prestarting.metric(f'kiln_prestarted_runs_total{{lang="{slug}"}}') >= before + 1
     assert {entry["slug"]: entry["prestart"] for entry in prestarting.client.get("/languages").json()["languages"]}[slug] is True
 
