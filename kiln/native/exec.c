@@ -1,6 +1,7 @@
 /* The task's process: its pipes (its own, as if it had made them), its command from the recipe,
  * and its spawn (vfork + exec, vfork.c) in which it takes its identity and filter before the
- * exec; it inherits init's rlimits. */
+ * exec; it inherits init's rlimits. A plain slot's first task is its standby instead, made
+ * while the slot warmed (standby.c), released here. */
 #include "kiln.h"
 #include "vfork.h"
 
@@ -71,8 +72,13 @@ int spawn_task(struct slot *s, struct span w, uint32_t argv_type, char *const *a
     for (int i = 0; i < nargs && i < MAX_PARTS; i++) argv[argc++] = args[i];
     argv[argc] = NULL;
     struct task_start start = {s, fds, nfds, NULL};
-    *pid = vfork_exec(0, argv[0], argv, envp, prepare_task, &start);
-    int error = errno;
+    int error = 0;
+    if (s->standby.pid > 0) { /* made while warming, in the cgroup already */
+        *pid = standby_release(s, argv[0], argv, envp, fds, nfds, &start.failed, &error);
+    } else {
+        *pid = vfork_exec(0, argv[0], argv, envp, prepare_task, &start);
+        error = errno;
+    }
     if (s->base_ns < 0) { /* init never moves a process; a slot that runs several tests keeps them for the next */
         for (int i = 0; i < s->n_procs; i++) close(s->cg_procs[i]);
         s->n_procs = 0;

@@ -19,25 +19,34 @@
 #include <unistd.h>
 
 /* The task's identity, taken by the task's own process while still root (the spawned task's
- * child before its exec, or a forked task as it enters its slot), never by init, which keeps
- * root: a process may reschedule, re-pin, renice or prlimit only processes of its own uid, so
- * nothing the task does reaches the process that enforces its limits. Into the slot's cgroup
- * (init never joins: its own memory and CPU are never the run's), a cgroup namespace rooted
- * there (the task sees "/", nothing of kiln's tree), then wholly the slot's user: no groups,
- * every uid the slot's (non-zero but rootless with one id mapped; capset empties every set) and no inheritable
- * capability either. Raw syscalls: they change this thread only, and a spawned task's child
- * shares init's memory until its exec. Returns 0 or -1 with errno set. */
-int take_identity(struct slot *s) {
-    struct __user_cap_header_struct head = {_LINUX_CAPABILITY_VERSION_3, 0};
-    struct __user_cap_data_struct none[2] = {{0}};
-    long uid = s->recipe.uid;
+ * child before its exec, a plain slot's standby as the slot warms and at its job, or a forked
+ * task as it enters its slot), never by init, which keeps root: a process may reschedule,
+ * re-pin, renice or prlimit only processes of its own uid, so nothing the task does reaches the
+ * process that enforces its limits. Into the slot's cgroup (init never joins: its own memory
+ * and CPU are never the run's) and a cgroup namespace rooted there (the task sees "/", nothing
+ * of kiln's tree): join_cgroups; then wholly the slot's user: no groups, every uid the slot's
+ * (non-zero but rootless with one id mapped; capset empties every set) and no inheritable
+ * capability either: take_user. Raw syscalls: they change this thread only, and a spawned
+ * task's child shares init's memory until its exec. Return 0 or -1 with errno set. */
+int join_cgroups(struct slot *s) {
     if (s->n_procs == 0 && s->n_dirs > 0) return errno = EBADF, -1; /* a slot with cgroups: never a task outside them */
     for (int i = 0; i < s->n_procs; i++)
         if (syscall(SYS_write, s->cg_procs[i], "0", 1) != 1) return -1;
-    if (syscall(SYS_unshare, CLONE_NEWCGROUP) || (s->recipe.setgroups && syscall(SYS_setgroups, 0, NULL)) || syscall(SYS_setresgid, uid, uid, uid) ||
-        syscall(SYS_setresuid, uid, uid, uid) || syscall(SYS_capset, &head, none))
+    return syscall(SYS_unshare, CLONE_NEWCGROUP) ? -1 : 0;
+}
+
+int take_user(const struct slot *s) {
+    struct __user_cap_header_struct head = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct none[2] = {{0}};
+    long uid = s->recipe.uid;
+    if ((s->recipe.setgroups && syscall(SYS_setgroups, 0, NULL)) || syscall(SYS_setresgid, uid, uid, uid) || syscall(SYS_setresuid, uid, uid, uid) ||
+        syscall(SYS_capset, &head, none))
         return -1;
     return 0;
+}
+
+int take_identity(struct slot *s) {
+    return join_cgroups(s) || take_user(s) ? -1 : 0;
 }
 
 int take_filter(const struct slot *s, char *err) {

@@ -114,6 +114,17 @@ struct slot {
         pid_t pid;                               /* the prestart command, waiting on its fd 3 */
         int go, out, err;                        /* init's ends of its pipes */
     } prestarted;
+    struct standby {                             /* a plain slot's task process, waiting in its cgroups (standby.c) */
+        pid_t pid;                               /* 0: none (made yet, or released) */
+        volatile int state, tid;                 /* its step; its tid until the kernel clears it (exec, exit) */
+        const char *path;                        /* what init releases it with */
+        char *const *argv, *const *envp;
+        const int *fds;
+        int nfds;
+        int mnt_ns;                              /* the mount namespace to enter first; -1: its own */
+        const char *failed;                      /* the step that failed (NULL: the exec), and its errno */
+        int error;
+    } standby;
     char *title;                                 /* argv[0]: where `ps` reads the slot's state */
     size_t title_cap;
 };
@@ -158,6 +169,8 @@ int take_limits(struct slot *s, struct span w, long long timeout_ms, long long c
 /* --- identity.c: who a process is, what it holds, what it may call ------------------------- */
 
 int take_identity(struct slot *s);  /* the task's: the slot's cgroup and user, for good; -1 with errno */
+int join_cgroups(struct slot *s);   /* ... its first half: the slot's cgroups and a cgroup namespace */
+int take_user(const struct slot *s); /* ... its second: the slot's user, no capability */
 int take_filter(const struct slot *s, char *err); /* no_new_privs, then the recipe's seccomp program */
 int empty_bounding_set(void);       /* and the ambient set */
 void arm_death_signal(const struct slot *s);
@@ -174,6 +187,16 @@ int command_of(const struct slot *s, struct span w, uint32_t argv_type, char *ar
 /* the command of argv_type, with `args` after its own, and fds[i] on descriptor i, taking the
  * task's identity and filter in its own process (init stays root and unfiltered by it) */
 int spawn_task(struct slot *s, struct span w, uint32_t argv_type, char *const *args, int nargs, const int *fds, int nfds, pid_t *pid, char *err);
+
+/* --- standby.c: a plain slot's task process, made while warming, joined to its cgroups ------ */
+
+/* the standby made (0) or an error in err (-1); a slot with cgroups only */
+int standby_make(struct slot *s, char *err);
+/* the standby execs `path` with fds[i] on descriptor i: its pid once exec'd, or -1 with the
+ * step that failed (NULL: the exec) and its errno */
+pid_t standby_release(struct slot *s, const char *path, char *const argv[], char *const envp[], const int *fds, int nfds, const char **failed, int *error);
+/* init entered a fresh mount namespace for a judge's test: the standby enters it at its release */
+int standby_follow(struct slot *s, char *err);
 
 /* --- frames.c ------------------------------------------------------------------------------ */
 

@@ -56,13 +56,14 @@ long cpu_limit_s(const struct slot *s, struct span w, long long timeout_ms, long
 }
 
 /* soft = hard = the plan's value, or the current hard limit where that is lower: raising a
- * hard limit takes CAP_SYS_RESOURCE, which a service manager may have withheld */
-static int set_rlimit(int which, rlim_t limit) {
+ * hard limit takes CAP_SYS_RESOURCE, which a service manager may have withheld. On the task's
+ * process: the standby if the slot has one, else init itself, whose spawn inherits them. */
+static int set_rlimit(const struct slot *s, int which, rlim_t limit) {
     struct rlimit current;
-    getrlimit(which, &current);
+    prlimit(s->standby.pid, which, NULL, &current);
     if (current.rlim_max != RLIM_INFINITY && limit > current.rlim_max) limit = current.rlim_max;
     struct rlimit wanted = {limit, limit};
-    return setrlimit(which, &wanted);
+    return prlimit(s->standby.pid, which, &wanted, NULL);
 }
 
 static int fail(char *err, const char *step, const char *what) {
@@ -72,9 +73,9 @@ static int fail(char *err, const char *step, const char *what) {
 
 int take_limits(struct slot *s, struct span w, long long timeout_ms, long long cpu_ms, char *err) {
     long cpu = cpu_limit_s(s, w, timeout_ms, cpu_ms);
-    if (cpu > 0 && set_rlimit(RLIMIT_CPU, cpu)) return fail(err, "set rlimits", "RLIMIT_CPU");
+    if (cpu > 0 && set_rlimit(s, RLIMIT_CPU, cpu)) return fail(err, "set rlimits", "RLIMIT_CPU");
     for (size_t i = w.from; i < w.to; i++)
-        if (s->recipe.recs[i].type == K_W_RLIMIT && set_rlimit(arg_int(&s->recipe.recs[i].args[0]), arg_int(&s->recipe.recs[i].args[1])))
+        if (s->recipe.recs[i].type == K_W_RLIMIT && set_rlimit(s, arg_int(&s->recipe.recs[i].args[0]), arg_int(&s->recipe.recs[i].args[1])))
             return fail(err, "set rlimits", s->recipe.recs[i].args[0].p);
     const char *cwd = s->recipe.cwd;
     if (!cwd) errno = ENOENT;

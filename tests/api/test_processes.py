@@ -163,18 +163,23 @@ def test_each_slot_has_its_own_cgroup_and_nothing_is_left_after_stop(start_serve
 
 
 def test_the_task_moves_itself_into_its_slot_cgroup_and_init_never_does(start_server):
-    """The task writes itself into the slot's cgroup.procs between its clone and its exec: all
-    the run's processes are charged there, init (its buffers, its CPU) never is."""
+    """The task's process writes itself into the slot's cgroup.procs before its exec: made while
+    the slot warms (a plain slot's standby, kiln/native/standby.c), it waits there, init's child,
+    so that joining is off the request's path; all the run's processes are charged there, init
+    (its buffers, its CPU) never is."""
     srv = start_server(RUN_CONCURRENCY="1", RUN_PRESTART="false")
     subtrees = _cgroup_subtrees(srv)
     if not subtrees:
         pytest.skip("no cgroup v1 hierarchies here (the driver chose v2 or none)")
+    members = lambda: {int(pid) for subtree in subtrees for slot in subtree.glob("slot-*") for pid in (slot / "cgroup.procs").read_text().split()}  # noqa: E731
+    assert wait_until(lambda: len(srv.warm_slots()) == 1 and len(members()) == 1, 10), (srv.slots(), members())
+    [warm] = srv.warm_slots()
+    assert members() == {p.pid for p in descendants(warm.pid)}  # the standby alone, in every hierarchy
     done = []
     runner = threading.Thread(target=lambda: done.append(srv.run(solution_text="import time\ntime.sleep(2)\n")))
     runner.start()
     try:
-        members = lambda: {int(pid) for subtree in subtrees for slot in subtree.glob("slot-*") for pid in (slot / "cgroup.procs").read_text().split()}  # noqa: E731
-        assert wait_until(lambda: len(members()) > 0, 10)
+        assert wait_until(lambda: len(srv.busy_slots()) == 1 and len(members()) > 0, 10)
         [init] = srv.busy_slots()
         in_slot = members()
         assert init.pid not in in_slot

@@ -1,0 +1,128 @@
+/* A plain slot's task process, made while the slot warms (the standby).
+ *
+ * Why: a process enters a cgroup by a write to cgroup.procs, which takes the kernel's
+ * cgroup_threadgroup_rwsem for writing; unless another migration happened in the last few
+ * milliseconds, that waits for an RCU grace period: 5-13 ms on a 2-core VM, on most requests of
+ * a client that pauses between them (a player pressing "check"), against a 1 ms run. The
+ * standby pays it while warming: cloned from init sharing its memory and descriptors
+ * (CLONE_VM | CLONE_FILES, as vfork shares them), it joins the slot's cgroups and cgroup
+ * namespace and waits. At the job, init has written the rlimits onto it and releases it with
+ * the command; it takes its own copy of init's descriptors (the job's pipes among them), enters
+ * the workspace, takes the slot's user and the filter, and execs: the same steps in the same
+ * order as a task spawned at the job (spawn_task), the cgroup's done earlier. A judge's test
+ * runs in a fresh mount namespace init enters at the job: the standby enters it too.
+ *
+ * The two share one address space, so one errno: while the standby runs libc code, init is
+ * inside a raw futex wait (raw(), no errno), and the standby's own waits are raw too. Init
+ * learns that the standby exec'd (or exited) as vfork's parent does, from the kernel: the tid
+ * word CLONE_CHILD_CLEARTID names is cleared, and woken, when the standby's memory is let go. */
+#include "kiln.h"
+#include "vfork.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum { JOINING, WAITING, RELEASED, FAILED };
+
+/* a syscall that never touches errno: -errno on failure */
+static long raw(long n, long a, long b, long c, long d) {
+#if defined(__x86_64__)
+    long ret;
+    register long r10 __asm__("r10") = d;
+    __asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+    return ret;
+#elif defined(__aarch64__)
+    register long x8 __asm__("x8") = n, x0 __asm__("x0") = a, x1 __asm__("x1") = b, x2 __asm__("x2") = c, x3 __asm__("x3") = d;
+    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3) : "memory");
+    return x0;
+#else
+#error "standby.c: raw() needs this architecture's syscall instruction"
+#endif
+}
+
+static void wait_while(volatile int *word, int value) {
+    while (__atomic_load_n(word, __ATOMIC_ACQUIRE) == value) raw(SYS_futex, (long)word, FUTEX_WAIT, value, 0);
+}
+
+static void set_and_wake(volatile int *word, int value) {
+    __atomic_store_n(word, value, __ATOMIC_RELEASE);
+    raw(SYS_futex, (long)word, FUTEX_WAKE, 1, 0);
+}
+
+static int fail(struct standby *b, const char *step, int error) {
+    b->failed = step, b->error = error ? error : EINVAL;
+    return 127;
+}
+
+/* the standby's life: join, wait, then the task's own first steps and its exec */
+static int standby_main(void *arg) {
+    struct slot *s = arg;
+    struct standby *b = &s->standby;
+    char err[ERR];
+    if (join_cgroups(s)) {
+        fail(b, "the task's process joins the slot's cgroup", errno);
+        set_and_wake(&b->state, FAILED);
+        return 127;
+    }
+    set_and_wake(&b->state, WAITING);
+    wait_while(&b->state, WAITING);
+    if (unshare(CLONE_FILES)) return fail(b, "take its own descriptors", errno);
+    if (b->mnt_ns >= 0 && setns(b->mnt_ns, CLONE_NEWNS)) return fail(b, "enter the test's fresh sandbox", errno);
+    if (!s->recipe.cwd || chdir(s->recipe.cwd)) return fail(b, "enter the workspace", s->recipe.cwd ? errno : ENOENT);
+    if (take_user(s)) return fail(b, "take the slot's user", errno);
+    if (take_filter(s, err)) return fail(b, "load seccomp", errno);
+    for (int i = 0; i < b->nfds; i++) /* sources above the targets or their own (exec.c) */
+        if (b->fds[i] == i ? fcntl(i, F_SETFD, 0) < 0 : dup2(b->fds[i], i) < 0) return fail(b, "lay out descriptors", errno);
+    set_disposition(SIGPIPE, SIG_DFL);
+    set_disposition(SIGXFSZ, SIG_DFL);
+    uint64_t none = 0;
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, 8);
+    execve(b->path, b->argv, b->envp);
+    return fail(b, NULL, errno);
+}
+
+int standby_make(struct slot *s, char *err) {
+    static char stack[64 * 1024] __attribute__((aligned(16)));
+    struct standby *b = &s->standby;
+    b->state = JOINING, b->tid = 1, b->failed = NULL, b->error = 0, b->mnt_ns = -1;
+    pid_t pid = clone(standby_main, stack + sizeof stack, CLONE_VM | CLONE_FILES | CLONE_CHILD_CLEARTID | SIGCHLD, s, NULL, NULL, &b->tid);
+    if (pid < 0) return snprintf(err, ERR, "sandbox step 'make the task's process' failed: %s", strerror(errno)), -1;
+    wait_while(&b->state, JOINING);
+    if (b->state == FAILED) {
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+        }
+        return snprintf(err, ERR, "sandbox step '%s' failed: %s", b->failed, strerror(b->error)), -1;
+    }
+    b->pid = pid;
+    return 0;
+}
+
+pid_t standby_release(struct slot *s, const char *path, char *const argv[], char *const envp[], const int *fds, int nfds, const char **failed, int *error) {
+    struct standby *b = &s->standby;
+    pid_t pid = b->pid;
+    b->path = path, b->argv = argv, b->envp = envp, b->fds = fds, b->nfds = nfds;
+    b->pid = 0;
+    set_and_wake(&b->state, RELEASED);
+    for (int tid; (tid = __atomic_load_n(&b->tid, __ATOMIC_ACQUIRE)) != 0;) raw(SYS_futex, (long)&b->tid, FUTEX_WAIT, tid, 0);
+    if (b->mnt_ns >= 0) close(b->mnt_ns), b->mnt_ns = -1;
+    if (!b->error) return pid;
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+    *failed = b->failed, *error = b->error;
+    return -1;
+}
+
+int standby_follow(struct slot *s, char *err) {
+    if (s->standby.pid <= 0) return 0;
+    if ((s->standby.mnt_ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC)) >= 0) return 0;
+    return snprintf(err, ERR, "sandbox step 'a fresh sandbox for the test' failed: %s", strerror(errno)), -1;
+}
