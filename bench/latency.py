@@ -4,7 +4,9 @@ Starts its own kiln servers (root needed), then for each workload alternates a k
 the same command run bare, so drift of a shared machine hits both sides alike. Prints a table
 and writes it as JSON (bench/results/latest.json).
 
-    .venv/bin/python bench/latency.py [--runs 300] [--clients 8] [--seconds 10]
+    .venv/bin/python bench/latency.py [--runs 300] [--clients 8] [--seconds 10] [--paced-runs 40 --pause 0.2]
+
+"paced" columns: one connection again, each run of either side after `--pause` seconds idle.
 """
 
 from __future__ import annotations
@@ -54,11 +56,13 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def latency(port: int, payload: bytes, argv: list[str], cwd: str, runs: int, block: int) -> dict:
+def latency(port: int, payload: bytes, argv: list[str], cwd: str, runs: int, block: int, pause: float = 0.0) -> dict:
     """Alternating kiln and bare so drift hits both; `block` runs of one before switching.
     block=1 alternates every run. On a VM whose idle vCPUs the host deschedules, a run that
     follows a pause is slower in wall time (not CPU) whoever runs it; longer blocks measure both
-    sides "hot", and the table says which was used."""
+    sides "hot", and the table says which was used. `pause`: seconds idle before each run of
+    either side, as a client that is not a benchmark leaves (a player pressing "check"): what
+    the kernel lets go of when idle (an RCU grace period's readiness, a vCPU) is paid again."""
     conn = Connection(port)
     for _ in range(10):  # warm both paths
         conn.run(payload)
@@ -66,8 +70,10 @@ def latency(port: int, payload: bytes, argv: list[str], cwd: str, runs: int, blo
     kiln_s, bare_s, bare_cpu = [], [], []
     while len(kiln_s) < runs:
         for _ in range(block):
+            time.sleep(pause)
             kiln_s.append(conn.run(payload)[0])
         for _ in range(block):
+            time.sleep(pause)
             wall, cpu = bare(argv, cwd)
             bare_s.append(wall)
             bare_cpu.append(cpu)
@@ -126,6 +132,8 @@ def main() -> int:
     parser.add_argument("--only", help="comma-separated workload names")
     parser.add_argument("--block", type=int, default=1, help="runs of one side before switching to the other (1: strict alternation)")
     parser.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE", help="extra kiln setting for every workload, for A/B runs (e.g. RUN_PRESTART=false); repeatable")
+    parser.add_argument("--paced-runs", type=int, default=40, help="runs of each side with --pause before each (0: none)")
+    parser.add_argument("--pause", type=float, default=0.2, help="seconds idle before each paced run")
     parser.add_argument("--memory-runs", type=int, default=0, help="also measure memory across this many no-op runs (10000 for the issue's figure)")
     add_load_argument(parser)
     args = parser.parse_args()
@@ -158,6 +166,9 @@ def main() -> int:
                 if name == "no-op" and args.memory_runs:
                     memory_row = memory(server, payload, args.memory_runs, args.clients)
                 row = {"workload": name, "block": args.block, **latency(server.port, payload, argv, cwd, args.runs, args.block)}
+                if args.paced_runs:
+                    paced = latency(server.port, payload, argv, cwd, args.paced_runs, 1, args.pause)
+                    row.update(paced_p50_ms=paced["p50_ms"], paced_bare_p50_ms=paced["bare_p50_ms"], paced_ratio_p50=paced["ratio_p50"])
                 load = rate(server.port, payload, args.clients, args.seconds, args.load)
                 row.update(clients=args.clients, runs_per_s=load["runs_per_s"], errors=load["errors"], loaded_p50_ms=load["p50_ms"], load_generator=load["load_generator"])
                 bare_rate = cpus / (row["bare_cpu_ms"] / 1000) if row["bare_cpu_ms"] else None
@@ -168,7 +179,7 @@ def main() -> int:
                 results.append(row)
             finally:
                 server.stop()
-    columns = ["workload", "block", "p50_ms", "p90_ms", "p99_ms", "bare_p50_ms", "added_p50_ms", "ratio_p50", "clients", "runs_per_s", "bare_cpu_bound_runs_per_s", "rate_vs_bare", "errors"]
+    columns = ["workload", "block", "p50_ms", "p90_ms", "p99_ms", "bare_p50_ms", "added_p50_ms", "ratio_p50", "paced_p50_ms", "paced_bare_p50_ms", "paced_ratio_p50", "clients", "runs_per_s", "bare_cpu_bound_runs_per_s", "rate_vs_bare", "errors"]
     print(" | ".join(columns))
     for row in results:
         print(" | ".join(str(row.get(c)) for c in columns))
