@@ -12,6 +12,7 @@ import gevent
 from werkzeug.exceptions import MethodNotAllowed, NotFound
 from werkzeug.routing import Map, PathConverter, Rule
 from werkzeug.wrappers import Response
+from werkzeug.wsgi import ClosingIterator
 
 from kiln.http import files_api
 from kiln.http.judge_request import parse_judge
@@ -97,8 +98,7 @@ class App:
         response.headers["X-Request-Id"] = request_id
         status = info.get("status", response.status_code)
         self.metrics.requests.labels(route, str(status), info.get("lang", "")).inc()
-        self.log.info(
-            "request",
+        record = dict(
             method=environ.get("REQUEST_METHOD"),
             path=environ.get("PATH_INFO"),
             status=status,
@@ -116,7 +116,10 @@ class App:
         )
         if self.log.debug_enabled:
             self.log.debug("request headers", request_id=request_id, headers={k[5:]: v for k, v in environ.items() if k.startswith("HTTP_") and k != "HTTP_AUTHORIZATION"})
-        return response(environ, start_response)
+        # the access log line is written once the response is out (the server closes the body
+        # after sending it): a write to the log's pipe or socket wakes its reader, which is no
+        # part of the client's wait
+        return ClosingIterator(response(environ, start_response), lambda: self.log.info("request", **record))
 
     # -- routes -----------------------------------------------------------------------------
     def on_run(self, environ, info) -> Response:
