@@ -15,8 +15,9 @@ or null); {"op": "template_failed", "slug"}; {"op": "ready"} once every slot was
 {"op": "ended", "index", "pid"} once a slot the front asked to kill is gone;
 {"op": "settled", "index", "pid", "prestart", "ms"}: a prestarted slot's command, started afresh
 (not forked), has stopped using CPU (it waits for its go: the runtime is loaded), `ms` after its
-spawn; a slot's "ready" comes as soon as its command is started, so this is when it is really warm
-(the front sizes a language's share of the slots by it).
+spawn, or was watched SETTLE_MAX_S without settling (a busy host: it is as warm as it gets); a
+slot's "ready" comes as soon as its command is started, so this is when it is really warm (the
+front sizes a language's share of the slots by it).
 From the front: {"op": "demand", "index", "slug"} (the language a slot's replacement is warmed
 for); {"op": "kill", "index", "pid"} (a slot whose run outstayed its timeout: its whole cgroup
 and its init are killed from here, beyond anything the run can do); {"op": "shutdown"}, or
@@ -48,7 +49,8 @@ MIGRATION_KEEPALIVE_S = 0.05  # see Driver.keep_migrations_fast
 STOP_TIMEOUT_S = 5.0
 # a prestarted slot's command has settled when its cgroup used under SETTLE_CPU_SHARE of one CPU
 # over SETTLE_STEP_S and none of its threads is runnable; watched for at most SETTLE_MAX_S after
-# its spawn
+# its spawn, past which it counts as settled: a slot the front kept taking for loading would serve
+# as a plain one's fallback only, and block the language's next conversion (asked.LOADING_MAX)
 SETTLE_STEP_S = 0.04
 SETTLE_CPU_SHARE = 0.1
 SETTLE_MAX_S = 30.0
@@ -256,11 +258,10 @@ class Zygote:
                 continue
             since, used = s.settle
             cpu = s.cgroup.cpu_ms()
-            if cpu is not None and cpu - used < SETTLE_CPU_SHARE * (now - since) * 1000 and not s.cgroup.any_runnable():
+            quiet = cpu is not None and cpu - used < SETTLE_CPU_SHARE * (now - since) * 1000 and not s.cgroup.any_runnable()
+            if quiet or cpu is None or now - s.started > SETTLE_MAX_S:
                 s.settle = None
-                self._tell_front({"op": "settled", "index": s.index, "pid": s.pid, "prestart": s.kind.prestart, "ms": round((since - s.started) * 1000, 2)})
-            elif cpu is None or now - s.started > SETTLE_MAX_S:
-                s.settle = None
+                self._tell_front({"op": "settled", "index": s.index, "pid": s.pid, "prestart": s.kind.prestart, "ms": round(((since if quiet else now) - s.started) * 1000, 2)})
             else:
                 s.settle = (now, cpu)
 

@@ -251,6 +251,7 @@ class Pool:
     def __init__(self):
         self.in_flight = 0
         self.warm_count = 4
+        self.warm: list = []  # the warm slots /metrics counts by language (none here)
         self.queue: list = []
         self.next: Exception | tuple | list | None = None  # a list: one answer per slot taken, in turn
         self.released = 0

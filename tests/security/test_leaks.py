@@ -76,10 +76,13 @@ def _slot_cgroups(instance: str) -> dict[str, list[str]]:
 
 
 def _stray_slot_processes() -> list:
-    """Live processes titled like a slot whose parent is not a kiln zygote: escaped or orphaned."""
+    """Live processes titled like a slot whose parent is not a kiln zygote: escaped or orphaned.
+    A warm plain slot's task process (kiln/native/standby.c) shares its init's memory, title
+    included, until its exec: a child of a slot's init, it is no stray."""
     live = [p for p in processes() if not p.zombie]
     zygotes = {p.pid for p in live if p.title.startswith("kiln: zygote")}
-    return [p for p in live if p.title.startswith("kiln: slot") and p.ppid not in zygotes]
+    inits = {p.pid for p in live if p.title.startswith("kiln: slot") and p.ppid in zygotes}
+    return [p for p in live if p.title.startswith("kiln: slot") and p.ppid not in zygotes and p.ppid not in inits]
 
 
 def _kiln_tmp_entries(names, instance: str, uids: set[int]) -> list[str]:
