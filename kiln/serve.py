@@ -148,7 +148,10 @@ def serve(environ: dict[str, str]) -> int:
     if cgroup_driver.reason:
         log.warning(f"CGROUPS UNAVAILABLE: runs have no memory or pids limit and report no OOM: {cgroup_driver.reason}")
     elif not cgroup_detect.read_migrations_favoured():
-        log.info("cgroup migrations are not favoured: after a pause a run may wait 3-8 ms to join its cgroup; mount the cgroup hierarchy with favordynmods (mount -o remount,favordynmods /sys/fs/cgroup)")
+        log.info(
+            "cgroup migrations are not favoured: after a pause a judge's later test may wait 3-8 ms to join its cgroup (a /run's task joins while its slot warms); "
+            "mount the cgroup hierarchy with favordynmods (mount -o remount,favordynmods /sys/fs/cgroup)"
+        )
     from kiln.zygote import boot  # noqa: PLC0415
 
     try:
