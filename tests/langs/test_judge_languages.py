@@ -29,7 +29,7 @@ def judge(server, slug: str, name: str, tests=TESTS) -> dict:
     solution, files = program(slug, name)
     payload = {"lang_slug": slug, "solution_text": solution, "tests": tests, "compile_timeout": "2m", "limits": {"time": "10s", "wall_time": "30s"}}
     answer = server.client.post("/judge", json={**payload, **({"files": files} if files else {})}, timeout=180)
-    assert answer.status_code == 200, answer.text
+    assert answer.status_code == 200, (answer.text, server.logged("no warm slot"), server.logged("slot warm-up failed"), server.slots())
     return answer.json()
 
 
