@@ -118,7 +118,8 @@ class App:
             self.log.debug("request headers", request_id=request_id, headers={k[5:]: v for k, v in environ.items() if k.startswith("HTTP_") and k != "HTTP_AUTHORIZATION"})
         # the access log line is written once the response is out (the server closes the body
         # after sending it): a write to the log's pipe or socket wakes its reader, which is no
-        # part of the client's wait
+        # part of the client's wait. (Not Response.call_on_close: a passthrough body, a /files
+        # download's, is returned without the response's own close.)
         return ClosingIterator(response(environ, start_response), lambda: self.log.info("request", **record))
 
     # -- routes -----------------------------------------------------------------------------

@@ -54,10 +54,12 @@ class Metrics:
         pool.on_trade = self.prestart_trades.inc
         pool.on_queued = self.queue_wait_seconds.observe
         pool.on_convert = lambda slug: self.slot_conversions.labels(slug or "plain").inc()
-        for slug, workload in (workloads or {}).items():  # 0 from the start: an alert sees every language
-            if workload.prestart_argv is not None:  # (kiln_prestarted_runs / kiln_runs: the prestarting languages' share)
-                self.prestart_failures.labels(slug)
-                self.prestarted_runs.labels(slug)
+        # 0 from the start: an alert sees every language; kiln_prestarted_runs / kiln_runs gives
+        # the prestarting languages' share
+        for slug in prestarting:
+            self.prestart_failures.labels(slug)
+            self.prestarted_runs.labels(slug)
+        for slug, workload in (workloads or {}).items():
             if workload.template_argv is not None:
                 self.template_failures.labels(slug)
         pool.on_prestart_failed = lambda slug: self.prestart_failures.labels(slug).inc()

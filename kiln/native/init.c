@@ -125,17 +125,6 @@ static int start_forked(struct slot *s, struct span w, int task_sock, pid_t task
     return take_limits(s, w, s->recipe.timeout_max_ms, 0, err) || take_filter(s, err) ? -1 : 0;
 }
 
-/* A plain slot's first task process, in its cgroups already (standby.c): joining them is
- * off the request's path. A slot that runs only one job needs cgroup.procs no more. */
-static int make_standby(struct slot *s, char *err) {
-    if (s->n_procs == 0 || standby_make(s, err)) return s->n_procs == 0 ? 0 : -1;
-    if (!s->recipe.reusable) {
-        for (int i = 0; i < s->n_procs; i++) close(s->cg_procs[i]);
-        s->n_procs = 0;
-    }
-    return 0;
-}
-
 /* become init -> the root: the index's template built, or a private copy of it entered -> the
  * slot's own /tmp, /proc, upper layer, hostname -> plain: the usual cgroup limits | prestarted:
  * its language's workspace, limits, filter, and its prestart command spawned and waiting (or
@@ -149,8 +138,8 @@ static void warm(struct slot *s, const struct start *start) {
         if ((s->prestarted.workload_rec = find_workload_rec(&s->recipe, start->prestart)) < 0) fail_warm(s, "prestarted for a language the recipe does not have");
         struct span w = workload_span(&s->recipe, s->prestarted.workload_rec);
         if (start->forked >= 0 ? start_forked(s, w, start->forked, start->forked_pid, err) : start_prestarted(s, w, err)) fail_warm(s, err);
-    } else if (apply_cgroup_limits(s, (struct span){0, s->recipe.n}, K_WARM_LIMIT, err) || make_standby(s, err)) {
-        fail_warm(s, err); /* most requests then find them written, and their task in its cgroup */
+    } else if (apply_cgroup_limits(s, (struct span){0, s->recipe.n}, K_WARM_LIMIT, err) || (s->n_procs && standby_make(s, err))) {
+        fail_warm(s, err); /* most requests then find them written, and their task in its cgroups (standby.c) */
     } else if (s->recipe.reusable) {
         s->base_ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC); /* judge tests run in copies of it */
     }

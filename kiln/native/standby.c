@@ -58,6 +58,11 @@ static void set_and_wake(volatile int *word, int value) {
     raw(SYS_futex, (long)word, FUTEX_WAKE, 1, 0);
 }
 
+static void reap(pid_t pid) {
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+}
+
 static int fail(struct standby *b, const char *step, int error) {
     b->failed = step, b->error = error ? error : EINVAL;
     return 127;
@@ -98,8 +103,7 @@ int standby_make(struct slot *s, char *err) {
     if (pid < 0) return snprintf(err, ERR, "sandbox step 'make the task's process' failed: %s", strerror(errno)), -1;
     wait_while(&b->state, JOINING);
     if (b->state == FAILED) {
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
-        }
+        reap(pid);
         return snprintf(err, ERR, "sandbox step '%s' failed: %s", b->failed, strerror(b->error)), -1;
     }
     b->pid = pid;
@@ -115,8 +119,7 @@ pid_t standby_release(struct slot *s, const char *path, char *const argv[], char
     for (int tid; (tid = __atomic_load_n(&b->tid, __ATOMIC_ACQUIRE)) != 0;) raw(SYS_futex, (long)&b->tid, FUTEX_WAIT, tid, 0);
     if (b->mnt_ns >= 0) close(b->mnt_ns), b->mnt_ns = -1;
     if (!b->error) return pid;
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
-    }
+    reap(pid);
     *failed = b->failed, *error = b->error;
     return -1;
 }
