@@ -63,6 +63,11 @@ static int prepare_task(void *arg) {
     return 0;
 }
 
+void drop_cgroup_procs(struct slot *s) {
+    for (int i = 0; i < s->n_procs; i++) close(s->cg_procs[i]);
+    s->n_procs = 0;
+}
+
 int spawn_task(struct slot *s, struct span w, uint32_t argv_type, char *const *args, int nargs, const int *fds, int nfds, pid_t *pid, char *err) {
     char *argv[COMMAND_MAX + MAX_PARTS], *envp[COMMAND_MAX];
     const char *step = argv_type == K_W_PRESTART_ARGV ? "start the prestart command" : argv_type == K_W_BUILD_ARGV ? "exec the build command"
@@ -79,10 +84,7 @@ int spawn_task(struct slot *s, struct span w, uint32_t argv_type, char *const *a
         *pid = vfork_exec(0, argv[0], argv, envp, prepare_task, &start);
         error = errno;
     }
-    if (s->base_ns < 0) { /* init never moves a process; a slot that runs several tests keeps them for the next */
-        for (int i = 0; i < s->n_procs; i++) close(s->cg_procs[i]);
-        s->n_procs = 0;
-    }
+    if (s->base_ns < 0) drop_cgroup_procs(s); /* a slot that runs several tests keeps them for the next */
     if (*pid < 0) return snprintf(err, ERR, "sandbox step '%s' failed: %s: %s", step, start.failed ? start.failed : argv[0], strerror(error)), -1;
     return 0;
 }

@@ -114,8 +114,7 @@ static int start_forked(struct slot *s, struct span w, int task_sock, pid_t task
     if (send_fds(task_sock, "enter", fds, n) == 0 && poll(&answer, 1, FORKED_ENTER_TIMEOUT_MS) == 1)
         got = recv(task_sock, said, sizeof said - 1, 0);
     for (int i = 0; i < 6; i++) close(fds[i]);
-    for (int i = 0; i < s->n_procs; i++) close(s->cg_procs[i]);
-    s->n_procs = 0;
+    drop_cgroup_procs(s);
     close(task_sock);
     if (got != 2 || memcmp(said, "ok", 2)) {
         said[got > 0 ? got : 0] = '\0';
@@ -142,6 +141,8 @@ static void warm(struct slot *s, const struct start *start) {
         fail_warm(s, err); /* most requests then find them written, and their task in its cgroups (standby.c) */
     } else if (s->recipe.reusable) {
         s->base_ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC); /* judge tests run in copies of it */
+    } else {
+        drop_cgroup_procs(s); /* while warming, not on the job's path */
     }
     send_json(s->sock, built >= 0 ? "{\"op\":\"ready\",\"template\":true}" : "{\"op\":\"ready\"}", built);
     if (built >= 0) close(built);
