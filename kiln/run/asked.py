@@ -220,7 +220,12 @@ class WarmWhenAsked:
         self.pool.on_convert(None)
 
     def warmed(self, slug, seconds: float) -> None:
-        """A slot prestarted for `slug` took `seconds` from its spawn to being really warm."""
+        """A slot prestarted for `slug` took `seconds` from its spawn to being really warm. A
+        slowly starting language still short of its target and asked for of late converts its
+        next slot now (one loads at a time: the run that ended may have found one loading)."""
         asked = self.languages.get(slug) if isinstance(slug, str) else None
-        if asked is not None:
-            asked.warm = _smooth(asked.warm, seconds)
+        if asked is None:
+            return
+        asked.warm = _smooth(asked.warm, seconds)
+        if not self._quick(slug, asked) and time.monotonic() - asked.last < IDLE_S and self._short(slug, asked):
+            gevent.spawn(self._supply, slug)

@@ -102,6 +102,21 @@ def test_a_slow_language_is_converted_once_its_run_ends_and_not_after_a_failed_w
     assert other.demanded == []
 
 
+def test_a_slow_language_converts_its_next_slot_when_the_loading_one_settles():
+    pool = Pool(concurrency=8)
+    warm = WarmWhenAsked(pool)
+    pool.next_of[0] = "clojure"
+    warm.asked_for("clojure")
+    pool.warm.append(Slot(0, prestart="clojure", loading=True))  # its run ended after its replacement was handed over
+    warm.ran(type("Taken", (), {"asked_for": "clojure", "hot": False, "taken": time.monotonic()})())
+    gevent.sleep(0)
+    assert pool.demanded == []  # one loading at a time
+    pool.warm[-1].loading = False
+    warm.warmed("clojure", 2.0)
+    gevent.sleep(0)
+    assert [slug for _, slug in pool.demanded] == ["clojure"]
+
+
 def test_an_idle_language_gives_its_converted_slots_back_keeping_one_warm(monkeypatch):
     monkeypatch.setattr(policy, "IDLE_S", 0.05)
     pool = Pool(concurrency=8)
