@@ -53,6 +53,8 @@ void Capture::release() {
     saved_ = file_ = -1;
 }
 
+Report::Report() : items_(json::array()) {}
+
 void Report::add(const std::string& type, json value, std::chrono::steady_clock::duration elapsed, std::string output) {
     json item;
     item["type"] = type;
