@@ -302,13 +302,16 @@ class SlotPool:
                 self.on_warm(warm_s)
             elif op == "settled":
                 self._settled(header.get("index"), header.get("pid"), header.get("prestart"), float(header.get("ms", 0.0)) / 1000)
+            elif op == "warm_failed" and isinstance(header.get("prestart"), str):
+                # most likely its language's command: the zygote logged why and retries the index
+                # plain, whose failure, if the slot itself is at fault, counts below. Until then a
+                # request waiting for a slot waits on, as for any slow warm-up.
+                self.next_of[header.get("index")] = None
+                self.asked.failed(header["prestart"], time.monotonic())
+                self.on_prestart_failed(header["prestart"])
             elif op == "warm_failed":
                 self.last_warm_error = str(header.get("error"))
                 self.last_warm_error_at = time.monotonic()
-                if isinstance(header.get("prestart"), str):
-                    self.next_of[header.get("index")] = None  # the zygote retries it plain
-                    self.asked.failed(header["prestart"], self.last_warm_error_at)
-                    self.on_prestart_failed(header["prestart"])
             elif op == "template_failed" and isinstance(header.get("slug"), str):
                 self.on_template_failed(header["slug"])
             elif op == "ready":

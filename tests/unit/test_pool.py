@@ -181,6 +181,20 @@ def test_a_slow_warm_up_is_waited_for_but_failing_ones_are_not(zygote, monkeypat
     assert zygote.pool.in_flight == 1
 
 
+def test_a_prestarted_slot_failing_is_not_every_warm_up_failing(zygote, monkeypatch):
+    """Its language's command failed (the zygote retries the slot plain): kiln stays healthy
+    and a request waiting for a slot waits on for the retry (a plain slot failing: above)."""
+    monkeypatch.setattr("kiln.run.pool.WARM_FAILING_S", 0.05)
+    protocol.send_frame(zygote.sock, {"op": "warm_failed", "index": 1, "error": "prestart command exited", "prestart": "clojure"})
+    gevent.sleep(0.01)
+    assert zygote.pool.healthy() == (True, "ok")
+    taker = gevent.spawn(zygote.pool.acquire, "clojure")
+    gevent.sleep(0.2)  # longer than WARM_FAILING_S
+    assert not taker.ready()
+    zygote.hand_over(1, None)
+    assert taker.get(timeout=1).index == 1
+
+
 def test_a_patient_request_waits_past_the_queue_and_its_bounds(zygote):
     """A judge's test (wait None): queued whatever RUN_QUEUE_MAX, for as long as it takes, and
     not refused when shutting down (its request is in flight and finishes)."""
