@@ -11,6 +11,7 @@ import time
 
 import httpx
 import pytest
+from kilntest import wait_until
 
 SLOW = "import time\nprint('started', flush=True)\ntime.sleep({seconds})\nprint('done')\n"
 
@@ -204,12 +205,14 @@ def test_404_and_405(server):
 
 def test_request_id_is_echoed_or_made(server):
     given = server.client.post("/run", json={"lang_slug": "python", "solution_text": "print(1)"}, headers={"X-Request-Id": "abc-123"})
+    assert given.status_code == 200, given.text
     assert given.headers["x-request-id"] == "abc-123"
     made = server.client.get("/health").headers["x-request-id"]
     assert len(made) >= 16
     assert server.client.get("/nope").headers["x-request-id"]
     assert post_raw(server, b"{").headers["x-request-id"]
-    assert any(r.get("request_id") == "abc-123" and r.get("status") == 200 for r in server.logged("request"))
+    # the access log line is written once the answer is out, and read here from kiln's stdout
+    assert wait_until(lambda: any(r.get("request_id") == "abc-123" and r.get("status") == 200 for r in server.logged("request")), 5), server.logged("request")[-8:]
 
 
 def test_a_run_killed_when_the_grace_period_ends_is_a_503_a_balancer_retries(start_server):
