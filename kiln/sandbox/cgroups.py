@@ -210,13 +210,6 @@ class Driver:
     def teardown(self) -> None:
         raise NotImplementedError
 
-    def keep_migrations_fast(self) -> None:
-        """Moving a process between cgroups takes a kernel-wide lock whose fast path lapses
-        after a quiet moment (~0.2 s here): the next move then waits a full RCU grace period
-        (6-8 ms on a small VM), and every job moves its task. A no-op move of kiln itself,
-        more often than that, keeps the fast path; it is what the cgroup mount option
-        `favordynmods` does for good (forks and exits host-wide pay a little for it)."""
-
 
 class NoSlot(SlotCgroup):
     def __init__(self, name: str):
@@ -278,12 +271,6 @@ class TreeDriver(Driver):
     def _home_dirs(self) -> tuple[str, ...]:
         """Where kiln's own processes are, once set up (v1: its own cgroups, untouched)."""
         return self.bases
-
-    def keep_migrations_fast(self) -> None:
-        try:
-            cgroupfs.write_fd(self._home_fds[0], b"0")  # one lock for every hierarchy: one move is enough
-        except OSError:
-            pass
 
     def _prepare(self, move_pids: list[int]) -> None:
         pass

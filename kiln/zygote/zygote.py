@@ -45,7 +45,6 @@ from kiln.zygote.template import TemplateError, Templates
 from kiln.zygote.title import set_title
 
 PR_SET_CHILD_SUBREAPER = 36
-MIGRATION_KEEPALIVE_S = 0.05  # see Driver.keep_migrations_fast
 STOP_TIMEOUT_S = 5.0
 # a prestarted slot's command has settled when its cgroup used under SETTLE_CPU_SHARE of one CPU
 # over SETTLE_STEP_S and none of its threads is runnable; watched for at most SETTLE_MAX_S after
@@ -235,9 +234,6 @@ class Zygote:
         timeout = self._next_backoff_in()
         if any(s.settle is not None for s in self._slots()):
             timeout = SETTLE_STEP_S if timeout is None else min(timeout, SETTLE_STEP_S)
-        if self.cgroups.name != "off":
-            timeout = MIGRATION_KEEPALIVE_S if timeout is None else min(timeout, MIGRATION_KEEPALIVE_S)
-            self.cgroups.keep_migrations_fast()
         readable, _, _ = select.select([self.wake_r, self.front, *warming, *templates], [], [], timeout)
         for source in readable:
             if source == self.wake_r:
