@@ -113,9 +113,6 @@ class V2Driver(TreeDriver):
             )
         return text
 
-    def _home_dirs(self) -> tuple[str, ...]:
-        return (self.base,) if self.is_root() else (self.supervisor,)
-
     def _make_slot(self, name, paths, dir_fds, procs_fds) -> SlotCgroup:
         return V2Slot(name, paths, dir_fds, procs_fds)
 

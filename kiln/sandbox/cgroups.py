@@ -175,7 +175,7 @@ class SlotCgroup:
         return False
 
     def close(self) -> None:
-        """Close the slot's own fds (kiln's own cgroup.procs belong to the driver)."""
+        """Close the slot's directory and cgroup.procs fds."""
         for fd in set(self._dir_fds) | set(self._procs_fds):
             try:
                 os.close(fd)
@@ -193,10 +193,6 @@ class Driver:
 
     def setup(self, move_pids: Iterable[int] = ()) -> None:
         raise NotImplementedError
-
-    def fds(self) -> tuple[int, ...]:
-        """The descriptors it holds once set up: a process it is handed to inherits them."""
-        return ()
 
     def create_slot(self, name: str) -> SlotCgroup:
         raise NotImplementedError
@@ -260,17 +256,9 @@ class TreeDriver(Driver):
                 cgroupfs.make_cgroup(path, exist_ok=True)
             self._remove_leftovers()
             self._prepare(list(move_pids))
-            self._home_fds = tuple(os.open(os.path.join(home, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC) for home in self._home_dirs())
         except OSError as error:
             raise CgroupError(f"cgroup setup below {', '.join(self.bases)}: {error}") from None
         self.log.info("cgroup subtree ready", driver=self.name, subtree=list(self.instance_dirs))
-
-    def fds(self) -> tuple[int, ...]:
-        return self._home_fds
-
-    def _home_dirs(self) -> tuple[str, ...]:
-        """Where kiln's own processes are, once set up (v1: its own cgroups, untouched)."""
-        return self.bases
 
     def _prepare(self, move_pids: list[int]) -> None:
         pass

@@ -57,7 +57,7 @@ def start(runtime: Runtime, log: Log, cgroups: Driver) -> tuple[int, socket.sock
     front_pidfd = os.pidfd_open(os.getpid())
     with open(state, "wb", closefd=False) as handover:
         pickle.dump(Handover(runtime, log, cgroups, zygote_end.fileno(), front_pidfd), handover)
-    inherited = (zygote_end.fileno(), state, front_pidfd, *cgroups.fds())
+    inherited = (zygote_end.fileno(), state, front_pidfd)
     argv = [sys.executable, "-I", "-S", "-c", BOOT, str(state), *import_paths()]
     sys.stdout.flush()
     sys.stderr.flush()
@@ -78,7 +78,7 @@ def main(state: int) -> None:
     with open(state, "rb") as file:
         file.seek(0)
         handover: Handover = pickle.load(file)
-    for fd in (handover.front_fd, handover.front_pidfd, *handover.cgroups.fds()):
+    for fd in (handover.front_fd, handover.front_pidfd):
         os.set_inheritable(fd, False)  # slots close what they do not keep; tasks never see these
     from kiln.zygote.zygote import Zygote  # noqa: PLC0415 - after the handover: one import error, one log line
 

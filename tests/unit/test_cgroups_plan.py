@@ -627,7 +627,6 @@ def test_remove_slot_closes_the_fds_and_removes_every_directory(kernel, v1):
     assert v1.remove_slot(slot) is True
     assert not any(d.exists() for d in v1_slot_dirs(v1, "slot-2-g1"))
     assert not any(map(is_open, fds)) and slot.fds() == set()
-    assert all(map(is_open, v1.fds()))  # the driver's own, shared by every slot
 
 
 def test_remove_slot_on_ebusy_kills_and_retries(kernel, v1):
