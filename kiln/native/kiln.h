@@ -184,10 +184,10 @@ int output_pipe(int ends[2]);
 void make_as_task(const struct slot *s, int yes); /* 1: what init makes is the task's (fsuid); 0: root's */
 /* the argv of records argv_type and the K_W_ENV environment of a language; returns argc */
 int command_of(const struct slot *s, struct span w, uint32_t argv_type, char *argv[COMMAND_MAX], char *envp[COMMAND_MAX]);
-/* the command of argv_type, with `args` after its own, and fds[i] on descriptor i, taking the
- * task's identity and filter in its own process (init stays root and unfiltered by it) */
 /* init never moves a process: once the task's process joined the cgroups, cgroup.procs closed */
 void drop_cgroup_procs(struct slot *s);
+/* the command of argv_type, with `args` after its own, and fds[i] on descriptor i, taking the
+ * task's identity and filter in its own process (init stays root and unfiltered by it) */
 int spawn_task(struct slot *s, struct span w, uint32_t argv_type, char *const *args, int nargs, const int *fds, int nfds, pid_t *pid, char *err);
 
 /* --- standby.c: a plain slot's task process, made while warming, joined to its cgroups ------ */

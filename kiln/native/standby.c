@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 enum { JOINING, WAITING, RELEASED, FAILED };
@@ -56,11 +55,6 @@ static void wait_while(volatile int *word, int value) {
 static void set_and_wake(volatile int *word, int value) {
     __atomic_store_n(word, value, __ATOMIC_RELEASE);
     raw(SYS_futex, (long)word, FUTEX_WAKE, 1, 0);
-}
-
-static void reap(pid_t pid) {
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
-    }
 }
 
 static int fail(struct standby *b, const char *step, int error) {

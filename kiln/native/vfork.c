@@ -45,13 +45,17 @@ static int child(void *arg) {
     return 127;
 }
 
+void reap(pid_t pid) {
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+}
+
 pid_t vfork_exec(unsigned long flags, const char *path, char *const argv[], char *const envp[], vfork_prepare prepare, void *arg) {
     static char stack[64 * 1024] __attribute__((aligned(16)));
     struct request req = {path, argv, envp, prepare, arg, 0};
     pid_t pid = clone(child, stack + sizeof stack, CLONE_VM | CLONE_VFORK | flags | SIGCHLD, &req);
     if (pid < 0 || !req.error) return pid;
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
-    }
+    reap(pid);
     errno = req.error;
     return -1;
 }

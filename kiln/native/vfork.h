@@ -19,6 +19,9 @@ typedef int (*vfork_prepare)(void *arg);
  * must be single-threaded, and block its signals around the call if it has handlers. */
 pid_t vfork_exec(unsigned long flags, const char *path, char *const argv[], char *const envp[], vfork_prepare prepare, void *arg);
 
+/* waitpid(pid) until it reaps, through EINTR: a child that failed before its exec */
+void reap(pid_t pid);
+
 /* rt_sigaction(2) itself: libc's refuses the real-time signals it keeps for its own use */
 void set_disposition(int sig, void (*handler)(int));
 
