@@ -7,6 +7,7 @@ import hmac
 import time
 import uuid
 from pathlib import Path
+from typing import Callable
 
 import gevent
 from werkzeug.exceptions import MethodNotAllowed, NotFound
@@ -18,7 +19,7 @@ from kiln.http import files_api
 from kiln.http.judge_request import parse_judge
 from kiln.http.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from kiln.http.metrics import Metrics
-from kiln.http.responses import CLIENT_GONE, CLOSE, JSON, ReadTimeout, error_response, json_response
+from kiln.http.responses import CLIENT_GONE, CLOSE, JSON, Answer, ReadTimeout, error_response, json_response
 from kiln.http.validate import ApiError, RunRequest, parse_run
 from kiln.http.watch import ClientWatch
 from kiln.judge.builds import Builds
@@ -74,14 +75,29 @@ class App:
             converters={"anything": AnyText},
         )
 
-    # -- WSGI entry -------------------------------------------------------------------------
+    # -- entries ---------------------------------------------------------------------------
     def __call__(self, environ, start_response):
+        """WSGI: every route."""
+        response, done = self.answer(environ)
+        if isinstance(response, Answer):
+            response = response.to_werkzeug()
+        # the access log line is written once the response is out (the server closes the body
+        # after sending it): a write to the log's pipe or socket wakes its reader, which is no
+        # part of the client's wait. (Not Response.call_on_close: a passthrough body, a /files
+        # download's, is returned without the response's own close.)
+        return ClosingIterator(response(environ, start_response), done)
+
+    def answer(self, environ, endpoint: str | None = None) -> tuple[Answer | Response, Callable[[], None]]:
+        """The answer to one request, and what to call once it is sent (the access log line).
+        `endpoint` when the caller has routed it already (server.py's direct POST /run)."""
         started = time.monotonic()
         request_id = _request_id(environ.get("HTTP_X_REQUEST_ID"))
         info: dict = {}
         route = "unknown"
         try:
-            endpoint, args = self.url_map.bind_to_environ(environ).match()
+            args = {}
+            if endpoint is None:
+                endpoint, args = self.url_map.bind_to_environ(environ).match()
             route = endpoint
             response = getattr(self, f"on_{endpoint}")(environ, info, **args)
         except ApiError as error:
@@ -116,14 +132,10 @@ class App:
         )
         if self.log.debug_enabled:
             self.log.debug("request headers", request_id=request_id, headers={k[5:]: v for k, v in environ.items() if k.startswith("HTTP_") and k != "HTTP_AUTHORIZATION"})
-        # the access log line is written once the response is out (the server closes the body
-        # after sending it): a write to the log's pipe or socket wakes its reader, which is no
-        # part of the client's wait. (Not Response.call_on_close: a passthrough body, a /files
-        # download's, is returned without the response's own close.)
-        return ClosingIterator(response(environ, start_response), lambda: self.log.info("request", **record))
+        return response, lambda: self.log.info("request", **record)
 
     # -- routes -----------------------------------------------------------------------------
-    def on_run(self, environ, info) -> Response:
+    def on_run(self, environ, info) -> Answer:
         """parse -> run -> respond"""
         self._authorize(environ)
         raw = self._read_body(environ, info)
@@ -141,7 +153,7 @@ class App:
             watch.stop()
         return self._result_response(ran, request, info)
 
-    def _run_failure(self, failure: Exception, info) -> Response:
+    def _run_failure(self, failure: Exception, info) -> Answer:
         """What the Runner could not do, as the contract's answer (a SlotLost is a 500)."""
         if isinstance(failure, Busy):
             self.metrics.busy_refusals.labels(failure.reason).inc()
@@ -158,7 +170,7 @@ class App:
             raise ApiError(503, "shutting down")
         raise failure
 
-    def on_judge(self, environ, info) -> Response:
+    def on_judge(self, environ, info) -> Answer:
         """parse -> judge -> respond (kiln/judge/)"""
         self._authorize(environ)
         raw = self._read_body(environ, info, self.config.judge_input_max)
@@ -185,11 +197,11 @@ class App:
         self.metrics.judged(request.slug, answer)
         return json_response(200, answer)
 
-    def on_files(self, environ, info) -> Response:
+    def on_files(self, environ, info) -> Answer:
         """POST /files: one file into the store (kiln/http/files_api.py)."""
         return files_api.on_upload(self, environ, info)
 
-    def on_file(self, environ, info, file_id: str) -> Response:
+    def on_file(self, environ, info, file_id: str) -> Answer | Response:
         """GET or DELETE /files/<id> (kiln/http/files_api.py)."""
         return files_api.on_file(self, environ, info, file_id)
 
@@ -199,7 +211,7 @@ class App:
         healthy, text = self.pool.healthy()
         return Response(text + self.health_note + "\n", 200 if healthy else 503, content_type="text/plain")
 
-    def on_languages(self, environ, info) -> Response:
+    def on_languages(self, environ, info) -> Answer:
         self._authorize(environ)
         config = self.config
         served = [
@@ -235,7 +247,7 @@ class App:
     def on_openapi(self, environ, info) -> Response:
         return Response(self.openapi, 200, content_type=JSON)
 
-    def on_shutdown(self, environ, info) -> Response:
+    def on_shutdown(self, environ, info) -> Answer:
         if not self.config.allow_shutdown:
             raise NotFound()
         self._authorize(environ)
@@ -280,7 +292,7 @@ class App:
             raise ApiError(413, "payload too large", headers=CLOSE)
         return data
 
-    def _result_response(self, ran: Ran, request: RunRequest, info) -> Response:
+    def _result_response(self, ran: Ran, request: RunRequest, info) -> Answer:
         result = ran.result
         outcome = "output_too_large" if result.output_overflow else result.outcome
         info.update(outcome=outcome, wall_ms=result.wall_ms, slot=ran.slot, prestarted=ran.prestarted)

@@ -18,7 +18,7 @@ import gevent
 from gevent import pywsgi
 from werkzeug.wrappers import Response
 
-from kiln.http.responses import CLIENT_GONE, CLOSE, ReadTimeout, json_response
+from kiln.http.responses import CLIENT_GONE, CLOSE, Answer, ReadTimeout, json_response
 from kiln.http.validate import ApiError
 from kiln.judge.files import FILE_ID, FileStore, StoreFull, TooLarge, UnknownFile
 
@@ -38,7 +38,7 @@ def store_of(app) -> FileStore:
     return store
 
 
-def on_upload(app, environ, info) -> Response:
+def on_upload(app, environ, info) -> Answer:
     app._authorize(environ)
     encoding = environ.get("HTTP_CONTENT_ENCODING", "").strip().lower()
     if encoding not in ("", "identity"):
@@ -76,7 +76,7 @@ def on_upload(app, environ, info) -> Response:
     return json_response(201 if stored.created else 200, {"id": stored.id, "size": stored.size})
 
 
-def on_file(app, environ, info, file_id: str) -> Response:
+def on_file(app, environ, info, file_id: str) -> Answer | Response:
     app._authorize(environ)
     if not FILE_ID.fullmatch(file_id):
         raise ApiError(400, BAD_ID)

@@ -4,7 +4,9 @@ the statuses and headers the front shares between its modules (api.py, files_api
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 
+from werkzeug.http import HTTP_STATUS_CODES
 from werkzeug.wrappers import Response
 
 JSON = "application/json"
@@ -18,9 +20,40 @@ class ReadTimeout(Exception):
     arrive within RUN_READ_TIMEOUT of its first byte."""
 
 
-def json_response(status: int, body) -> Response:
-    return Response(_compact(body), status, content_type=JSON)
+@dataclass
+class Answer:
+    """A whole answer in memory. The WSGI path hands werkzeug `to_werkzeug()`; POST /run's direct
+    path (server.py) writes `head()` and the body itself: the same bytes, werkzeug's reason
+    phrases included."""
+
+    status_code: int
+    body: bytes
+    content_type: str = JSON
+    headers: dict[str, str] = field(default_factory=dict)  # beyond Content-Type and -Length
+
+    @property
+    def content_length(self) -> int:
+        return len(self.body)
+
+    def head(self, date: bytes) -> bytes:
+        lines = [b"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n" % (self.status_code, _REASONS[self.status_code], self.content_type.encode(), len(self.body))]
+        lines += [b"%s: %s\r\n" % (name.encode("latin-1"), value.encode("latin-1")) for name, value in self.headers.items()]
+        lines.append(b"Date: %s\r\n\r\n" % date)
+        return b"".join(lines)
+
+    def closes(self) -> bool:
+        return self.headers.get("Connection", "").lower() == "close"
+
+    def to_werkzeug(self) -> Response:
+        return Response(self.body, self.status_code, self.headers, content_type=self.content_type)
 
 
-def error_response(status: int, error: str) -> Response:
+_REASONS = {code: reason.upper().encode() for code, reason in HTTP_STATUS_CODES.items()}
+
+
+def json_response(status: int, body) -> Answer:
+    return Answer(status, _compact(body).encode())
+
+
+def error_response(status: int, error: str) -> Answer:
     return json_response(status, {"error": error})

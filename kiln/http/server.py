@@ -11,11 +11,12 @@ import uuid
 
 import gevent
 import gevent.socket
-from gevent.pywsgi import WSGIHandler, WSGIServer
+from gevent.pywsgi import Input, WSGIHandler, WSGIServer, format_date_time
 
 from kiln import systemd
 from kiln.http.api import App
-from kiln.http.responses import ReadTimeout
+from kiln.http.head import direct_run_environ
+from kiln.http.responses import Answer, ReadTimeout
 from kiln.log import Log
 from kiln.run.pool import SlotPool
 from kiln.runtime import Runtime
@@ -80,12 +81,42 @@ class Handler(WSGIHandler):
         self._reading = gevent.Timeout(self.server.read_timeout_s, ReadTimeout)
         self._reading.start()
         try:
-            return super().handle_one_request()
+            direct = self._direct_run()
+            return super().handle_one_request() if direct is False else direct
         except ReadTimeout:
             self.server.on_read_timeout()
             return ("408", _canned(*REQUEST_TIMEOUT))
         finally:
             self._reading.close()
+
+    def _direct_run(self):
+        """A POST /run of the usual shape (head.py), answered without pywsgi's request parser,
+        WSGI and werkzeug: True to read the next request, None to close; False when the request
+        is of another shape (nothing of it read), for pywsgi."""
+        parsed = direct_run_environ(self.rfile.peek(1))  # what the buffer holds, no more
+        if parsed is None:
+            return False
+        environ, head_length, self.close_connection = parsed
+        self.rfile.read(head_length)  # from the buffer
+        self._reading.close()  # the head is in: the body's time is the app's, as on pywsgi's path
+        self.wsgi_input = environ["wsgi.input"] = Input(self.rfile, int(environ["CONTENT_LENGTH"]))
+        environ["kiln.socket"] = self.socket
+        environ["kiln.read_deadline"] = self.read_deadline
+        answer, sent = self.server.application.answer(environ, "run")
+        try:
+            self._send_answer(answer)
+            self._finish_body()
+        finally:
+            sent()
+        return None if self.close_connection else True
+
+    def _send_answer(self, answer: Answer) -> None:
+        if answer.closes():
+            self.close_connection = True
+        try:
+            self.socket.sendall(answer.head(format_date_time(time.time())) + answer.body)
+        except OSError:
+            self.close_connection = True  # the client is gone
 
     def _handle_client_error(self, ex):
         if isinstance(ex, ReadTimeout):  # raised in read_request, where pywsgi takes it for a 400

@@ -181,3 +181,36 @@ def test_connections_past_the_cap_are_refused_with_a_clear_answer(srv):
             conn.close()
     assert wait_until(lambda: srv.client.get("/health").status_code == 200, timeout=10)
     assert 'kiln_overload_refusals_total{reason="too many connections"}' in srv.client.get("/metrics").text
+
+
+def _answer(srv, *parts: bytes) -> tuple[int, dict, bytes]:
+    """One request sent in these parts (each its own send), on a connection of its own."""
+    conn = connect(srv)
+    for part in parts:
+        conn.sendall(part)
+        time.sleep(0.05)
+    conn.shutdown(socket.SHUT_WR)
+    status, headers, body = final_response(read_all(conn))
+    conn.close()
+    return status, headers, body
+
+
+@pytest.mark.parametrize(("fields", "status"), [({"lang_slug": "python", "solution_text": "print(42)"}, 200), ({"lang_slug": "python"}, 400)])
+def test_a_run_is_answered_alike_whichever_reader_parsed_it(srv, fields, status):
+    # a plain head is read by the front's direct path (kiln/http/head.py); a chunked body or a
+    # head split over two segments by pywsgi's: the answer is the same, bar its id, date and times
+    body = json.dumps(fields).encode()
+    plain = b"POST /run HTTP/1.1\r\nHost: kiln\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    chunked = b"POST /run HTTP/1.1\r\nHost: kiln\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+    answers = []
+    for parts in ((plain,), (chunked,), (plain[:20], plain[20:])):
+        got_status, headers, got_body = _answer(srv, *parts)
+        assert got_status == status, got_body
+        assert len(headers.pop("x-request-id")) == 32 and headers.pop("date")
+        answer = json.loads(got_body)
+        if "stats" in answer:
+            assert answer["stats"].pop("wall_ms") > 0 and answer["stats"].pop("cpu_ms") >= 0 and answer["stats"].pop("memory_peak_bytes") > 0
+            headers.pop("content-length")  # the times' digits
+        answers.append((headers, answer))
+    assert answers[0] == answers[1] == answers[2]
+    assert answers[0][0]["content-type"] == "application/json"
