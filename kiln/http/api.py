@@ -19,7 +19,7 @@ from kiln.http import files_api
 from kiln.http.judge_request import parse_judge
 from kiln.http.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from kiln.http.metrics import Metrics
-from kiln.http.responses import CLIENT_GONE, CLOSE, JSON, Answer, ReadTimeout, error_response, json_response
+from kiln.http.responses import CLIENT_GONE, CLOSE, TEXT, Answer, ReadTimeout, error_response, json_response
 from kiln.http.validate import ApiError, RunRequest, parse_run
 from kiln.http.watch import ClientWatch
 from kiln.judge.builds import Builds
@@ -205,11 +205,11 @@ class App:
         """GET or DELETE /files/<id> (kiln/http/files_api.py)."""
         return files_api.on_file(self, environ, info, file_id)
 
-    def on_health(self, environ, info) -> Response:
+    def on_health(self, environ, info) -> Answer:
         if self.shutting_down:
-            return Response("shutting down\n", 503, content_type="text/plain")
+            return Answer(503, b"shutting down\n", TEXT)
         healthy, text = self.pool.healthy()
-        return Response(text + self.health_note + "\n", 200 if healthy else 503, content_type="text/plain")
+        return Answer(200 if healthy else 503, (text + self.health_note + "\n").encode(), TEXT)
 
     def on_languages(self, environ, info) -> Answer:
         self._authorize(environ)
@@ -241,11 +241,11 @@ class App:
         }
         return json_response(200, body)
 
-    def on_metrics(self, environ, info) -> Response:
-        return Response(self.metrics.render(), 200, content_type=METRICS_CONTENT_TYPE)
+    def on_metrics(self, environ, info) -> Answer:
+        return Answer(200, self.metrics.render(), METRICS_CONTENT_TYPE)
 
-    def on_openapi(self, environ, info) -> Response:
-        return Response(self.openapi, 200, content_type=JSON)
+    def on_openapi(self, environ, info) -> Answer:
+        return Answer(200, self.openapi)
 
     def on_shutdown(self, environ, info) -> Answer:
         if not self.config.allow_shutdown:

@@ -31,10 +31,12 @@ _CONNECTION = {b"": False, b"keep-alive": False, b"close": True}  # value -> the
 def direct_run_environ(buffered: bytes) -> tuple[dict[str, str], int, bool] | None:
     """(environ keys, the head's length in bytes, whether the connection closes after the
     answer) of a plain POST /run whose whole head is in `buffered`, else None."""
-    end = buffered.find(HEAD_END)
-    if end < 0 or not buffered.startswith(REQUEST_LINE + b"\r\n"):
+    if not buffered.startswith(REQUEST_LINE + b"\r\n"):
         return None
-    lines = buffered[len(REQUEST_LINE) + 2 : end].split(b"\r\n") if end > len(REQUEST_LINE) else []
+    end = buffered.find(HEAD_END)
+    if end < 0:
+        return None
+    lines = buffered[len(REQUEST_LINE) + 2 : end].split(b"\r\n")  # no header at all: [b""], refused below
     if len(lines) > HEADERS_MAX:
         return None
     environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/run", "QUERY_STRING": "", "SERVER_PROTOCOL": "HTTP/1.1"}
@@ -48,9 +50,9 @@ def direct_run_environ(buffered: bytes) -> tuple[dict[str, str], int, bool] | No
         if name in _NOT_DIRECT:
             return None
         if name == b"connection":
-            if value.lower() not in _CONNECTION:
+            close = _CONNECTION.get(value.lower())
+            if close is None:
                 return None
-            close = _CONNECTION[value.lower()]
         key = _environ_key(name)
         if key in environ:
             return None  # repeated: pywsgi joins them

@@ -10,6 +10,7 @@ from werkzeug.http import HTTP_STATUS_CODES
 from werkzeug.wrappers import Response
 
 JSON = "application/json"
+TEXT = "text/plain"
 _compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 CLIENT_GONE = 499  # logged only: nobody is left to read it
 CLOSE = {"Connection": "close"}  # what is left of the request is not read: the connection ends
@@ -22,9 +23,9 @@ class ReadTimeout(Exception):
 
 @dataclass
 class Answer:
-    """A whole answer in memory. The WSGI path hands werkzeug `to_werkzeug()`; POST /run's direct
-    path (server.py) writes `head()` and the body itself: the same bytes, werkzeug's reason
-    phrases included."""
+    """A whole answer in memory: every route's but a /files download (a werkzeug Response that
+    streams the file). The WSGI path hands werkzeug `to_werkzeug()`; POST /run's direct path
+    (server.py) sends `wire()`: the same bytes, werkzeug's reason phrases included."""
 
     status_code: int
     body: bytes
@@ -35,10 +36,11 @@ class Answer:
     def content_length(self) -> int:
         return len(self.body)
 
-    def head(self, date: bytes) -> bytes:
+    def wire(self, date: bytes) -> bytes:
+        """The status line, the headers and the body, joined once."""
         lines = [b"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n" % (self.status_code, _REASONS[self.status_code], self.content_type.encode(), len(self.body))]
         lines += [b"%s: %s\r\n" % (name.encode("latin-1"), value.encode("latin-1")) for name, value in self.headers.items()]
-        lines.append(b"Date: %s\r\n\r\n" % date)
+        lines += (b"Date: %s\r\n\r\n" % date, self.body)
         return b"".join(lines)
 
     def closes(self) -> bool:

@@ -114,7 +114,7 @@ class Handler(WSGIHandler):
         if answer.closes():
             self.close_connection = True
         try:
-            self.socket.sendall(answer.head(format_date_time(time.time())) + answer.body)
+            self.socket.sendall(answer.wire(format_date_time(time.time())))
         except OSError:
             self.close_connection = True  # the client is gone
 
