@@ -53,6 +53,7 @@ class Slots(Protocol):
     log: Log
     warm: list  # the warm slots (kiln.run.pool.WarmSlot), in arrival order
     next_of: dict[int, str | None]  # per slot index, the language its next slot is warmed for
+    traded_for: dict[int, object]  # slot indexes whose next slot a waiting request traded for: its own
     forking: frozenset[str]
     on_convert: Callable[[str | None], None]
 
@@ -157,7 +158,7 @@ class WarmWhenAsked:
         # few at a time, each once the last ones settled (a forked one never says it is loading)
         loading = sum(1 for s in self.pool.warm if s.prestart == slug and s.loading)
         while have < target and plain > reserve and loading < LOADING_MAX:
-            spare = next((s for s in reversed(self.pool.warm) if s.prestart is None), None)
+            spare = next((s for s in reversed(self.pool.warm) if s.prestart is None and s.index not in self.pool.traded_for), None)
             if spare is None:
                 break
             self.pool.warm.remove(spare)

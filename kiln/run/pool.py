@@ -10,8 +10,10 @@ A request whose client leaves while it waits leaves the queue (ClientGone).
 A slot is plain, or prestarted for one language (its workspace's prestart command already
 running). A request takes a slot prestarted for its language if one is warm, else a plain one;
 if only slots prestarted for other languages are warm, it closes one unused and waits for its
-replacement. Each slot's replacement is warmed for the language of the request it served, so
-the mix of warm slots follows the mix of requests.
+replacement, which is then its own: no other request takes it meanwhile (a python one would take
+a plain slot traded for a plain request, leaving that one to wait for a slot nobody warms). Each
+slot's replacement is warmed for the language of the request it served, so the mix of warm
+slots follows the mix of requests.
 
 Which slots a language just asked for keeps warm is kiln/run/asked.py's (warm when asked).
 """
@@ -90,6 +92,7 @@ class SlotPool:
         self.on_zygote_lost = on_zygote_lost
         self.warm: list[WarmSlot] = []  # in arrival order
         self._waiters: list[gevent.event.Event] = []  # requests with their turn, waiting for a warm slot
+        self.traded_for: dict[int, object] = {}  # slot index -> the waiting request that closed its slot
         self.queue: list[_Turn] = []  # requests waiting for their turn, first come first
         self.closing = False  # shutting down: nobody is queued any more
         self.in_flight = 0  # runs in flight, and slots being killed (condemned) until they are gone
@@ -119,9 +122,17 @@ class SlotPool:
         self._take_turn(wait_s, gone)
         started = time.monotonic()
         deadline = started + WARM_WAIT_S
+        claim = object()  # this request's, on the slot it trades in
+        try:
+            return self._wait_for_slot(want, claim, gone, started, deadline)
+        finally:
+            for index in [] if not self.traded_for else [index for index, owner in self.traded_for.items() if owner is claim]:
+                del self.traded_for[index]
+
+    def _wait_for_slot(self, want: str | None, claim: object, gone: gevent.event.Event | None, started: float, deadline: float) -> WarmSlot:
         gave_up_one = False
         while True:
-            slot = self._take(want)
+            slot = self._take(want, claim)
             if slot is not None:
                 if slot.prestart != want:  # its replacement follows the demand
                     self.demand(slot.index, want)
@@ -129,8 +140,10 @@ class SlotPool:
                     slot.asked_for, slot.hot, slot.taken = want, slot.prestart == want and not slot.loading, time.monotonic()
                     self.asked.asked_for(want)
                 return slot
-            if not gave_up_one and self.warm:  # all warm for other languages: trade one in
-                unfit = self.warm.pop(0)
+            unfit = None if gave_up_one else next((w for w in self.warm if w.index not in self.traded_for), None)
+            if unfit is not None:  # all warm for other languages: trade one in
+                self.warm.remove(unfit)
+                self.traded_for[unfit.index] = claim
                 self.demand(unfit.index, want)
                 unfit.sock.close()  # its init reads end-of-file and exits unused
                 gave_up_one = True
@@ -197,11 +210,14 @@ class SlotPool:
                 turn.event.set()
         self.queue[:] = [turn for turn in self.queue if turn.patient]
 
-    def _take(self, want: str | None) -> WarmSlot | None:
+    def _take(self, want: str | None, claim: object = None) -> WarmSlot | None:
         """One prestarted for `want` whose command is waiting, else one whose command is still
-        starting (ahead of a plain slot's cold start), else a plain one."""
+        starting (ahead of a plain slot's cold start), else a plain one; never one another
+        request traded for (`claim`: the asking request's)."""
         loading = plain = None
         for slot in self.warm:
+            if self.traded_for.get(slot.index, claim) is not claim:
+                continue
             if slot.prestart == want:
                 if not slot.loading:
                     self.warm.remove(slot)

@@ -211,3 +211,21 @@ def test_a_patient_request_waits_past_the_queue_and_its_bounds(zygote):
     zygote.hand_over(1, None)
     zygote.pool.release(first)
     assert patient.get(timeout=1).index == 1
+
+
+def test_the_slot_a_request_traded_for_is_its_own(zygote, monkeypatch):
+    """A request that closed a slot of another language waits for that slot's replacement: a
+    request arriving meanwhile (a python one, which a plain slot also serves) does not take it,
+    else the first, having traded once, would wait out WARM_WAIT_S for a slot nobody warms."""
+    monkeypatch.setattr("kiln.run.pool.WARM_WAIT_S", 0.5)
+    zygote.hand_over(0, "js")
+    zygote.hand_over(1, "js")
+    python = gevent.spawn(zygote.pool.acquire, "python")
+    gevent.sleep(0.01)
+    plain = gevent.spawn(zygote.pool.acquire, None)
+    gevent.sleep(0.01)
+    assert zygote.told() == [{"op": "demand", "index": 0, "slug": "python"}, {"op": "demand", "index": 1, "slug": None}]
+    zygote.hand_over(1, None)  # the plain request's, though the python one waited longer
+    zygote.hand_over(0, "python")
+    assert plain.get(timeout=1).index == 1
+    assert python.get(timeout=1).index == 0

@@ -41,6 +41,7 @@ class Pool:
     log: Log = field(default_factory=lambda: Log("logfmt", False))
     warm: list = field(default_factory=list)
     next_of: dict = field(default_factory=dict)
+    traded_for: dict = field(default_factory=dict)
     demanded: list = field(default_factory=list)
     converted: list = field(default_factory=list)
 
@@ -71,6 +72,17 @@ def test_a_forked_language_asked_for_converts_plain_slots_up_to_its_target_leavi
     assert [slug for _, slug in pool.demanded] == ["js", "js"] and pool.converted == ["js", "js"]  # 3 for a forked language
     assert sum(slot.closed for slot in pool.warm) == 0 and len(pool.warm) == 6  # closed ones left the warm list
     assert list(pool.next_of.values()).count(None) == 5 >= math.ceil(8 * policy.RESERVE_SHARE)
+
+
+def test_a_plain_slot_a_waiting_request_traded_for_is_not_converted():
+    pool = Pool(concurrency=8)
+    pool.traded_for[7] = object()  # warm again, its request not yet woken to take it
+    warm = WarmWhenAsked(pool)
+    pool.next_of[0] = "js"
+    warm.asked_for("js")
+    gevent.sleep(0)
+    assert pool.demanded == [(6, "js"), (5, "js")]
+    assert 7 in [slot.index for slot in pool.warm]
 
 
 def test_never_below_the_reserve_of_plain_slots():
