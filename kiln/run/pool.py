@@ -5,7 +5,9 @@ turn, first come first served, for up to RUN_QUEUE_WAIT (never past its own time
 at most RUN_QUEUE_MAX; past either it is refused (Busy: 429). One that has its turn but finds no
 warm slot waits for the replacement the zygote is warming: a slow warm-up under load never fails
 a request (up to WARM_WAIT_S), warm-ups that keep failing do, after WARM_FAILING_S (NoWarmSlot).
-A request whose client leaves while it waits leaves the queue (ClientGone).
+A request whose client leaves while it waits leaves the queue (ClientGone). A pair of jobs
+that run at once (an interactive test) takes its two turns together: pairs never each hold one
+turn while waiting for a second, nor queue twice.
 
 A slot is plain, or prestarted for one language (its workspace's prestart command already
 running). A request takes a slot prestarted for its language if one is warm, else a plain one;
@@ -73,13 +75,15 @@ class WarmSlot:
 
 
 class _Turn:
-    """A queued request's place: `granted` once a run in flight passed its capacity on."""
+    """A queued request's place: its event set once it was `granted` the runs' capacity it
+    `needs` (passed on by runs in flight, one at a time), or refused."""
 
-    __slots__ = ("event", "granted", "patient")
+    __slots__ = ("event", "granted", "needs", "patient")
 
-    def __init__(self, patient: bool = False):
+    def __init__(self, needs: int, patient: bool):
         self.event = gevent.event.Event()
-        self.granted = False
+        self.granted = 0
+        self.needs = needs
         self.patient = patient  # waits as long as it takes (Runner.run patient)
 
 
@@ -120,16 +124,34 @@ class SlotPool:
         build); `gone`: set when its client leaves. Raises Busy, NoWarmSlot, ClientGone or
         ShuttingDown."""
         self._take_turn(wait_s, gone)
-        started = time.monotonic()
-        deadline = started + WARM_WAIT_S
+        return self._slot_for(want, gone)
+
+    def acquire_pair(self, gone: gevent.event.Event | None = None) -> tuple[WarmSlot, WarmSlot]:
+        """Two plain slots for two patient jobs that run at once, their turns taken together."""
+        self._take_turn(None, gone, needs=2)
+        try:
+            first = self._slot_for(None, gone)
+        except BaseException:
+            self._pass_turn()  # the second one's
+            raise
+        try:
+            return first, self._slot_for(None, gone)
+        except BaseException:
+            self.release(first)
+            raise
+
+    def _slot_for(self, want: str | None, gone: gevent.event.Event | None) -> WarmSlot:
+        """A warm slot for a request that has its turn; its turn passed on if it gets none."""
         claim = object()  # this request's, on the slot it trades in
         try:
-            return self._wait_for_slot(want, claim, gone, started, deadline)
+            return self._wait_for_slot(want, claim, gone)
         finally:
             for index in [] if not self.traded_for else [index for index, owner in self.traded_for.items() if owner is claim]:
                 del self.traded_for[index]
 
-    def _wait_for_slot(self, want: str | None, claim: object, gone: gevent.event.Event | None, started: float, deadline: float) -> WarmSlot:
+    def _wait_for_slot(self, want: str | None, claim: object, gone: gevent.event.Event | None) -> WarmSlot:
+        started = time.monotonic()
+        deadline = started + WARM_WAIT_S
         gave_up_one = False
         while True:
             slot = self._take(want, claim)
@@ -163,15 +185,20 @@ class SlotPool:
             finally:
                 self._waiters.remove(waiter)
 
-    def _take_turn(self, wait_s: float | None, gone: gevent.event.Event | None) -> None:
-        """Count the request in flight, at once if there is room and nobody queued ahead of it,
-        else once a run in flight passes its capacity on (_pass_turn)."""
-        if self.in_flight < self.concurrency and not self.queue:
-            self.in_flight += 1
+    def _take_turn(self, wait_s: float | None, gone: gevent.event.Event | None, needs: int = 1) -> None:
+        """Count the request's `needs` runs in flight, at once if there is room and nobody queued
+        ahead of it, else as runs in flight pass their capacity on (_pass_turn)."""
+        if self.in_flight + needs <= self.concurrency and not self.queue:
+            self.in_flight += needs
             return
+        if needs > self.concurrency:
+            raise ValueError(f"{needs} runs at once with RUN_CONCURRENCY={self.concurrency}")
         if wait_s is not None and (wait_s <= 0 or len(self.queue) >= self.queue_max):
             raise Busy("no queue" if wait_s <= 0 or not self.queue_max else "queue full")
-        turn = _Turn(patient=wait_s is None)
+        turn = _Turn(needs, patient=wait_s is None)
+        if not self.queue:  # first in line: what is free now is its own
+            turn.granted = max(0, self.concurrency - self.in_flight)
+            self.in_flight += turn.granted
         self.queue.append(turn)
         started = time.monotonic()
         try:
@@ -181,10 +208,10 @@ class SlotPool:
                 self.queue.remove(turn)
             self.on_queued(time.monotonic() - started)
         left = gone is not None and gone.is_set()
-        if turn.granted:
-            if not left:
-                return
-            self._pass_turn()  # its client left as its turn came: the next one's
+        if turn.granted == turn.needs and not left:
+            return
+        for _ in range(turn.granted):  # refused or left with capacity granted: the next one's
+            self._pass_turn()
         if self.closing:
             raise ShuttingDown
         if left:
@@ -194,9 +221,11 @@ class SlotPool:
     def _pass_turn(self) -> None:
         """A run's capacity, free again: to the first queued request, else no longer in flight."""
         if self.queue:
-            turn = self.queue.pop(0)
-            turn.granted = True
-            turn.event.set()
+            turn = self.queue[0]
+            turn.granted += 1
+            if turn.granted == turn.needs:
+                self.queue.pop(0)
+                turn.event.set()
         else:
             self.in_flight -= 1
 

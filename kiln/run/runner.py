@@ -25,7 +25,6 @@ from dataclasses import dataclass
 
 import gevent
 import gevent.event
-import gevent.lock
 import gevent.socket
 
 from kiln.log import Log
@@ -68,7 +67,6 @@ class Runner:
         self.build_result_limit = self.result_limit + protocol.LAYER_MAX
         self.log = log
         self.prestart_broken: set[str] = set()  # languages whose prestart command died unreleased
-        self._pair_turn = gevent.lock.Semaphore()  # run_pair: one pair takes its slots at a time
 
     def run(self, job: Job, gone: gevent.event.Event | None = None, patient: bool = False) -> Ran:
         """Run `job` in a slot; `gone` is set when its client leaves (then: Cancelled). A patient
@@ -85,19 +83,15 @@ class Runner:
 
     def run_pair(self, first: Job, second: Job, gone: gevent.event.Event | None = None) -> tuple[Ran, Ran]:
         """Two patient jobs at once, each in its own slot (an interactive test: the submission and
-        its interactor, talking through their pipes). The two slots are taken one pair at a
-        time, so that pairs waiting for their second slot never hold every slot between them. The
-        jobs' pipes are the Runner's from here: closed once sent, or when a job cannot be sent."""
-        slots: list[WarmSlot] = []
+        its interactor, talking through their pipes), their two turns taken together. The jobs'
+        pipes are the Runner's from here: closed once sent, or when a job cannot be sent."""
         try:
-            with self._pair_turn:
-                slots.append(self._acquire(None, None, gone))
-                slots.append(self._acquire(None, None, gone))
-        except BaseException:
-            for slot in slots:
-                self.pool.release(slot)
+            slots = self.pool.acquire_pair(gone)
+        except BaseException as error:
             for job in (first, second):
                 _close_pipes(job)
+            if isinstance(error, ClientGone):
+                raise Cancelled from None
             raise
         runs = [gevent.spawn(self._in_slot, slot, job, gone) for slot, job in zip(slots, (first, second))]
         gevent.joinall(runs)

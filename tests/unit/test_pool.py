@@ -229,3 +229,41 @@ def test_the_slot_a_request_traded_for_is_its_own(zygote, monkeypatch):
     zygote.hand_over(0, "python")
     assert plain.get(timeout=1).index == 1
     assert python.get(timeout=1).index == 0
+
+
+def test_a_pair_takes_its_two_turns_together_first_come_first_served(zygote):
+    """An interactive test's two slots: its turns come together, the capacity free when it
+    queued kept for it, and nobody queued after it overtakes it."""
+    zygote.pool.concurrency, zygote.pool.queue_max = 2, 4
+    zygote.hand_over(0, None)
+    running = zygote.pool.acquire(None)
+    pair = gevent.spawn(zygote.pool.acquire_pair)
+    gevent.sleep(0.01)
+    assert zygote.pool.in_flight == 2  # the free one is the pair's already
+    after = gevent.spawn(zygote.pool.acquire, None, 5.0)
+    zygote.hand_over(1, None)
+    zygote.hand_over(2, None)
+    assert not pair.ready() and not after.ready()
+    zygote.pool.release(running)
+    assert sorted(slot.index for slot in pair.get(timeout=1)) == [1, 2]
+    gevent.sleep(0.01)
+    assert not after.ready()
+    zygote.hand_over(3, None)
+    zygote.pool.release(pair.value[0])
+    assert after.get(timeout=1).index == 3
+
+
+def test_a_pair_whose_client_leaves_passes_on_what_it_was_granted(zygote):
+    zygote.pool.concurrency, zygote.pool.queue_max = 2, 4
+    zygote.hand_over(0, None)
+    running = zygote.pool.acquire(None)
+    gone = gevent.event.Event()
+    pair = gevent.spawn(zygote.pool.acquire_pair, gone)
+    gevent.sleep(0.01)
+    assert zygote.pool.in_flight == 2
+    gone.set()
+    with pytest.raises(ClientGone):
+        pair.get(timeout=1)
+    assert zygote.pool.in_flight == 1 and zygote.pool.queue == []
+    zygote.pool.release(running)
+    assert zygote.pool.in_flight == 0
