@@ -83,6 +83,15 @@ def spawn(flags: int, path: str, argv: list[str], env: dict[str, str], keep: lis
     return pid
 
 
+def holds_lower(scratch: str) -> bool:
+    """Whether this kernel mounts an overlay whose lower layer is a detached clone of a folder
+    made in another mount namespace (6.15 and later), as each slot's overlay does on the zygote's
+    clones (RootPlan.lower_held). `kiln-init probe-lower` answers, cloning `scratch` (an empty
+    folder) and mounting in a mount namespace of its own: nothing of it outlives it."""
+    pid = spawn(0, str(INIT), [str(INIT), "probe-lower", scratch], {}, [])
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
 def spawn_init(flags: int, argv: list[str], env: dict[str, str], keep: list[int]) -> int:
     """kiln-init as a child in new namespaces: see spawn."""
     return spawn(flags, str(INIT), argv, env, keep)

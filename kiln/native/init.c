@@ -334,6 +334,7 @@ static void read_environment(struct slot *s, struct start *start) {
     s->n_dirs = env_fds("KILN_CG_DIRS", s->cg_dirs), s->n_procs = env_fds("KILN_CG_PROCS", s->cg_procs);
     start->netns = env_fd("KILN_NETNS"), start->template_fd = env_fd("KILN_TEMPLATE");
     start->forked = env_fd("KILN_FORKED"), start->module = env_fd("KILN_TEMPLATE_MODULE");
+    s->lower_held[0] = env_fd("KILN_LOWER_WORKSPACES"), s->lower_held[1] = env_fd("KILN_LOWER_LAYERS");
     const char *forked_pid = getenv("KILN_FORKED_PID"), *prestart = getenv("KILN_PRESTART"), *template_of = getenv("KILN_TEMPLATE_OF");
     start->forked_pid = forked_pid ? atoi(forked_pid) : -1;
     snprintf(start->prestart, sizeof start->prestart, "%s", prestart ? prestart : "");
@@ -342,21 +343,22 @@ static void read_environment(struct slot *s, struct start *start) {
 
 /* close-on-exec: they came without it, never the task's; the recipe's memfd is mapped: closed too */
 static void keep_descriptors(const struct slot *s, const struct start *start) {
-    int keep[3 * MAX_FDS + 4], n = 0;
+    int keep[3 * MAX_FDS + 6], n = 0;
     keep[n++] = s->sock, keep[n++] = s->zygote;
     for (int i = 0; i < s->n_dirs; i++) keep[n++] = s->cg_dirs[i];
     for (int i = 0; i < s->n_procs; i++) keep[n++] = s->cg_procs[i];
-    const int optional[] = {start->netns, start->template_fd, start->forked, start->module};
+    const int optional[] = {start->netns, start->template_fd, start->forked, start->module, s->lower_held[0], s->lower_held[1]};
     for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
         if (optional[i] >= 0) keep[n++] = optional[i];
     keep_only(keep, n);
 }
 
 int main(int argc, char **argv) {
-    struct slot s = {.sock = -1, .zygote = -1, .sandbox = -1, .base_ns = -1, .limits_written = {.workload_rec = -1}, .prestarted = {.workload_rec = -1},
+    struct slot s = {.sock = -1, .zygote = -1, .sandbox = -1, .base_ns = -1, .lower_held = {-1, -1}, .limits_written = {.workload_rec = -1}, .prestarted = {.workload_rec = -1},
                      .title = argv[0], .title_cap = strlen(argv[0])};
     struct start start;
     char err[ERR];
+    if (argc > 2 && !strcmp(argv[1], "probe-lower")) return probe_held_lower(argv[2]);
     if (recipe_load(env_fd("KILN_RECIPE"), &s.recipe, err, ERR)) {
         fprintf(stderr, "kiln-init: %s\n", err);
         return 70;

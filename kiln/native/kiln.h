@@ -97,6 +97,8 @@ struct slot {
     int n_dirs, n_procs;
     int sandbox;                                 /* /sandbox, once mount_workspace opened it */
     const char *layer;                           /* the job's build layer, for OP_OVERLAY; NULL none */
+    int lower_held[2];  /* the zygote's read-only clones of the workspaces and the layers folders, for
+                           OP_OVERLAY (RootPlan.lower_held); -1: none, their binds below the root's LOWER_DIR */
     int base_ns;        /* a judge slot's warm mount namespace: each test runs in a fresh copy; -1 none */
     int tests_served;   /* judge tests this slot has run (one after another, each its own sandbox) */
     struct {            /* the last test's language and own limits, once written to the cgroup (init.c) */
@@ -147,6 +149,10 @@ int build_root(struct slot *s, int template_fd, char *err);
 /* the workspace overlay (on the build `layer` when not NULL) and /tmp at the language's sizes,
  * its writable dirs given; opens s->sandbox */
 int mount_workspace(struct slot *s, struct span w, const char *layer, char *err);
+/* `kiln-init probe-lower DIR`: 0 when the kernel mounts an overlay, in a mount namespace of its
+ * own, whose lower layer is a detached clone made outside it (of DIR, an empty folder), 1 when it
+ * refuses, 2 when it could not try */
+int probe_held_lower(const char *dir);
 
 /* --- files.c: what the request writes below /sandbox --------------------------------------- */
 

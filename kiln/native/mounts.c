@@ -60,12 +60,23 @@ static int write_new_file(const char *path, mode_t mode, const struct arg *conte
     return rc;
 }
 
-/* args: target lower upper work flags; a job's build layer, if any, goes above the lower layer */
+/* a lower layer: its path, or where it is below a held clone (`rel` relative to it) */
+static int layer_path(char *out, size_t cap, int held, const char *rel) {
+    return held < 0 ? snprintf(out, cap, "%s", rel) : snprintf(out, cap, "/proc/self/fd/%d%s%s", held, *rel ? "/" : "", rel);
+}
+
+/* args: target lower upper work flags; a job's build layer, if any, goes above the lower layer.
+ * With the zygote's clones (s->lower_held), the lower is relative to the workspaces' one and the
+ * layer named through the layers' one: init's /proc/self/fd reaches them, the task's does not */
 static int overlay(const struct slot *s, const struct arg *a) {
-    char data[4096];
-    int n = s->layer ? snprintf(data, sizeof data, "lowerdir=%s/%s:%s,upperdir=%s,workdir=%s", s->recipe.layers, s->layer, a[1].p, a[2].p, a[3].p)
-                     : snprintf(data, sizeof data, "lowerdir=%s,upperdir=%s,workdir=%s", a[1].p, a[2].p, a[3].p);
-    if (n < 0 || (size_t)n >= sizeof data || (s->layer && !s->recipe.layers)) return errno = ENAMETOOLONG, -1;
+    char data[4096], lower[1024], layer[1024] = "";
+    int n = layer_path(lower, sizeof lower, s->lower_held[0], a[1].p), m = 0;
+    if (s->layer && s->lower_held[1] >= 0) m = layer_path(layer, sizeof layer, s->lower_held[1], s->layer);
+    else if (s->layer && s->recipe.layers) m = snprintf(layer, sizeof layer, "%s/%s", s->recipe.layers, s->layer);
+    else if (s->layer) return errno = ENOENT, -1;
+    if (n < 0 || (size_t)n >= sizeof lower || m < 0 || (size_t)m >= sizeof layer) return errno = ENAMETOOLONG, -1;
+    n = snprintf(data, sizeof data, "lowerdir=%s%s%s,upperdir=%s,workdir=%s", layer, *layer ? ":" : "", lower, a[2].p, a[3].p);
+    if (n < 0 || (size_t)n >= sizeof data) return errno = ENAMETOOLONG, -1;
     return mount("kiln", a[0].p, "overlay", (unsigned long)arg_int(&a[4]), data);
 }
 
@@ -154,4 +165,19 @@ int mount_workspace(struct slot *s, struct span w, const char *layer, char *err)
     if ((s->sandbox = open("/sandbox", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)) < 0)
         return snprintf(err, ERR, "sandbox step 'open /sandbox' failed: %s", strerror(errno)), -1;
     return give_dirs(s, w, err);
+}
+
+int probe_held_lower(const char *dir) {
+    char upper[1024], work[1024], target[1024], data[4096];
+    if (strlen(dir) > 1000) return fprintf(stderr, "kiln-init probe-lower: %s: too long\n", dir), 2;
+    snprintf(upper, sizeof upper, "%s/upper", dir), snprintf(work, sizeof work, "%s/work", dir), snprintf(target, sizeof target, "%s/merged", dir);
+    /* as the zygote's: cloned where the folder is, then used from another mount namespace */
+    int held = syscall(SYS_open_tree, AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    if (held < 0) return fprintf(stderr, "kiln-init probe-lower: open_tree %s: %s\n", dir, strerror(errno)), errno == ENOSYS ? 1 : 2;
+    if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) || mount("kiln", dir, "tmpfs", 0, "size=64k") ||
+        mkdir(upper, 0700) || mkdir(work, 0700) || mkdir(target, 0700))
+        return fprintf(stderr, "kiln-init probe-lower: cannot set up in %s: %s\n", dir, strerror(errno)), 2;
+    snprintf(data, sizeof data, "lowerdir=/proc/self/fd/%d,upperdir=%s,workdir=%s", held, upper, work);
+    if (mount("kiln", target, "overlay", 0, data)) return fprintf(stderr, "kiln-init probe-lower: overlay on a detached clone: %s\n", strerror(errno)), 1;
+    return 0;
 }

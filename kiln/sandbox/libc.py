@@ -32,6 +32,15 @@ MS_PRIVATE = 0x40000
 MOUNT_ATTR_RDONLY = 0x1
 MOUNT_ATTR_NOSUID = 0x2
 MOUNT_ATTR_NODEV = 0x4
+AT_FDCWD = -100
+AT_EMPTY_PATH = 0x1000
+OPEN_TREE_CLONE = 0x1
+OPEN_TREE_CLOEXEC = os.O_CLOEXEC
+SYS_OPEN_TREE, SYS_MOUNT_SETATTR = 428, 442  # x86_64, as seccomp.py's numbers
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64), ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
 
 
 def _check(result: int, what: str) -> int:
@@ -48,6 +57,19 @@ def unshare(flags: int) -> None:
 def mount(source: str | None, target: str, fstype: str | None, flags: int) -> None:
     encode = lambda text: None if text is None else os.fsencode(text)  # noqa: E731
     _check(_libc.mount(encode(source), encode(target), encode(fstype), ctypes.c_ulong(flags), None), f"mount {target}")
+
+
+def clone_mount(path: str, attrs: int) -> int:
+    """A detached clone of the mount at `path` (its root there, without the mounts below it),
+    with mount attributes `attrs` set: a descriptor, close-on-exec."""
+    fd = _check(_libc.syscall(SYS_OPEN_TREE, AT_FDCWD, os.fsencode(path), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC), f"open_tree {path}")
+    attr = _MountAttr(attr_set=attrs)
+    try:
+        _check(_libc.syscall(SYS_MOUNT_SETATTR, fd, b"", AT_EMPTY_PATH, ctypes.byref(attr), ctypes.sizeof(attr)), f"mount_setattr {path}")
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
 
 
 def prctl(option: int, arg2: int = 0, arg3: int = 0) -> None:

@@ -117,6 +117,10 @@ class RootPlan:
     # rootless (kiln/rootless.py): devices are the host's nodes bound (mknod takes root), and
     # /proc is mounted beside a procfs kept at PROC_ANCHOR
     in_user_namespace: bool = False
+    # the workspaces and the layers folders held by the zygote as read-only clones, passed to each
+    # slot's init (native.holds_lower says where the kernel can): the root has no lower binds,
+    # and the job's overlay names its lower layers through the clones, detaching nothing
+    lower_held: bool = False
 
 
 @dataclass(frozen=True)
@@ -152,6 +156,7 @@ def root_plan(
     tmp_inodes: int,
     layers: str | None = None,
     in_user_namespace: bool = False,
+    lower_held: bool = False,
 ) -> RootPlan:
     """The root filesystem of a slot whose task runs as uid/gid.
 
@@ -222,6 +227,7 @@ def root_plan(
         gid=gid,
         layers=Bind(layers, LAYERS_DIR, is_dir=True, recursive=False) if layers else None,
         in_user_namespace=in_user_namespace,
+        lower_held=lower_held,
     )
 
 

@@ -23,9 +23,14 @@ from kiln.sandbox import mounts, plan
 from kiln.sandbox.cgroups import LimitWrite, SlotCgroup
 from kiln.sandbox.mounts import READONLY_ATTRS, MountArgs, under
 from kiln.zygote import protocol
-from kiln.sandbox.plan import LAYERS_DIR, LOWER_DIR, OVERLAY_UPPER, OVERLAY_WORK, PROC_ANCHOR, SANDBOX_DIR, RootPlan, Tmpfs, cpu_rlimit_terms, fixed_rlimits, upper_layer_dirs
+from kiln.sandbox.plan import LAYERS_DIR, LOWER_DIR, WORKSPACES_DIR, OVERLAY_UPPER, OVERLAY_WORK, PROC_ANCHOR, SANDBOX_DIR, RootPlan, Tmpfs, cpu_rlimit_terms, fixed_rlimits, upper_layer_dirs
 
 MAGIC = b"KILNRCP1"
+# The overlay holds its own reference to its lower layers: the binds of the workspaces and the
+# layers, whose mount roots in /proc/self/mountinfo are host paths, leave the task's view with
+# the tmpfs they are bound below (one detach for both), after each job's overlay; where the
+# zygote holds clones of them instead (RootPlan.lower_held) there are no binds to hide
+HIDE_LOWER = "hide the lower layers' folder"
 K_CONST, K_SECCOMP, K_STAT, K_BUILD, K_FINISH, K_WARM_LIMIT = 1, 2, 3, 4, 5, 6
 K_WORKLOAD, K_W_MOUNT, K_W_DIR, K_W_PART, K_W_LIMIT, K_W_ARGV, K_W_ENV, K_W_RLIMIT, K_W_RLIMIT_CPU = 7, 8, 9, 10, 11, 12, 13, 14, 15
 K_W_PRESTART_ARGV, K_W_PRESTART_LIMIT, K_W_TEMPLATE_ARGV = 16, 17, 18
@@ -106,13 +111,8 @@ def build_ops(root: RootPlan, staging: str) -> list[Op]:
     ops.append((step, "mount", *mounts.readonly_args(dev, root.dev)))
     sys_dir = under(staging, root.sys.path)
     ops += [("mount /sys", "mount", *mounts.tmpfs_args(sys_dir, root.sys)), ("mount /sys", "mount", *mounts.readonly_args(sys_dir, root.sys))]
-    step, lower = "mount the lower layers' folder", under(staging, root.lower.path)
-    ops.append((step, "mount", *mounts.tmpfs_args(lower, root.lower)))
-    binds = [("bind the workspaces", root.workspaces), *([("bind the builds' layers", root.layers)] if root.layers else [])]
-    ops += [(step, "mkdir", under(staging, bind.path), 0o700, -1, -1) for _, bind in binds]
-    for bind_step, bind in binds:
-        ops += _bind_readonly(bind_step, bind.source, under(staging, bind.path), bind.recursive)
-    ops.append((step, "mount", *mounts.readonly_args(lower, root.lower)))
+    if not root.lower_held:
+        ops += _lower_binds(root, staging)
     if root.in_user_namespace:
         ops.append(("keep a procfs to mount /proc beside", "mount", *mounts.proc_args(under(staging, PROC_ANCHOR))))
     ops += [
@@ -121,6 +121,18 @@ def build_ops(root: RootPlan, staging: str) -> list[Op]:
         ("leave the template", "unshare_ns"),
     ]
     return ops
+
+
+def _lower_binds(root: RootPlan, staging: str) -> list[Op]:
+    """The workspaces and the layers bound below LOWER_DIR, for the overlay's lower layers,
+    where the zygote holds no clones of them (RootPlan.lower_held)."""
+    step, lower = "mount the lower layers' folder", under(staging, root.lower.path)
+    ops: list[Op] = [(step, "mount", *mounts.tmpfs_args(lower, root.lower))]
+    binds = [("bind the workspaces", root.workspaces), *([("bind the builds' layers", root.layers)] if root.layers else [])]
+    ops += [(step, "mkdir", under(staging, bind.path), 0o700, -1, -1) for _, bind in binds]
+    for bind_step, bind in binds:
+        ops += _bind_readonly(bind_step, bind.source, under(staging, bind.path), bind.recursive)
+    return [*ops, (step, "mount", *mounts.readonly_args(lower, root.lower))]
 
 
 def finish_ops(root: RootPlan) -> list[Op]:
@@ -164,16 +176,16 @@ def _workload(workload: Workload, runtime: Runtime, root: RootPlan, cgroup: Slot
     env = plan.task_env(path=config.sandbox_path, inherited=config.sandbox_env, language=workload.language.env)
     language = workload.language
     limits = (workload.memory_max, workload.pids_max)
+    lower = workspace.lower
+    if root.lower_held:  # relative to the zygote's clone of the workspaces folder
+        lower = "" if lower == WORKSPACES_DIR else posixpath.relpath(lower, WORKSPACES_DIR)
     # /tmp and the upper layer are mounted while warming at the largest size any language has:
     # resized per request only for a language that has less
     mount_ops: list[tuple[str, str, MountArgs | tuple[str]]] = [
         *_resize("mount the workspace", workspace.upper, root.upper),
         # on a judge's test, its build's layer goes above the workspace (kiln-init adds it)
-        ("mount the workspace", "overlay", (SANDBOX_DIR, workspace.lower, OVERLAY_UPPER, OVERLAY_WORK, mounts.OVERLAY_FLAGS)),
-        # the overlay holds its own reference to its lower layers: the binds of the workspaces
-        # and the layers, whose mount roots in /proc/self/mountinfo are host paths, leave the
-        # task's view with the tmpfs they are bound below (one detach for both)
-        ("hide the lower layers' folder", "detach", (LOWER_DIR,)),
+        ("mount the workspace", "overlay", (SANDBOX_DIR, lower, OVERLAY_UPPER, OVERLAY_WORK, mounts.OVERLAY_FLAGS)),
+        *([] if root.lower_held else [(HIDE_LOWER, "detach", (LOWER_DIR,))]),
         *_resize("size /tmp", workspace.tmp, root.tmp),
     ]
     parts = {"solution": language.solution_file, "checker": language.checker_file, "asserts": language.asserts_file}

@@ -28,7 +28,7 @@ from kiln.sandbox import libc
 from kiln.sandbox.cgroups import SlotCgroup
 from kiln.sandbox.plan import RootPlan
 from kiln.zygote.backoff import Backoff
-from kiln.zygote.template import Template
+from kiln.zygote.template import LOWER_VARIABLES, Template
 
 NAMESPACES = libc.CLONE_NEWPID | libc.CLONE_NEWIPC | libc.CLONE_NEWUTS | libc.CLONE_NEWCGROUP
 TITLE_ROOM = 96  # kiln-init writes its title over its argv[0]: room for the longest
@@ -38,6 +38,8 @@ TITLE_ROOM = 96  # kiln-init writes its title over its argv[0]: room for the lon
 class SlotSpec:
     index: int
     root: RootPlan  # with the uid and gid of the slot's task
+    # where root.lower_held: the zygote's clones of the workspaces and layers folders (0, 1 or 2)
+    lower: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -66,13 +68,14 @@ def spawn(
     flags = NAMESPACES | (libc.CLONE_NEWNET if kept.netns is None else 0) | (libc.CLONE_NEWNS if kept.root is None else 0)
     dirs, procs = cgroup.fd_groups()
     env = {"KILN_SOCK": slot_end.fileno(), "KILN_ZYGOTE": zygote, "KILN_RECIPE": recipe, "KILN_NETNS": kept.netns, "KILN_TEMPLATE": kept.root}
+    env.update(zip(LOWER_VARIABLES, spec.lower))
     env = {key: str(value) for key, value in env.items() if value is not None}
     env.update(KILN_CG_DIRS=_fd_list(dirs), KILN_CG_PROCS=_fd_list(procs))
     if prestart is not None:
         env["KILN_PRESTART"] = prestart.slug
     title = f"kiln: slot {spec.index} warming".ljust(TITLE_ROOM)
     try:
-        keep = [slot_end.fileno(), zygote, recipe, *kept.fds(), *cgroup.fds()]
+        keep = [slot_end.fileno(), zygote, recipe, *kept.fds(), *cgroup.fds(), *spec.lower]
         pid = via.fork_slot(flags, [title], env, keep) if via is not None else native.spawn_init(flags, [title], env, keep)
     except BaseException:
         zygote_end.close()

@@ -34,9 +34,10 @@ import socket
 import time
 from dataclasses import dataclass
 
+from kiln import native
 from kiln.log import Log
 from kiln.runtime import Runtime
-from kiln.sandbox import libc, plan
+from kiln.sandbox import libc, mounts, plan
 from kiln.sandbox.cgroups import CgroupError, Driver, SlotCgroup
 from kiln.zygote import kinds, protocol, recipe, slot
 from kiln.zygote.slot import Index, Slot
@@ -63,6 +64,7 @@ class Zygote:
     cgroups: Driver
     front_pidfd: int = -1  # the front's process: readable once it has exited
     stopping: bool = False
+    lower: tuple[int, ...] = ()  # the clones of _hold_lower
     generation: int = 0
 
     def run(self) -> int:
@@ -95,6 +97,7 @@ class Zygote:
             libc.mount("proc", "/proc", "proc", libc.MS_NOSUID | libc.MS_NODEV | libc.MS_NOEXEC)
         with open(self.runtime.zygote_pidfile, "w") as pidfile:
             pidfile.write(f"{self.host_pid}\n")
+        self.lower = self._hold_lower()  # (after the /proc above: the probe's /proc/self is its own)
         self.indexes = {i: Index(i, self._spec(i)) for i in range(self.runtime.config.concurrency)}
         self.templates = Templates(self.runtime.workloads, self.log, on_failure=lambda slug: self._tell_front({"op": "template_failed", "slug": slug}))
         self.pidfd = os.pidfd_open(os.getpid())  # slots watch it: a pid means nothing in their namespace
@@ -114,8 +117,18 @@ class Zygote:
             tmp_inodes=config.tmp_inodes,
             layers=self.runtime.layers_dir,
             in_user_namespace=self.runtime.in_user_namespace,
+            lower_held=bool(self.lower),
         )
-        return slot.SlotSpec(index=index, root=root)
+        return slot.SlotSpec(index=index, root=root, lower=self.lower)
+
+    def _hold_lower(self) -> tuple[int, ...]:
+        """The workspaces and the layers folders cloned once, read-only, for every slot's overlay
+        to take its lower layers from (RootPlan.lower_held): no slot binds them nor detaches
+        their binds. () where the kernel refuses such a clone as a layer (before 6.15)."""
+        folders = [str(self.runtime.config.workspace), *([self.runtime.layers_dir] if self.runtime.layers_dir else [])]
+        held = native.holds_lower(self.runtime.staging_dir)
+        self.log.info("the workspaces and layers folders", held_as_clones=held, **({} if held else {"why": "this kernel mounts no overlay on a detached clone"}))
+        return tuple(libc.clone_mount(folder, mounts.READONLY_ATTRS) for folder in folders) if held else ()
 
     def _slots(self) -> list[Slot]:
         return [index.slot for index in self.indexes.values() if index.slot is not None]

@@ -4,7 +4,9 @@ real by every test that runs a plain slot (tests/api, tests/security, ...)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import posixpath
 import struct
 from pathlib import Path
 
@@ -121,6 +123,22 @@ def test_every_slot_finishes_its_root_with_its_own_tmp_proc_and_upper_layer(rt, 
     # a judge's test in a slot that runs several gets its own /tmp and upper layer again: the same steps
     fresh = of_kind(records, recipe.K_FRESH)
     assert fresh == [op for op in finish if op[0] != "mount /proc" and op[1] != "hostname"]
+
+
+def test_where_the_zygote_holds_the_lower_layers_no_slot_binds_or_detaches_them(rt, root, v1_slot):
+    """RootPlan.lower_held: the zygote's clones of the workspaces and layers folders are each
+    slot's (kiln-init's descriptors): the root has no folder of binds, a job's overlay names its
+    lower layer relative to the workspaces' clone and detaches nothing."""
+    held = dataclasses.replace(root, lower_held=True)
+    records = decode(recipe.compile_recipe(0, held, rt, v1_slot))
+    build = of_kind(records, recipe.K_BUILD)
+    assert not [op for op in build if "lower" in op[0] or "bind the" in op[0]]
+    assert len(build) < len(of_kind(decode(recipe.compile_recipe(0, root, rt, v1_slot)), recipe.K_BUILD))
+    for slug, workload in rt.workloads.items():
+        steps = [texts(a, k) for k, a in workload_records(records, slug) if k == recipe.K_W_MOUNT]
+        [overlay] = [step for step in steps if step[1] == "overlay"]
+        assert overlay[3] == slug == posixpath.relpath(workload.lower, plan.WORKSPACES_DIR)  # one folder per language
+        assert "detach" not in [step[1] for step in steps]
 
 
 def test_each_language_gets_its_workspace_files_command_and_limits(rt, root, v1_slot):
