@@ -60,24 +60,26 @@ static int write_new_file(const char *path, mode_t mode, const struct arg *conte
     return rc;
 }
 
-/* a lower layer: its path, or where it is below a held clone (`rel` relative to it) */
-static int layer_path(char *out, size_t cap, int held, const char *rel) {
-    return held < 0 ? snprintf(out, cap, "%s", rel) : snprintf(out, cap, "/proc/self/fd/%d%s%s", held, *rel ? "/" : "", rel);
-}
-
 /* args: target lower upper work flags; a job's build layer, if any, goes above the lower layer.
- * With the zygote's clones (s->lower_held), the lower is relative to the workspaces' one and the
- * layer named through the layers' one: init's /proc/self/fd reaches them, the task's does not */
+ * With the zygote's clones (s->lower_held) the lower layer is relative to the workspaces' one,
+ * made the working directory for the mount (the task's mountinfo then reads `lowerdir=<slug>`
+ * in every slot, forked or spawned), and a build's layer named through init's /proc/self/fd */
 static int overlay(const struct slot *s, const struct arg *a) {
-    char data[4096], lower[1024], layer[1024] = "";
-    int n = layer_path(lower, sizeof lower, s->lower_held[0], a[1].p), m = 0;
-    if (s->layer && s->lower_held[1] >= 0) m = layer_path(layer, sizeof layer, s->lower_held[1], s->layer);
-    else if (s->layer && s->recipe.layers) m = snprintf(layer, sizeof layer, "%s/%s", s->recipe.layers, s->layer);
-    else if (s->layer) return errno = ENOENT, -1;
-    if (n < 0 || (size_t)n >= sizeof lower || m < 0 || (size_t)m >= sizeof layer) return errno = ENAMETOOLONG, -1;
-    n = snprintf(data, sizeof data, "lowerdir=%s%s%s,upperdir=%s,workdir=%s", layer, *layer ? ":" : "", lower, a[2].p, a[3].p);
+    char data[4096];
+    const char *lower = s->lower_held[0] >= 0 && !*a[1].p ? "." : a[1].p;
+    int n;
+    if (!s->layer) n = snprintf(data, sizeof data, "lowerdir=%s,upperdir=%s,workdir=%s", lower, a[2].p, a[3].p);
+    else if (s->lower_held[1] >= 0) n = snprintf(data, sizeof data, "lowerdir=/proc/self/fd/%d/%s:%s,upperdir=%s,workdir=%s", s->lower_held[1], s->layer, lower, a[2].p, a[3].p);
+    else if (s->recipe.layers) n = snprintf(data, sizeof data, "lowerdir=%s/%s:%s,upperdir=%s,workdir=%s", s->recipe.layers, s->layer, lower, a[2].p, a[3].p);
+    else return errno = ENOENT, -1;
     if (n < 0 || (size_t)n >= sizeof data) return errno = ENAMETOOLONG, -1;
-    return mount("kiln", a[0].p, "overlay", (unsigned long)arg_int(&a[4]), data);
+    if (s->lower_held[0] < 0) return mount("kiln", a[0].p, "overlay", (unsigned long)arg_int(&a[4]), data);
+    int cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (cwd < 0 || fchdir(s->lower_held[0]) < 0) return cwd >= 0 ? close(cwd) : 0, -1;
+    int rc = mount("kiln", a[0].p, "overlay", (unsigned long)arg_int(&a[4]), data), saved = errno;
+    if (fchdir(cwd) < 0 && rc == 0) rc = -1, saved = errno;
+    close(cwd);
+    return errno = saved, rc;
 }
 
 static int op(const struct slot *s, enum op code, const struct arg *a, int *template_fd) {

@@ -106,13 +106,16 @@ class Template:
             pass
 
 
-def start(slug: str, module_path: str, template_root: int, zygote: int, recipe: int) -> Template:
+def start(slug: str, module_path: str, template_root: int, zygote: int, recipe: int, lower: tuple[int, ...] = ()) -> Template:
     """The `template` command of `slug`'s workspace, in a copy of the template mount namespace
     `template_root` of the index whose `recipe` it is given, with the template module at
-    `module_path` on its descriptor 4. It says READY once it serves."""
+    `module_path` on its descriptor 4, and the zygote's clones of the lower layers (SlotSpec.lower)
+    for its workspace's overlay (it closes them before its command runs). It says READY once it
+    serves."""
     zygote_end, template_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     module = _module_copy(module_path)
     fds = {"KILN_SOCK": template_end.fileno(), "KILN_ZYGOTE": zygote, "KILN_RECIPE": recipe, "KILN_TEMPLATE": template_root, "KILN_TEMPLATE_MODULE": module}
+    fds.update(zip(LOWER_VARIABLES, lower))
     env = {key: str(fd) for key, fd in fds.items()} | {"KILN_TEMPLATE_OF": slug}
     try:
         pid = native.spawn_init(NAMESPACES, [f"kiln: template {slug}"], env, list(fds.values()))
@@ -163,14 +166,14 @@ class Templates:
         self.running: dict[str, Template] = {}
         self.backoff: dict[str, Backoff] = {}
 
-    def start_missing(self, root: int, recipe: int, zygote: int, now: float) -> None:
+    def start_missing(self, root: int, recipe: int, zygote: int, now: float, lower: tuple[int, ...] = ()) -> None:
         """Start each language's template that is not running and not pausing, in a copy of the
-        template mount namespace `root` of the index whose `recipe` it is."""
+        template mount namespace `root` of the index whose `recipe` it is (`lower`: its spec's)."""
         for slug in self.slugs:
             if slug in self.running or self.backoff.get(slug, Backoff()).not_before > now:
                 continue
             try:
-                self.running[slug] = start(slug, self.workloads[slug].template_module, root, zygote, recipe)
+                self.running[slug] = start(slug, self.workloads[slug].template_module, root, zygote, recipe, lower)
             except OSError as error:
                 self._pause(slug, f"cannot start it: {error}")
 

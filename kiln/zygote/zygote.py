@@ -232,7 +232,7 @@ class Zygote:
         with_root = [index for index in self.indexes.values() if index.root is not None]
         if with_root:
             first = min(with_root, key=lambda index: index.number)
-            self.templates.start_missing(first.root, first.recipe, self.pidfd, now)
+            self.templates.start_missing(first.root, first.recipe, self.pidfd, now, first.spec.lower)
 
     def recipe_of(self, index: Index, cgroup: SlotCgroup) -> int:
         """The memfd of the index's kiln-init recipe, compiled for its first slot."""
