@@ -268,6 +268,14 @@ class Pool:
         self.in_flight += 1
         return WarmSlot(index=0, pid=0, sock=slot.front)
 
+    def acquire_pair(self, gone=None) -> tuple[WarmSlot, WarmSlot]:
+        first = self.acquire(None, None, gone)
+        try:
+            return first, self.acquire(None, None, gone)
+        except BaseException:
+            self.release(first)
+            raise
+
     def release(self, slot: WarmSlot) -> None:
         self.in_flight -= 1
         self.released += 1
