@@ -126,9 +126,18 @@ class Zygote:
         to take its lower layers from (RootPlan.lower_held): no slot binds them nor detaches
         their binds. () where the kernel refuses such a clone as a layer (before 6.15)."""
         folders = [str(self.runtime.config.workspace), *([self.runtime.layers_dir] if self.runtime.layers_dir else [])]
-        held = native.holds_lower(self.runtime.staging_dir)
-        self.log.info("the workspaces and layers folders", held_as_clones=held, **({} if held else {"why": "this kernel mounts no overlay on a detached clone"}))
-        return tuple(libc.clone_mount(folder, mounts.READONLY_ATTRS) for folder in folders) if held else ()
+        clones: list[int] = []
+        why = None if native.holds_lower(self.runtime.staging_dir) else "this kernel mounts no overlay on a detached clone"
+        try:
+            for folder in folders if why is None else ():
+                clones.append(libc.clone_mount(folder, mounts.READONLY_ATTRS))
+        except OSError as error:  # then each slot binds them, as on an older kernel
+            why = str(error)
+            for clone in clones:
+                os.close(clone)
+            clones = []
+        self.log.info("the workspaces and layers folders", held_as_clones=why is None, **({} if why is None else {"why": why}))
+        return tuple(clones)
 
     def _slots(self) -> list[Slot]:
         return [index.slot for index in self.indexes.values() if index.slot is not None]
