@@ -170,7 +170,7 @@ def main() -> int:
                     paced = latency(server.port, payload, argv, cwd, args.paced_runs, 1, args.pause)
                     row.update(paced_p50_ms=paced["p50_ms"], paced_bare_p50_ms=paced["bare_p50_ms"], paced_ratio_p50=paced["ratio_p50"])
                 load = rate(server.port, payload, args.clients, args.seconds, args.load)
-                row.update(clients=args.clients, runs_per_s=load["runs_per_s"], errors=load["errors"], loaded_p50_ms=load["p50_ms"], load_generator=load["load_generator"])
+                row.update(clients=args.clients, runs_per_s=load["runs_per_s"], errors=load["errors"], loaded_p50_ms=load["p50_ms"], loaded_p99_ms=load.get("p99_ms"), load_generator=load["load_generator"])
                 bare_rate = cpus / (row["bare_cpu_ms"] / 1000) if row["bare_cpu_ms"] else None
                 row["bare_cpu_bound_runs_per_s"] = round(bare_rate, 1) if bare_rate else None
                 row["rate_vs_bare"] = round(load["runs_per_s"] / bare_rate, 3) if bare_rate else None
@@ -179,7 +179,7 @@ def main() -> int:
                 results.append(row)
             finally:
                 server.stop()
-    columns = ["workload", "block", "p50_ms", "p90_ms", "p99_ms", "bare_p50_ms", "added_p50_ms", "ratio_p50", "paced_p50_ms", "paced_bare_p50_ms", "paced_ratio_p50", "clients", "runs_per_s", "bare_cpu_bound_runs_per_s", "rate_vs_bare", "errors"]
+    columns = ["workload", "block", "p50_ms", "p90_ms", "p99_ms", "bare_p50_ms", "added_p50_ms", "ratio_p50", "paced_p50_ms", "paced_bare_p50_ms", "paced_ratio_p50", "clients", "loaded_p50_ms", "loaded_p99_ms", "runs_per_s", "bare_cpu_bound_runs_per_s", "rate_vs_bare", "errors"]
     print(" | ".join(columns))
     for row in results:
         print(" | ".join(str(row.get(c)) for c in columns))
