@@ -142,48 +142,56 @@ class SlotPool:
 
     def _slot_for(self, want: str | None, gone: gevent.event.Event | None) -> WarmSlot:
         """A warm slot for a request that has its turn; its turn passed on if it gets none."""
-        claim = object()  # this request's, on the slot it trades in
-        try:
-            return self._wait_for_slot(want, claim, gone)
-        finally:
-            for index in [] if not self.traded_for else [index for index, owner in self.traded_for.items() if owner is claim]:
-                del self.traded_for[index]
-
-    def _wait_for_slot(self, want: str | None, claim: object, gone: gevent.event.Event | None) -> WarmSlot:
         started = time.monotonic()
         deadline = started + WARM_WAIT_S
-        gave_up_one = False
-        while True:
-            slot = self._take(want, claim)
-            if slot is not None:
-                if slot.prestart != want:  # its replacement follows the demand
-                    self.demand(slot.index, want)
-                if want is not None:
-                    slot.asked_for, slot.hot, slot.taken = want, slot.prestart == want and not slot.loading, time.monotonic()
-                    self.asked.asked_for(want)
-                return slot
-            unfit = None if gave_up_one else next((w for w in self.warm if w.index not in self.traded_for), None)
-            if unfit is not None:  # all warm for other languages: trade one in
-                self.warm.remove(unfit)
-                self.traded_for[unfit.index] = claim
-                self.demand(unfit.index, want)
-                unfit.sock.close()  # its init reads end-of-file and exits unused
-                gave_up_one = True
-                self.on_trade()
-            now = time.monotonic()
-            failing = self.last_warm_error_at > self.last_warm_ok and now - started >= WARM_FAILING_S
-            left = gone is not None and gone.is_set()
-            if now >= deadline or failing or left:
-                self._pass_turn()
-                if left:
-                    raise ClientGone
-                raise NoWarmSlot(self.last_warm_error or "no slot became warm in time")
-            waiter = gevent.event.Event()
-            self._waiters.append(waiter)
-            try:
-                gevent.wait([waiter] + ([gone] if gone is not None else []), timeout=min(deadline - now, WARM_FAILING_S), count=1)
-            finally:
-                self._waiters.remove(waiter)
+        claim = object()  # this request's, on the slot it trades in
+        traded: int | None = None  # that slot's index: a request trades once
+        try:
+            while True:
+                slot = self._take(want, claim)
+                if slot is not None:
+                    return self._taken(slot, want)
+                if traded is None:
+                    traded = self._trade_in(want, claim)
+                now = time.monotonic()
+                failing = self.last_warm_error_at > self.last_warm_ok and now - started >= WARM_FAILING_S
+                left = gone is not None and gone.is_set()
+                if now >= deadline or failing or left:
+                    self._pass_turn()
+                    if left:
+                        raise ClientGone
+                    raise NoWarmSlot(self.last_warm_error or "no slot became warm in time")
+                waiter = gevent.event.Event()
+                self._waiters.append(waiter)
+                try:
+                    gevent.wait([waiter] + ([gone] if gone is not None else []), timeout=min(deadline - now, WARM_FAILING_S), count=1)
+                finally:
+                    self._waiters.remove(waiter)
+        finally:
+            if traded is not None:
+                del self.traded_for[traded]
+
+    def _taken(self, slot: WarmSlot, want: str | None) -> WarmSlot:
+        if slot.prestart != want:  # its replacement follows the demand
+            self.demand(slot.index, want)
+        if want is not None:
+            slot.asked_for, slot.hot, slot.taken = want, slot.prestart == want and not slot.loading, time.monotonic()
+            self.asked.asked_for(want)
+        return slot
+
+    def _trade_in(self, want: str | None, claim: object) -> int | None:
+        """All warm slots are for other languages (or traded for by other requests): one closed
+        unused, its index warmed for `want`, its replacement `claim`'s. Its index, or None when
+        none is warm to trade."""
+        unfit = next((w for w in self.warm if w.index not in self.traded_for), None)
+        if unfit is None:
+            return None
+        self.warm.remove(unfit)
+        self.traded_for[unfit.index] = claim
+        self.demand(unfit.index, want)
+        unfit.sock.close()  # its init reads end-of-file and exits unused
+        self.on_trade()
+        return unfit.index
 
     def _take_turn(self, wait_s: float | None, gone: gevent.event.Event | None, needs: int = 1) -> None:
         """Count the request's `needs` runs in flight, at once if there is room and nobody queued
@@ -239,7 +247,7 @@ class SlotPool:
                 turn.event.set()
         self.queue[:] = [turn for turn in self.queue if turn.patient]
 
-    def _take(self, want: str | None, claim: object = None) -> WarmSlot | None:
+    def _take(self, want: str | None, claim: object) -> WarmSlot | None:
         """One prestarted for `want` whose command is waiting, else one whose command is still
         starting (ahead of a plain slot's cold start), else a plain one; never one another
         request traded for (`claim`: the asking request's)."""

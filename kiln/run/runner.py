@@ -86,12 +86,11 @@ class Runner:
         its interactor, talking through their pipes), their two turns taken together. The jobs'
         pipes are the Runner's from here: closed once sent, or when a job cannot be sent."""
         try:
-            slots = self.pool.acquire_pair(gone)
-        except BaseException as error:
+            with _gone_is_cancelled():
+                slots = self.pool.acquire_pair(gone)
+        except BaseException:
             for job in (first, second):
                 _close_pipes(job)
-            if isinstance(error, ClientGone):
-                raise Cancelled from None
             raise
         runs = [gevent.spawn(self._in_slot, slot, job, gone) for slot, job in zip(slots, (first, second))]
         gevent.joinall(runs)
@@ -125,10 +124,8 @@ class Runner:
         return self._in_slot(slot, job, gone)
 
     def _acquire(self, want: str | None, wait_s: float | None, gone: gevent.event.Event | None) -> WarmSlot:
-        try:
+        with _gone_is_cancelled():
             return self.pool.acquire(want, wait_s, gone)
-        except ClientGone:
-            raise Cancelled from None
 
     def _in_slot(self, slot: WarmSlot, job: Job, gone: gevent.event.Event | None, keep: bool = False) -> Ran:
         """The job in the slot it was given; the slot released (or condemned) after, unless
@@ -213,6 +210,15 @@ class Session:
         if self.slot is not None:
             self.runner.pool.release(self.slot)
             self.slot = None
+
+
+@contextlib.contextmanager
+def _gone_is_cancelled() -> Iterator[None]:
+    """A client that left while its request waited for a slot: the run is Cancelled."""
+    try:
+        yield
+    except ClientGone:
+        raise Cancelled from None
 
 
 def _close_pipes(job: Job) -> None:
