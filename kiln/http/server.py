@@ -78,11 +78,15 @@ class Handler(WSGIHandler):
         if not started:
             return None  # idle past its time, or closed: nothing was asked
         self.read_deadline = time.monotonic() + self.server.read_timeout_s
-        self._reading = gevent.Timeout(self.server.read_timeout_s, ReadTimeout)
+        direct = self._direct_run()
+        if direct is not False:
+            return direct
+        # pywsgi reads the head from the socket as it comes: a timer bounds it (the direct path
+        # took a head already buffered, and its body's read is bounded by the App)
+        self._reading = gevent.Timeout(self.read_deadline - time.monotonic(), ReadTimeout)
         self._reading.start()
         try:
-            direct = self._direct_run()
-            return super().handle_one_request() if direct is False else direct
+            return super().handle_one_request()
         except ReadTimeout:
             self.server.on_read_timeout()
             return ("408", _canned(*REQUEST_TIMEOUT))
@@ -98,7 +102,6 @@ class Handler(WSGIHandler):
             return False
         environ, head_length, self.close_connection = parsed
         self.rfile.read(head_length)  # from the buffer
-        self._reading.close()  # the head is in: the body's time is the app's, as on pywsgi's path
         self.wsgi_input = environ["wsgi.input"] = Input(self.rfile, int(environ["CONTENT_LENGTH"]))
         environ["kiln.socket"] = self.socket
         environ["kiln.read_deadline"] = self.read_deadline

@@ -358,7 +358,7 @@ int main(int argc, char **argv) {
                      .title = argv[0], .title_cap = strlen(argv[0])};
     struct start start;
     char err[ERR];
-    if (argc > 2 && !strcmp(argv[1], "probe-lower")) return probe_held_lower(argv[2]);
+    if (argc > 2 && !strcmp(argv[1], "probe-lower")) return probe_lower(argv[2]);
     if (recipe_load(env_fd("KILN_RECIPE"), &s.recipe, err, ERR)) {
         fprintf(stderr, "kiln-init: %s\n", err);
         return 70;

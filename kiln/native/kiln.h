@@ -152,7 +152,7 @@ int mount_workspace(struct slot *s, struct span w, const char *layer, char *err)
 /* `kiln-init probe-lower DIR`: 0 when the kernel mounts an overlay, in a mount namespace of its
  * own, whose lower layer is a detached clone made outside it (of DIR, an empty folder), 1 when it
  * refuses, 2 when it could not try */
-int probe_held_lower(const char *dir);
+int probe_lower(const char *dir);
 
 /* --- files.c: what the request writes below /sandbox --------------------------------------- */
 

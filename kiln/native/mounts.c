@@ -62,8 +62,10 @@ static int write_new_file(const char *path, mode_t mode, const struct arg *conte
 
 /* args: target lower upper work flags; a job's build layer, if any, goes above the lower layer.
  * With the zygote's clones (s->lower_held) the lower layer is relative to the workspaces' one,
- * made the working directory for the mount (the task's mountinfo then reads `lowerdir=<slug>`
- * in every slot, forked or spawned), and a build's layer named through init's /proc/self/fd */
+ * made init's working directory (the task's mountinfo then reads `lowerdir=<slug>` in every
+ * slot, forked or spawned), and a build's layer named through init's /proc/self/fd. Init names
+ * absolute paths only, and moves to the workspace before it starts a task (take_limits): its
+ * working directory is left where the mount needed it */
 static int overlay(const struct slot *s, const struct arg *a) {
     char data[4096];
     const char *lower = s->lower_held[0] >= 0 && !*a[1].p ? "." : a[1].p;
@@ -73,13 +75,8 @@ static int overlay(const struct slot *s, const struct arg *a) {
     else if (s->recipe.layers) n = snprintf(data, sizeof data, "lowerdir=%s/%s:%s,upperdir=%s,workdir=%s", s->recipe.layers, s->layer, lower, a[2].p, a[3].p);
     else return errno = ENOENT, -1;
     if (n < 0 || (size_t)n >= sizeof data) return errno = ENAMETOOLONG, -1;
-    if (s->lower_held[0] < 0) return mount("kiln", a[0].p, "overlay", (unsigned long)arg_int(&a[4]), data);
-    int cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (cwd < 0 || fchdir(s->lower_held[0]) < 0) return cwd >= 0 ? close(cwd) : 0, -1;
-    int rc = mount("kiln", a[0].p, "overlay", (unsigned long)arg_int(&a[4]), data), saved = errno;
-    if (fchdir(cwd) < 0 && rc == 0) rc = -1, saved = errno;
-    close(cwd);
-    return errno = saved, rc;
+    if (s->lower_held[0] >= 0 && fchdir(s->lower_held[0]) < 0) return -1;
+    return mount("kiln", a[0].p, "overlay", (unsigned long)arg_int(&a[4]), data);
 }
 
 static int op(const struct slot *s, enum op code, const struct arg *a, int *template_fd) {
@@ -169,7 +166,7 @@ int mount_workspace(struct slot *s, struct span w, const char *layer, char *err)
     return give_dirs(s, w, err);
 }
 
-int probe_held_lower(const char *dir) {
+int probe_lower(const char *dir) {
     char upper[1024], work[1024], target[1024], data[4096];
     if (strlen(dir) > 1000) return fprintf(stderr, "kiln-init probe-lower: %s: too long\n", dir), 2;
     snprintf(upper, sizeof upper, "%s/upper", dir), snprintf(work, sizeof work, "%s/work", dir), snprintf(target, sizeof target, "%s/merged", dir);
