@@ -6,8 +6,8 @@ import contextlib
 import hmac
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import gevent
 from werkzeug.exceptions import MethodNotAllowed, NotFound

@@ -83,7 +83,7 @@ def spawn(flags: int, path: str, argv: list[str], env: dict[str, str], keep: lis
     return pid
 
 
-def holds_lower(scratch: str) -> bool:
+def probe_lower(scratch: str) -> bool:
     """Whether this kernel mounts an overlay whose lower layer is a detached clone of a folder
     made in another mount namespace (6.15 and later), as each slot's overlay does on the zygote's
     clones (RootPlan.lower_held). `kiln-init probe-lower` answers, cloning `scratch` (an empty

@@ -118,7 +118,7 @@ class RootPlan:
     # /proc is mounted beside a procfs kept at PROC_ANCHOR
     in_user_namespace: bool = False
     # the workspaces and the layers folders held by the zygote as read-only clones, passed to each
-    # slot's init (native.holds_lower says where the kernel can): the root has no lower binds,
+    # slot's init (native.probe_lower says where the kernel can): the root has no lower binds,
     # and the job's overlay names its lower layers through the clones, detaching nothing
     lower_held: bool = False
 

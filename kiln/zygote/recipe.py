@@ -26,11 +26,6 @@ from kiln.zygote import protocol
 from kiln.sandbox.plan import LAYERS_DIR, LOWER_DIR, WORKSPACES_DIR, OVERLAY_UPPER, OVERLAY_WORK, PROC_ANCHOR, SANDBOX_DIR, RootPlan, Tmpfs, cpu_rlimit_terms, fixed_rlimits, upper_layer_dirs
 
 MAGIC = b"KILNRCP1"
-# The overlay holds its own reference to its lower layers: the binds of the workspaces and the
-# layers, whose mount roots in /proc/self/mountinfo are host paths, leave the task's view with
-# the tmpfs they are bound below (one detach for both), after each job's overlay; where the
-# zygote holds clones of them instead (RootPlan.lower_held) there are no binds to hide
-HIDE_LOWER = "hide the lower layers' folder"
 K_CONST, K_SECCOMP, K_STAT, K_BUILD, K_FINISH, K_WARM_LIMIT = 1, 2, 3, 4, 5, 6
 K_WORKLOAD, K_W_MOUNT, K_W_DIR, K_W_PART, K_W_LIMIT, K_W_ARGV, K_W_ENV, K_W_RLIMIT, K_W_RLIMIT_CPU = 7, 8, 9, 10, 11, 12, 13, 14, 15
 K_W_PRESTART_ARGV, K_W_PRESTART_LIMIT, K_W_TEMPLATE_ARGV = 16, 17, 18
@@ -185,7 +180,11 @@ def _workload(workload: Workload, runtime: Runtime, root: RootPlan, cgroup: Slot
         *_resize("mount the workspace", workspace.upper, root.upper),
         # on a judge's test, its build's layer goes above the workspace (kiln-init adds it)
         ("mount the workspace", "overlay", (SANDBOX_DIR, lower, OVERLAY_UPPER, OVERLAY_WORK, mounts.OVERLAY_FLAGS)),
-        *([] if root.lower_held else [(HIDE_LOWER, "detach", (LOWER_DIR,))]),
+        # the overlay holds its own reference to its lower layers: the binds of the workspaces
+        # and the layers, whose mount roots in /proc/self/mountinfo are host paths, leave the
+        # task's view with the tmpfs they are bound below (one detach for both); where the
+        # zygote holds clones of them instead (RootPlan.lower_held) there are none to hide
+        *([] if root.lower_held else [("hide the lower layers' folder", "detach", (LOWER_DIR,))]),
         *_resize("size /tmp", workspace.tmp, root.tmp),
     ]
     parts = {"solution": language.solution_file, "checker": language.checker_file, "asserts": language.asserts_file}

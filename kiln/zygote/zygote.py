@@ -125,18 +125,19 @@ class Zygote:
         """The workspaces and the layers folders cloned once, read-only, for every slot's overlay
         to take its lower layers from (RootPlan.lower_held): no slot binds them nor detaches
         their binds. () where the kernel refuses such a clone as a layer (before 6.15)."""
-        folders = [str(self.runtime.config.workspace), *([self.runtime.layers_dir] if self.runtime.layers_dir else [])]
+        if not native.probe_lower(self.runtime.staging_dir):
+            self.log.info("the workspaces and layers folders", held_as_clones=False, why="this kernel mounts no overlay on a detached clone")
+            return ()
         clones: list[int] = []
-        why = None if native.holds_lower(self.runtime.staging_dir) else "this kernel mounts no overlay on a detached clone"
         try:
-            for folder in folders if why is None else ():
+            for folder in (str(self.runtime.config.workspace), self.runtime.layers_dir):
                 clones.append(libc.clone_mount(folder, mounts.READONLY_ATTRS))
         except OSError as error:  # then each slot binds them, as on an older kernel
-            why = str(error)
             for clone in clones:
                 os.close(clone)
-            clones = []
-        self.log.info("the workspaces and layers folders", held_as_clones=why is None, **({} if why is None else {"why": why}))
+            self.log.info("the workspaces and layers folders", held_as_clones=False, why=str(error))
+            return ()
+        self.log.info("the workspaces and layers folders", held_as_clones=True)
         return tuple(clones)
 
     def _slots(self) -> list[Slot]:
@@ -241,7 +242,7 @@ class Zygote:
         with_root = [index for index in self.indexes.values() if index.root is not None]
         if with_root:
             first = min(with_root, key=lambda index: index.number)
-            self.templates.start_missing(first.root, first.recipe, self.pidfd, now, first.spec.lower)
+            self.templates.start_missing(first.root, first.recipe, self.pidfd, now, self.lower)
 
     def recipe_of(self, index: Index, cgroup: SlotCgroup) -> int:
         """The memfd of the index's kiln-init recipe, compiled for its first slot."""

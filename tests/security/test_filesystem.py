@@ -332,7 +332,7 @@ def test_python_run_reaches_no_other_workspace(run_py, tmp_path):
     assert [p for p in seen["sandbox"] if "__pycache__" not in p] == expected
     # the lower layer named by its path below the detached folder, or, where the kernel takes a
     # detached clone as a layer, relative to the zygote's clone of the workspaces folder
-    held = native.holds_lower(str(tmp_path))
+    held = native.probe_lower(str(tmp_path))
     assert len(seen["overlay_lower"]) == 1
     assert ("lowerdir=python," if held else "lowerdir=/.kiln/lower/ws/python,") in seen["overlay_lower"][0]
 

@@ -103,8 +103,8 @@ def test_the_lower_layers_probe_answers_and_leaves_nothing_mounted(tmp_path):
     (what decides RootPlan.lower_held), in a mount namespace of its own: the host's mount table
     and the scratch folder are as they were."""
     mounts_before = Path("/proc/self/mountinfo").read_text()
-    held = native.holds_lower(str(tmp_path))
+    held = native.probe_lower(str(tmp_path))
     assert Path("/proc/self/mountinfo").read_text() == mounts_before
     assert list(tmp_path.iterdir()) == []
     assert held in (True, False)
-    assert native.holds_lower(str(tmp_path / "missing")) is False  # a probe that could not even set up says no
+    assert native.probe_lower(str(tmp_path / "missing")) is False  # a probe that could not even set up says no
