@@ -1,8 +1,9 @@
 """kiln's native parts (C, built by `make -C kiln/native`, which scripts/setup.sh runs):
 
 - kiln-init: a plain slot's init, a static program the zygote spawns (init.c);
-- libkilnspawn.so: the zygote's spawn of it into new namespaces without forking itself
-  (spawn.c), called here through ctypes;
+- libkilnspawn.so: the zygote's spawns of it into new namespaces without forking itself
+  (spawn.c), called here through ctypes: once it has exec'd (spawn), or as soon as it exists
+  (start_init, a slot's);
 - the template modules: a language template's binding of template.c, loaded by the sandbox's
   own interpreter, never by kiln's: _kiln_template.so for /usr/bin/python3 (a CPython
   extension), kiln_template.node for /usr/bin/node (a Node-API addon), kiln_template_ruby.so
@@ -51,17 +52,22 @@ def check_built() -> None:
 
 _lib = None
 
+_CHILD_ARGTYPES = [
+    ctypes.c_ulong, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_char_p),
+    ctypes.POINTER(ctypes.c_int), ctypes.c_int,
+]  # fmt: skip
 
-def _spawn_function():
+
+def _spawn_lib():
     global _lib
     if _lib is None:
         _lib = ctypes.CDLL(str(SPAWN_LIB), use_errno=True)
-        _lib.kiln_spawn_init.restype = ctypes.c_int
-        _lib.kiln_spawn_init.argtypes = [
-            ctypes.c_ulong, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_char_p),
-            ctypes.POINTER(ctypes.c_int), ctypes.c_int,
-        ]  # fmt: skip
-    return _lib.kiln_spawn_init
+        for function in (_lib.kiln_spawn_init, _lib.kiln_start_init):
+            function.restype = ctypes.c_int
+            function.argtypes = _CHILD_ARGTYPES
+        _lib.kiln_start_error.restype = ctypes.c_int
+        _lib.kiln_start_error.argtypes = [ctypes.c_int]
+    return _lib
 
 
 def _strings(items: list[str]):
@@ -70,17 +76,21 @@ def _strings(items: list[str]):
     return array
 
 
-def spawn(flags: int, path: str, argv: list[str], env: dict[str, str], keep: list[int]) -> int:
-    """`path` as a child in new namespaces (`flags`: CLONE_NEW*), inheriting `keep`, its signal
-    dispositions at their defaults. Returns its pid; raises OSError if the clone or the exec
-    failed (the child reaped)."""
+def _child(function, flags: int, path: str, argv: list[str], env: dict[str, str], keep: list[int]) -> int:
     fds = (ctypes.c_int * len(keep))(*keep)
     envp = _strings([f"{key}={value}" for key, value in env.items()])
-    pid = _spawn_function()(flags, os.fsencode(path), _strings(argv), envp, fds, len(keep))
+    pid = function(flags, os.fsencode(path), _strings(argv), envp, fds, len(keep))
     if pid < 0:
         error = ctypes.get_errno()
         raise OSError(error, f"spawning {path}: {os.strerror(error)}")
     return pid
+
+
+def spawn(flags: int, path: str, argv: list[str], env: dict[str, str], keep: list[int]) -> int:
+    """`path` as a child in new namespaces (`flags`: CLONE_NEW*), inheriting `keep`, its signal
+    dispositions at their defaults. Returns its pid once it has exec'd; raises OSError if the
+    clone or the exec failed (the child reaped)."""
+    return _child(_spawn_lib().kiln_spawn_init, flags, path, argv, env, keep)
 
 
 def probe_lower(scratch: str) -> bool:
@@ -93,5 +103,19 @@ def probe_lower(scratch: str) -> bool:
 
 
 def spawn_init(flags: int, argv: list[str], env: dict[str, str], keep: list[int]) -> int:
-    """kiln-init as a child in new namespaces: see spawn."""
+    """kiln-init as a child in new namespaces, once it has exec'd: see spawn."""
     return spawn(flags, str(INIT), argv, env, keep)
+
+
+def start_init(flags: int, argv: list[str], env: dict[str, str], keep: list[int]) -> int:
+    """kiln-init as a child in new namespaces, as spawn_init, but returns as soon as the child
+    exists, before its exec (a slot's spawn: the zygote does not wait for a CPU for it). Raises
+    OSError if the clone failed; an exec that fails is the child's exit with 127 and its errno
+    start_error's."""
+    return _child(_spawn_lib().kiln_start_init, flags, str(INIT), argv, env, keep)
+
+
+def start_error(pid: int) -> int:
+    """The errno of start_init's child `pid` that exited without becoming kiln-init, or 0 (it
+    did, or it is too long ago to tell: one of the last few starts is kept)."""
+    return _spawn_lib().kiln_start_error(pid)

@@ -13,7 +13,7 @@
  * runs in a fresh mount namespace init enters at the job: the standby enters it too.
  *
  * The two share one address space, so one errno: while the standby runs libc code, init is
- * inside a raw futex wait (raw(), no errno), and the standby's own waits are raw too. Init
+ * inside a raw futex wait (raw_syscall(), no errno), and the standby's own waits are raw too. Init
  * learns that the standby exec'd (or exited) as vfork's parent does, from the kernel: the tid
  * word CLONE_CHILD_CLEARTID names is cleared, and woken, when the standby's memory is let go. */
 #include "kiln.h"
@@ -32,29 +32,13 @@
 
 enum { JOINING, WAITING, RELEASED, FAILED };
 
-/* a syscall that never touches errno: -errno on failure */
-static long raw(long n, long a, long b, long c, long d) {
-#if defined(__x86_64__)
-    long ret;
-    register long r10 __asm__("r10") = d;
-    __asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
-    return ret;
-#elif defined(__aarch64__)
-    register long x8 __asm__("x8") = n, x0 __asm__("x0") = a, x1 __asm__("x1") = b, x2 __asm__("x2") = c, x3 __asm__("x3") = d;
-    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3) : "memory");
-    return x0;
-#else
-#error "standby.c: raw() needs this architecture's syscall instruction"
-#endif
-}
-
 static void wait_while(volatile int *word, int value) {
-    while (__atomic_load_n(word, __ATOMIC_ACQUIRE) == value) raw(SYS_futex, (long)word, FUTEX_WAIT, value, 0);
+    while (__atomic_load_n(word, __ATOMIC_ACQUIRE) == value) raw_syscall(SYS_futex, (long)word, FUTEX_WAIT, value, 0);
 }
 
 static void set_and_wake(volatile int *word, int value) {
     __atomic_store_n(word, value, __ATOMIC_RELEASE);
-    raw(SYS_futex, (long)word, FUTEX_WAKE, 1, 0);
+    raw_syscall(SYS_futex, (long)word, FUTEX_WAKE, 1, 0);
 }
 
 static int fail(struct standby *b, const char *step, int error) {
@@ -110,7 +94,7 @@ pid_t standby_release(struct slot *s, const char *path, char *const argv[], char
     b->path = path, b->argv = argv, b->envp = envp, b->fds = fds, b->nfds = nfds;
     b->pid = 0;
     set_and_wake(&b->state, RELEASED);
-    for (int tid; (tid = __atomic_load_n(&b->tid, __ATOMIC_ACQUIRE)) != 0;) raw(SYS_futex, (long)&b->tid, FUTEX_WAIT, tid, 0);
+    for (int tid; (tid = __atomic_load_n(&b->tid, __ATOMIC_ACQUIRE)) != 0;) raw_syscall(SYS_futex, (long)&b->tid, FUTEX_WAIT, tid, 0);
     if (b->mnt_ns >= 0) close(b->mnt_ns), b->mnt_ns = -1;
     if (!b->error) return pid;
     reap(pid);

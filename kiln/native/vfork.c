@@ -21,9 +21,24 @@ struct kernel_sigaction {
     uint64_t mask;
 };
 
+long raw_syscall(long n, long a, long b, long c, long d) {
+#if defined(__x86_64__)
+    long ret;
+    register long r10 __asm__("r10") = d;
+    __asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+    return ret;
+#elif defined(__aarch64__)
+    register long x8 __asm__("x8") = n, x0 __asm__("x0") = a, x1 __asm__("x1") = b, x2 __asm__("x2") = c, x3 __asm__("x3") = d;
+    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3) : "memory");
+    return x0;
+#else
+#error "vfork.c: raw_syscall() needs this architecture's syscall instruction"
+#endif
+}
+
 void set_disposition(int sig, void (*handler)(int)) {
     struct kernel_sigaction action = {(unsigned long)handler, 0, 0, 0};
-    syscall(SYS_rt_sigaction, sig, &action, NULL, 8);
+    raw_syscall(SYS_rt_sigaction, sig, (long)&action, 0, 8);
 }
 
 void reset_signals_for_init(void) {

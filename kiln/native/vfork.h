@@ -1,6 +1,7 @@
 /* A child that borrows the caller's memory until its exec (clone with CLONE_VM | CLONE_VFORK,
- * as posix_spawn does): no page is copied or made copy-on-write on either side. Used twice: the
- * zygote's spawn of a slot's init (spawn.c) and init's spawn of the task (exec.c). */
+ * as posix_spawn does): no page is copied or made copy-on-write on either side. Used by the
+ * zygote's rare spawns of kiln-init (spawn.c: a slot's own does not wait for its exec) and
+ * init's spawn of the task (exec.c). */
 #ifndef KILN_VFORK_H
 #define KILN_VFORK_H
 
@@ -21,6 +22,10 @@ pid_t vfork_exec(unsigned long flags, const char *path, char *const argv[], char
 
 /* waitpid(pid) until it reaps, through EINTR: a child that failed before its exec */
 void reap(pid_t pid);
+
+/* a syscall that never touches errno (-errno on failure): for a child that shares its memory,
+ * and so its errno, with a parent that goes on running */
+long raw_syscall(long n, long a, long b, long c, long d);
 
 /* rt_sigaction(2) itself: libc's refuses the real-time signals it keeps for its own use */
 void set_disposition(int sig, void (*handler)(int));

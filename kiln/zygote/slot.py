@@ -7,7 +7,8 @@
                      keep nothing a job could leave)
 
 The zygote spawns init straight into those namespaces (clone with the zygote's memory shared
-until the exec: no fork of a Python process) and hands it the index's recipe: the plans,
+until the exec: no fork of a Python process; the zygote goes on without waiting for the exec)
+and hands it the index's recipe: the plans,
 compiled by kiln.zygote.recipe. init finishes the slot's root filesystem while warming (its
 own /tmp, /proc and upper layer), then waits on its socket for one job; init.c has the steps.
 The index's first slot builds the template (everything read-only in the root) and hands it to
@@ -76,7 +77,7 @@ def spawn(
     title = f"kiln: slot {spec.index} warming".ljust(TITLE_ROOM)
     try:
         keep = [slot_end.fileno(), zygote, recipe, *kept.fds(), *cgroup.fds(), *spec.lower]
-        pid = via.fork_slot(flags, [title], env, keep) if via is not None else native.spawn_init(flags, [title], env, keep)
+        pid = via.fork_slot(flags, [title], env, keep) if via is not None else native.start_init(flags, [title], env, keep)
     except BaseException:
         zygote_end.close()
         raise

@@ -57,7 +57,7 @@ class Template:
 
     def fork_slot(self, flags: int, argv: list[str], env: dict[str, str], keep: list[int]) -> int:
         """A slot's kiln-init, cloned by the template into new namespaces (`flags`) as the
-        zygote's child, its task forked: what native.spawn_init does for a plain slot. Returns
+        zygote's child, its task forked: what native.start_init does for a plain slot. Returns
         init's pid; raises TemplateError when the template cannot (the caller then spawns)."""
         if not self.ready:
             raise TemplateError(f"the {self.slug} template is not ready")

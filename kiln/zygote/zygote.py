@@ -166,7 +166,8 @@ class Zygote:
                     self._from_front()
             if s is not None:
                 if s.sock is not None:
-                    self._warm_failed(s, "slot died while warming")
+                    error = native.start_error(pid)
+                    self._warm_failed(s, f"cannot start the slot: {os.strerror(error)}" if error else "slot died while warming")
                 self._end(s)
 
     def _backoff(self, index: Index, error: str, prestart: str | None = None) -> None:

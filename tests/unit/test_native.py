@@ -1,12 +1,14 @@
 """kiln's native parts from the zygote's side: the spawn helper (spawn.c) and the build check.
 
-The helper is tested with /bin/sh in kiln-init's place: what the child inherits (the kept
-descriptors and nothing else, signal dispositions, an empty mask) and the namespaces it starts
-in. kiln-init itself is tested by every test that runs a slot, and by test_job_fuzz.
+The helper's two spawns (spawn_init, which waits for the exec; start_init, a slot's, which does
+not) are tested with /bin/sh in kiln-init's place: what the child inherits (the kept descriptors
+and nothing else, signal dispositions, an empty mask), the namespaces it starts in, how a failed
+exec is told. kiln-init itself is tested by every test that runs a slot, and by test_job_fuzz.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import signal
@@ -18,18 +20,23 @@ from kiln import native
 from kiln.sandbox import libc
 
 
-@pytest.fixture
-def sh_as_init(monkeypatch):
+SPAWNS = [native.spawn_init, native.start_init]
+
+
+@pytest.fixture(params=SPAWNS, ids=lambda spawn: spawn.__name__)
+def run(request, monkeypatch):
+    """A shell script as kiln-init, spawned by each of the helper's spawns: its exit code."""
     monkeypatch.setattr(native, "INIT", Path("/bin/sh"))
 
+    def run(script: str, keep: list[int] = (), flags: int = 0, env: dict | None = None) -> int:
+        pid = request.param(flags, ["sh", "-c", script], env or {"PATH": "/usr/bin:/bin"}, list(keep))
+        _, status = os.waitpid(pid, 0)
+        return os.waitstatus_to_exitcode(status)
 
-def run(script: str, keep: list[int] = (), flags: int = 0, env: dict | None = None) -> int:
-    pid = native.spawn_init(flags, ["sh", "-c", script], env or {"PATH": "/usr/bin:/bin"}, list(keep))
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
+    return run
 
 
-def test_the_child_inherits_the_kept_descriptors_and_nothing_else(sh_as_init, tmp_path):
+def test_the_child_inherits_the_kept_descriptors_and_nothing_else(run, tmp_path):
     kept_r, kept_w = os.pipe()  # both close-on-exec, as every descriptor of the zygote
     other_r, other_w = os.pipe()
     out = tmp_path / "fds"
@@ -43,7 +50,7 @@ def test_the_child_inherits_the_kept_descriptors_and_nothing_else(sh_as_init, tm
             os.close(fd)
 
 
-def test_the_child_starts_with_default_signals_but_sigpipe_and_sigxfsz_ignored_and_none_blocked(sh_as_init, tmp_path):
+def test_the_child_starts_with_default_signals_but_sigpipe_and_sigxfsz_ignored_and_none_blocked(run, tmp_path):
     previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the zygote ignores SIGHUP
     old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
     out = tmp_path / "status"
@@ -58,7 +65,7 @@ def test_the_child_starts_with_default_signals_but_sigpipe_and_sigxfsz_ignored_a
     assert int(fields["SigBlk"], 16) == 0
 
 
-def test_the_child_is_pid_1_of_a_new_pid_namespace(sh_as_init):
+def test_the_child_is_pid_1_of_a_new_pid_namespace(run):
     assert run('[ "$$" = 1 ]', flags=libc.CLONE_NEWPID) == 0
     assert run('[ "$$" = 1 ]') == 1
 
@@ -69,6 +76,46 @@ def test_a_failed_exec_is_an_oserror_and_leaves_no_child(monkeypatch):
     with pytest.raises(OSError, match="No such file"):
         native.spawn_init(0, ["kiln-init"], {}, [])
     assert children() == before  # reaped, not a zombie
+
+
+def test_a_started_child_that_cannot_exec_exits_127_and_its_errno_is_kept(monkeypatch):
+    """start_init returns before the exec: a failed one is the child's exit, and why is told
+    (the zygote reports it as the slot's warm-up failure)."""
+    monkeypatch.setattr(native, "INIT", Path("/nonexistent/kiln-init"))
+    pid = native.start_init(0, ["kiln-init"], {}, [])
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 127
+    assert native.start_error(pid) == errno.ENOENT
+    monkeypatch.setattr(native, "INIT", Path("/bin/true"))
+    pid = native.start_init(0, ["true"], {}, [])
+    os.waitpid(pid, 0)
+    assert native.start_error(pid) == 0
+
+
+def test_each_started_child_gets_its_own_arguments_while_others_still_run(tmp_path, monkeypatch):
+    """start_init copies what its child reads into a launch area the child holds until its exec:
+    many children in a row, more than there are areas, each alive while the next starts, get
+    exactly their own argv, environment and descriptor."""
+    monkeypatch.setattr(native, "INIT", Path("/bin/sh"))
+    started = []
+    for i in range(40):
+        r, w = os.pipe()
+        script = f'read line < /dev/fd/{r}; echo "$0 $KILN_N $line" > {tmp_path}/{i}'
+        started.append((native.start_init(0, ["sh", "-c", script, f"arg{i}"], {"KILN_N": str(i) * (i + 1)}, [r]), r, w))
+    for i, (pid, r, w) in enumerate(started):
+        os.write(w, f"line{i}\n".encode())
+        os.waitpid(pid, 0)
+        os.close(r)
+        os.close(w)
+        assert (tmp_path / str(i)).read_text() == f"arg{i} {str(i) * (i + 1)} line{i}\n"
+
+
+def test_a_start_whose_arguments_do_not_fit_is_refused_and_leaves_no_child(monkeypatch):
+    monkeypatch.setattr(native, "INIT", Path("/bin/true"))
+    before = children()
+    with pytest.raises(OSError, match="Argument list too long"):
+        native.start_init(0, ["true"], {"BIG": "x" * 20000}, [])
+    assert children() == before
 
 
 def children() -> set[int]:
