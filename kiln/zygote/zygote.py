@@ -147,7 +147,6 @@ class Zygote:
     def _reap(self) -> None:
         """A dead init ends its slot."""
         inits = {s.pid: s for s in self._slots()}
-        heard = False
         while True:
             try:
                 pid, _status = os.waitpid(-1, os.WNOHANG)
@@ -157,14 +156,14 @@ class Zygote:
                 return
             self.templates.reaped(pid)
             s = inits.get(pid)
-            if s is not None and not heard:
+            if s is not None:
                 # the front says what a slot it closed unused is replaced by before it closes it:
-                # read that first (a warm slot can exit on end-of-file before the zygote woke for
-                # the message), or the replacement is warmed for what the index served before
-                heard = True
+                # read that first, after each reaped slot (a warm slot can exit on end-of-file
+                # before the zygote woke for the message, or while it ended the slot before), or
+                # the replacement is warmed for what the index served before, and the request
+                # that traded the slot in waits for one that never comes
                 while not self.stopping and select.select([self.front], [], [], 0)[0]:
                     self._from_front()
-            if s is not None:
                 if s.sock is not None:
                     error = native.start_error(pid)
                     self._warm_failed(s, f"cannot start the slot: {os.strerror(error)}" if error else "slot died while warming")
