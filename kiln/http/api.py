@@ -132,7 +132,7 @@ class App:
         )
         if self.log.debug_enabled:
             self.log.debug("request headers", request_id=request_id, headers={k[5:]: v for k, v in environ.items() if k.startswith("HTTP_") and k != "HTTP_AUTHORIZATION"})
-        return response, lambda: self.log.info("request", **record)
+        return response, lambda: self.log.access(**record)
 
     # -- routes -----------------------------------------------------------------------------
     def on_run(self, environ, info) -> Answer:

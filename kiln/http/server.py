@@ -17,7 +17,7 @@ from kiln import systemd
 from kiln.http.api import App
 from kiln.http.head import direct_run_environ
 from kiln.http.responses import Answer, ReadTimeout
-from kiln.log import Log
+from kiln.log import ACCESS_BATCH_S, Log
 from kiln.run.pool import SlotPool
 from kiln.runtime import Runtime
 
@@ -248,6 +248,7 @@ class Front:
 
     def run(self, uid: int, gid: int) -> int:
         drop_privileges(uid, gid)
+        self.log.batch_access(lambda flush: gevent.spawn_later(ACCESS_BATCH_S, flush), busy=lambda: self.pool.in_flight > 0)
         gevent.signal_handler(signal.SIGTERM, lambda: gevent.spawn(self.shutdown))
         gevent.signal_handler(signal.SIGINT, lambda: gevent.spawn(self.shutdown))
         self.server.start()
@@ -306,7 +307,7 @@ class Front:
 
     def _read_timed_out(self) -> None:
         self.app.metrics.requests.labels("unknown", "408", "").inc()
-        self.log.info("request", status=408, error="request timeout: the request line and headers took longer than RUN_READ_TIMEOUT")
+        self.log.access(status=408, error="request timeout: the request line and headers took longer than RUN_READ_TIMEOUT")
 
     def _zygote_lost(self) -> None:
         if self.app.shutting_down:

@@ -99,6 +99,18 @@ def test_sigterm_when_idle_exits_0_and_leaves_nothing(start_server):
     assert not Path(f"/run/{srv.instance}").exists()
 
 
+def test_the_access_lines_of_the_last_requests_are_written_by_a_stop(start_server):
+    """The front writes its access lines in batches (kiln/log.py): a stop right after requests
+    loses none of them."""
+    srv = start_server()
+    ids = [f"last-{n}" for n in range(5)]
+    for request_id in ids:
+        assert srv.client.post("/run", json={"lang_slug": "python", "solution_text": ""}, headers={"X-Request-Id": request_id}).status_code == 200
+    assert srv.stop() == 0
+    srv._reader.join(10)
+    assert sorted(r.get("request_id") for r in srv.logged("request") if r.get("request_id") in ids) == ids
+
+
 def test_shutdown_endpoint(start_server):
     srv = start_server(ALLOW_SHUTDOWN="true")
     everything = _everything(srv)
