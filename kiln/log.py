@@ -21,7 +21,7 @@ def _logfmt_value(value) -> str:
 
 class Log:
     def __init__(self, fmt: str = "logfmt", debug: bool = False, fd: int = 2):
-        # (pickled for the zygote, before the front sets batch_access: nothing local here)
+        # kept picklable: the zygote gets a copy (zygote/boot.py) before the front batches
         self.json = fmt == "json"
         self.debug_enabled = debug
         self.fd = fd

@@ -8,9 +8,9 @@
 
 The zygote spawns init straight into those namespaces (clone with the zygote's memory shared
 until the exec: no fork of a Python process; the zygote goes on without waiting for the exec)
-and hands it the index's recipe: the plans,
-compiled by kiln.zygote.recipe. init finishes the slot's root filesystem while warming (its
-own /tmp, /proc and upper layer), then waits on its socket for one job; init.c has the steps.
+and hands it the index's recipe: the plans, compiled by kiln.zygote.recipe. init finishes the
+slot's root filesystem while warming (its own /tmp, /proc and upper layer), then waits on its
+socket for one job; init.c has the steps.
 The index's first slot builds the template (everything read-only in the root) and hands it to
 the zygote with its ready frame. A slot prestarted for a language that has a language template
 (kiln.zygote.template) is cloned by that template instead, still as the zygote's child, and its
