@@ -26,8 +26,8 @@ class Log:
         self.debug_enabled = debug
         self.fd = fd
         self._held: list[str] = []  # access lines waiting for their batch's write (batch_access)
-        self._schedule: Callable[[Callable[[], None]], None] | None = None
-        self._busy: Callable[[], bool] | None = None
+        # (schedule, busy) once the front batches (batch_access)
+        self._batching: tuple[Callable[[Callable[[], None]], None], Callable[[], bool]] | None = None
 
     def batch_access(self, schedule: Callable[[Callable[[], None]], None], busy: Callable[[], bool]) -> None:
         """From now on the access lines (`access`) written while `busy()` wait to be written
@@ -36,17 +36,17 @@ class Log:
         and one wake-up of whoever reads the log (journald), serves many requests; a line written
         when not busy (one client's runs one after another) goes at once with those held, as
         does any other line."""
-        self._schedule, self._busy = schedule, busy
+        self._batching = (schedule, busy)
 
     def access(self, **fields) -> None:
         """The one line of a request ("request")."""
         line = self._line("request", "info", fields)
-        if self._busy is None or not self._busy():
+        if self._batching is None or not self._batching[1]():
             self._write(line)
             return
         self._held.append(line)
         if len(self._held) == 1:
-            self._schedule(self.flush)
+            self._batching[0](self.flush)
         elif len(self._held) >= ACCESS_BATCH_MAX:
             self.flush()
 

@@ -85,31 +85,37 @@ static int launched(void *arg) {
     return 127;
 }
 
-/* `list` (NULL-terminated) copied into the area: its pointers from *slot, its strings from
- * *room. Returns the copy, or NULL when the area is too small. */
-static char **copy_list(struct launch *l, char *const list[], int *slot, size_t *room) {
-    char **copy = &l->pointers[*slot];
+/* where the next copy goes in an area: its pointers from `slot`, its strings from `room` */
+struct cursor {
+    int slot;
+    size_t room;
+};
+
+/* `text` copied into the area's strings, or NULL when they are full */
+static char *copy_string(struct launch *l, struct cursor *at, const char *text) {
+    size_t size = strlen(text) + 1;
+    if (size > LAUNCH_STRINGS - at->room) return NULL;
+    char *copy = memcpy(l->strings + at->room, text, size);
+    at->room += size;
+    return copy;
+}
+
+/* `list` (NULL-terminated) copied into the area, or NULL when it is too small */
+static char **copy_list(struct launch *l, struct cursor *at, char *const list[]) {
+    char **copy = &l->pointers[at->slot];
     for (int i = 0;; i++) {
-        if (*slot >= LAUNCH_POINTERS) return NULL;
-        if (!list[i]) {
-            l->pointers[(*slot)++] = NULL;
-            return copy;
-        }
-        size_t size = strlen(list[i]) + 1;
-        if (size > LAUNCH_STRINGS - *room) return NULL;
-        l->pointers[(*slot)++] = memcpy(l->strings + *room, list[i], size);
-        *room += size;
+        if (at->slot >= LAUNCH_POINTERS) return NULL;
+        char *item = list[i] ? copy_string(l, at, list[i]) : NULL;
+        if (list[i] && !item) return NULL;
+        l->pointers[at->slot++] = item;
+        if (!item) return copy;
     }
 }
 
 static int fill(struct launch *l, const char *path, char *const argv[], char *const envp[], const int *keep, int nkeep) {
-    char *const path_list[] = {(char *)path, NULL};
-    int slot = 0;
-    size_t room = 0;
-    char **copied_path = copy_list(l, path_list, &slot, &room);
-    if (!copied_path || !(l->argv = copy_list(l, argv, &slot, &room)) || !(l->envp = copy_list(l, envp, &slot, &room)) || nkeep > LAUNCH_KEEP)
+    struct cursor at = {0, 0};
+    if (nkeep > LAUNCH_KEEP || !(l->path = copy_string(l, &at, path)) || !(l->argv = copy_list(l, &at, argv)) || !(l->envp = copy_list(l, &at, envp)))
         return E2BIG;
-    l->path = copied_path[0];
     memcpy(l->keep, keep, sizeof(int) * nkeep);
     l->nkeep = nkeep;
     l->error = 0;
