@@ -153,6 +153,8 @@ class SlotPool:
                     return self._taken(slot, want)
                 if traded is None:
                     traded = self._trade_in(want, claim)
+                else:
+                    self._trade_again(traded, want)
                 now = time.monotonic()
                 failing = self.last_warm_error_at > self.last_warm_ok and now - started >= WARM_FAILING_S
                 left = gone is not None and gone.is_set()
@@ -186,12 +188,22 @@ class SlotPool:
         unfit = next((w for w in self.warm if w.index not in self.traded_for), None)
         if unfit is None:
             return None
-        self.warm.remove(unfit)
         self.traded_for[unfit.index] = claim
+        self._close_unused(unfit, want)
+        return unfit.index
+
+    def _trade_again(self, index: int, want: str | None) -> None:
+        """The traded slot's replacement came back unfit (the slot died by itself as it was
+        traded in, and was replaced before the zygote read the demand): closed in turn."""
+        unfit = next((w for w in self.warm if w.index == index), None)
+        if unfit is not None:
+            self._close_unused(unfit, want)
+
+    def _close_unused(self, unfit: WarmSlot, want: str | None) -> None:
+        self.warm.remove(unfit)
         self.demand(unfit.index, want)
         unfit.sock.close()  # its init reads end-of-file and exits unused
         self.on_trade()
-        return unfit.index
 
     def _take_turn(self, wait_s: float | None, gone: gevent.event.Event | None, needs: int = 1) -> None:
         """Count the request's `needs` runs in flight, at once if there is room and nobody queued

@@ -231,6 +231,25 @@ def test_the_slot_a_request_traded_for_is_its_own(zygote, monkeypatch):
     assert python.get(timeout=1).index == 0
 
 
+def test_a_traded_slot_back_for_its_old_language_is_traded_again(zygote, monkeypatch):
+    """The slot a request traded in can come back warmed for its old language (it died by
+    itself as it was traded, and the zygote warmed its replacement before reading the demand):
+    the request trades that index again instead of waiting out WARM_WAIT_S."""
+    monkeypatch.setattr("kiln.run.pool.WARM_WAIT_S", 2.0)
+    zygote.hand_over(0, "python")
+    taker = gevent.spawn(zygote.pool.acquire, None)
+    gevent.sleep(0.01)
+    assert zygote.told() == [{"op": "demand", "index": 0, "slug": None}]
+    zygote.hand_over(0, "python")  # unfit: python's again
+    gevent.sleep(0.01)
+    assert zygote.told() == [{"op": "demand", "index": 0, "slug": None}]
+    assert zygote.slot_ends[0].recv(1) == b""  # closed unused, as the first one
+    assert not taker.ready()
+    zygote.hand_over(0, None)
+    assert taker.get(timeout=1).index == 0
+    assert zygote.pool.warm == [] and zygote.pool.traded_for == {}
+
+
 def test_a_pair_takes_its_two_turns_together_first_come_first_served(zygote):
     """An interactive test's two slots: its turns come together, the capacity free when it
     queued kept for it, and nobody queued after it overtakes it."""
