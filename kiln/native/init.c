@@ -169,10 +169,22 @@ static void supervise_and_answer(struct slot *s, struct run *run, const struct j
 /* A judge's test in a plain slot that can run several: a copy of the slot's warm mount namespace
  * of its own (the previous test's overlay and binds' detaching stay in its copy, gone with it),
  * over which its own upper layer and /tmp are mounted afresh, and an IPC namespace of its own
- * from the second test on: nothing a test leaves is seen by the next. */
+ * from the second test on: nothing a test leaves is seen by the next. The first test runs in
+ * the warm namespace itself, where the standby waits (its filter would not let it enter
+ * another), once init has kept a copy of it as the later tests' base. */
 static int fresh_sandbox(struct slot *s, char *err) {
-    if (setns(s->base_ns, CLONE_NEWNS) || unshare(CLONE_NEWNS | (s->tests_served ? CLONE_NEWIPC : 0)))
-        return snprintf(err, ERR, "sandbox step 'a fresh sandbox for the test' failed: %s", strerror(errno)), -1;
+    int failed;
+    if (s->tests_served) {
+        failed = setns(s->base_ns, CLONE_NEWNS) || unshare(CLONE_NEWNS | CLONE_NEWIPC);
+    } else {
+        int copy = -1;
+        failed = unshare(CLONE_NEWNS) || (copy = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC)) < 0 || setns(s->base_ns, CLONE_NEWNS);
+        int error = errno;
+        close(failed ? copy : s->base_ns);
+        if (!failed) s->base_ns = copy;
+        errno = error;
+    }
+    if (failed) return snprintf(err, ERR, "sandbox step 'a fresh sandbox for the test' failed: %s", strerror(errno)), -1;
     if (s->sandbox >= 0) close(s->sandbox), s->sandbox = -1;
     return apply_ops(s, (struct span){0, s->recipe.n}, K_FRESH, NULL, err);
 }
@@ -226,7 +238,7 @@ static void execute(struct slot *s, const struct job *job, struct span w, const 
     char err[ERR], paths[MAX_PARTS][FILE_NAME_MAX + 64], *args[MAX_PARTS];
     int stdio[3], out[2], errp[2], nargs = job->command == CMD_EXEC ? job->nparts : 0;
     struct run run = {0};
-    if (job->command == CMD_EXEC && s->base_ns >= 0 && (fresh_sandbox(s, err) || standby_follow(s, err))) return send_failure(s, err);
+    if (job->command == CMD_EXEC && s->base_ns >= 0 && fresh_sandbox(s, err)) return send_failure(s, err);
     if (s->tests_served) cgroup_counts(s, &run.oom_before, &run.pids_hits_before); /* a fresh cgroup counts from 0 */
     if (mount_workspace(s, w, job->layer, err) || (job->command == CMD_TEST ? write_parts(s, w, job, err) : give_judge_files(s, job, paths, err)) ||
         write_limits(s, job, w, err))

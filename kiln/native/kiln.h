@@ -123,7 +123,6 @@ struct slot {
         char *const *argv, *const *envp;
         const int *fds;
         int nfds;
-        int mnt_ns;                              /* the mount namespace to enter first; -1: its own */
         const char *failed;                      /* the step that failed (NULL: the exec), and its errno */
         int error;
     } standby;
@@ -203,8 +202,6 @@ int standby_make(struct slot *s, char *err);
 /* the standby execs `path` with fds[i] on descriptor i: its pid once exec'd, or -1 with the
  * step that failed (NULL: the exec) and its errno */
 pid_t standby_release(struct slot *s, const char *path, char *const argv[], char *const envp[], const int *fds, int nfds, const char **failed, int *error);
-/* init entered a fresh mount namespace for a judge's test: the standby enters it at its release */
-int standby_follow(struct slot *s, char *err);
 
 /* --- frames.c ------------------------------------------------------------------------------ */
 

@@ -6,11 +6,14 @@
  * a client that pauses between them (a player pressing "check"), against a 1 ms run. The
  * standby pays it while warming: cloned from init sharing its memory and descriptors
  * (CLONE_VM | CLONE_FILES, as vfork shares them), it joins the slot's cgroups and cgroup
- * namespace and waits. At the job, init has written the rlimits onto it and releases it with
- * the command; it takes its own copy of init's descriptors (the job's pipes among them), enters
- * the workspace, takes the slot's user and the filter, and execs: the same steps in the same
- * order as a task spawned at the job (spawn_task), the cgroup's done earlier. A judge's test
- * runs in a fresh mount namespace init enters at the job: the standby enters it too.
+ * namespace and loads the filter (off the request's path: its load is ~0.05 ms; the setuid
+ * calls it allows), and waits. At the job, init has written the rlimits onto it (still root:
+ * a process of another uid would take init CAP_SYS_RESOURCE, which a service manager may
+ * withhold) and releases it with the command; it takes its own copy of init's descriptors (the
+ * job's pipes among them; close_range, which the filter allows where it kills unshare), enters
+ * the workspace, takes the slot's user, lays out its descriptors and execs. A judge's first
+ * test runs in the slot's warm mount namespace itself (init.c fresh_sandbox), so the standby
+ * never has to enter another: the filter would not let it.
  *
  * The two share one address space, so one errno: while the standby runs libc code, init is
  * inside a raw futex wait (raw_syscall(), no errno), and the standby's own waits are raw too. Init
@@ -21,6 +24,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
@@ -30,7 +34,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-enum { JOINING, WAITING, RELEASED, FAILED };
+enum { PREPARING, WAITING, RELEASED, FAILED };
 
 static void wait_while(volatile int *word, int value) {
     while (__atomic_load_n(word, __ATOMIC_ACQUIRE) == value) raw_syscall(SYS_futex, (long)word, FUTEX_WAIT, value, 0);
@@ -46,23 +50,29 @@ static int fail(struct standby *b, const char *step, int error) {
     return 127;
 }
 
-/* the standby's life: join, wait, then the task's own first steps and its exec */
+/* what the task's process does once, while the slot warms: NULL, or the step that failed */
+static const char *prepare(struct slot *s, char *err) {
+    if (join_cgroups(s)) return "the task's process joins the slot's cgroup";
+    if (take_filter(s, err)) return "load seccomp";
+    return NULL;
+}
+
+/* the standby's life: prepared, waiting, then the job's own steps and its exec */
 static int standby_main(void *arg) {
     struct slot *s = arg;
     struct standby *b = &s->standby;
     char err[ERR];
-    if (join_cgroups(s)) {
-        fail(b, "the task's process joins the slot's cgroup", errno);
+    const char *failed = prepare(s, err);
+    if (failed) {
+        fail(b, failed, errno);
         set_and_wake(&b->state, FAILED);
         return 127;
     }
     set_and_wake(&b->state, WAITING);
     wait_while(&b->state, WAITING);
-    if (unshare(CLONE_FILES)) return fail(b, "take its own descriptors", errno);
-    if (b->mnt_ns >= 0 && setns(b->mnt_ns, CLONE_NEWNS)) return fail(b, "enter the test's fresh sandbox", errno);
+    if (syscall(SYS_close_range, ~0U, ~0U, CLOSE_RANGE_UNSHARE)) return fail(b, "take its own descriptors", errno);
     if (!s->recipe.cwd || chdir(s->recipe.cwd)) return fail(b, "enter the workspace", s->recipe.cwd ? errno : ENOENT);
     if (take_user(s)) return fail(b, "take the slot's user", errno);
-    if (take_filter(s, err)) return fail(b, "load seccomp", errno);
     for (int i = 0; i < b->nfds; i++) /* sources above the targets or their own (exec.c) */
         if (b->fds[i] == i ? fcntl(i, F_SETFD, 0) < 0 : dup2(b->fds[i], i) < 0) return fail(b, "lay out descriptors", errno);
     set_disposition(SIGPIPE, SIG_DFL);
@@ -76,10 +86,10 @@ static int standby_main(void *arg) {
 int standby_make(struct slot *s, char *err) {
     static char stack[64 * 1024] __attribute__((aligned(16)));
     struct standby *b = &s->standby;
-    b->state = JOINING, b->tid = 1, b->failed = NULL, b->error = 0, b->mnt_ns = -1;
+    b->state = PREPARING, b->tid = 1, b->failed = NULL, b->error = 0;
     pid_t pid = clone(standby_main, stack + sizeof stack, CLONE_VM | CLONE_FILES | CLONE_CHILD_CLEARTID | SIGCHLD, s, NULL, NULL, &b->tid);
     if (pid < 0) return snprintf(err, ERR, "sandbox step 'make the task's process' failed: %s", strerror(errno)), -1;
-    wait_while(&b->state, JOINING);
+    wait_while(&b->state, PREPARING);
     if (b->state == FAILED) {
         reap(pid);
         return snprintf(err, ERR, "sandbox step '%s' failed: %s", b->failed, strerror(b->error)), -1;
@@ -95,15 +105,8 @@ pid_t standby_release(struct slot *s, const char *path, char *const argv[], char
     b->pid = 0;
     set_and_wake(&b->state, RELEASED);
     for (int tid; (tid = __atomic_load_n(&b->tid, __ATOMIC_ACQUIRE)) != 0;) raw_syscall(SYS_futex, (long)&b->tid, FUTEX_WAIT, tid, 0);
-    if (b->mnt_ns >= 0) close(b->mnt_ns), b->mnt_ns = -1;
     if (!b->error) return pid;
     reap(pid);
     *failed = b->failed, *error = b->error;
     return -1;
-}
-
-int standby_follow(struct slot *s, char *err) {
-    if (s->standby.pid <= 0) return 0;
-    if ((s->standby.mnt_ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC)) >= 0) return 0;
-    return snprintf(err, ERR, "sandbox step 'a fresh sandbox for the test' failed: %s", strerror(errno)), -1;
 }

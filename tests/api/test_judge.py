@@ -193,13 +193,16 @@ def test_a_tests_stdin_is_a_seekable_file(server):
 
 
 def test_tests_run_fresh_a_test_sees_neither_another_tests_files_nor_a_changed_build(server):
-    # each test writes in its cwd and replaces a file of the build (its judge dir is its own to
-    # change, in its own copy); every test must find the build as it was and no other's files
+    # each test writes in its cwd and /tmp and replaces a file of the build (its judge dir is its
+    # own to change, in its own copy); every test must find the build as it was and no other's
+    # files (the first runs in the slot's warm mount namespace, the others in copies of it)
     solution = (
         "import os, sys\n"
-        "seen = sorted(f for f in os.listdir('.') if f.startswith('mark'))\n"
+        "seen = sorted(f for d in ('.', '/tmp') for f in os.listdir(d) if f.startswith('mark'))\n"
         "print(seen, open('judge/helper.txt').read())\n"
-        "open('mark-' + sys.stdin.read().strip(), 'w').write('x')\n"
+        "n = sys.stdin.read().strip()\n"
+        "for d in ('.', '/tmp'):\n"
+        "    open(d + '/mark-' + n, 'w').write('x')\n"
         "os.remove('judge/helper.txt')\n"
         "open('judge/helper.txt', 'w').write('changed')\n"
     )
