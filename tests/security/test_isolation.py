@@ -331,6 +331,22 @@ def test_main_process_exit_ends_the_run_even_when_daemons_hold_stdout(server):
     assert server.client.get("/health").status_code == 200
 
 
+def test_background_processes_end_with_the_main_process(server):
+    """A child still writing to stdout after the main process exits is killed then: its later
+    line never reaches the answer (the answer's drain would read it within its grace)."""
+    late = (
+        "import os, time\n"
+        "if os.fork() == 0:\n"
+        "    time.sleep(1.0)\n"
+        "    print('late', flush=True)\n"
+        "    os._exit(0)\n"
+        "print('main exits', flush=True)\n"
+    )
+    body = server.run(solution_text=late, timeout="20s").json()
+    assert_exited(body)
+    assert body["stdout"] == "main exits\n", body
+
+
 def test_timeout_kills_a_c_fork_tree_that_ignores_signals(run_c, c_server):
     body = run_c(
         r"""
