@@ -7,6 +7,7 @@ and writes it as JSON (bench/results/latest.json).
     .venv/bin/python bench/latency.py [--runs 300] [--clients 8] [--seconds 10] [--paced-runs 40 --pause 0.2]
 
 "paced" columns: one connection again, each run of either side after `--pause` seconds idle.
+"loaded" columns: at --clients connections (kiln) and the bare command at as many at once.
 """
 
 from __future__ import annotations
@@ -49,6 +50,36 @@ def bare(argv: list[str], cwd: str) -> tuple[float, float]:
     _, _status, rusage = os.wait4(proc.pid, 0)
     proc.returncode = 0
     return time.perf_counter() - started, rusage.ru_utime + rusage.ru_stime
+
+
+def bare_load(argv: list[str], cwd: str, clients: int, seconds: float) -> dict:
+    """The bare command at `clients` at once for `seconds` (a thread each, spawning and waiting
+    with the GIL released): its latencies under the same saturation as kiln's loaded figures.
+    Its p99 against its p50 is the machine's tail, whatever runs the command."""
+    walls: list[float] = []
+    stop = time.monotonic() + seconds
+    env = {**BARE_ENV, "HOME": cwd}
+
+    def loop() -> None:
+        own = []
+        while time.monotonic() < stop:
+            started = time.perf_counter()
+            pid = os.posix_spawn(argv[0], argv, env, file_actions=[(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)])
+            os.waitpid(pid, 0)
+            own.append(time.perf_counter() - started)
+        walls.extend(own)
+
+    threads = [threading.Thread(target=loop) for _ in range(clients)]
+    previous = os.getcwd()
+    os.chdir(cwd)
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        os.chdir(previous)
+    return {"bare_loaded_p50_ms": round(percentile(walls, 0.5) * 1000, 2), "bare_loaded_p99_ms": round(percentile(walls, 0.99) * 1000, 2)}
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -171,6 +202,7 @@ def main() -> int:
                     row.update(paced_p50_ms=paced["p50_ms"], paced_bare_p50_ms=paced["bare_p50_ms"], paced_ratio_p50=paced["ratio_p50"])
                 load = rate(server.port, payload, args.clients, args.seconds, args.load)
                 row.update(clients=args.clients, runs_per_s=load["runs_per_s"], errors=load["errors"], loaded_p50_ms=load["p50_ms"], loaded_p99_ms=load.get("p99_ms"), load_generator=load["load_generator"])
+                row.update(bare_load(argv, cwd, args.clients, args.seconds))
                 bare_rate = cpus / (row["bare_cpu_ms"] / 1000) if row["bare_cpu_ms"] else None
                 row["bare_cpu_bound_runs_per_s"] = round(bare_rate, 1) if bare_rate else None
                 row["rate_vs_bare"] = round(load["runs_per_s"] / bare_rate, 3) if bare_rate else None
@@ -179,7 +211,7 @@ def main() -> int:
                 results.append(row)
             finally:
                 server.stop()
-    columns = ["workload", "block", "p50_ms", "p90_ms", "p99_ms", "bare_p50_ms", "added_p50_ms", "ratio_p50", "paced_p50_ms", "paced_bare_p50_ms", "paced_ratio_p50", "clients", "loaded_p50_ms", "loaded_p99_ms", "runs_per_s", "bare_cpu_bound_runs_per_s", "rate_vs_bare", "errors"]
+    columns = ["workload", "block", "p50_ms", "p90_ms", "p99_ms", "bare_p50_ms", "added_p50_ms", "ratio_p50", "paced_p50_ms", "paced_bare_p50_ms", "paced_ratio_p50", "clients", "loaded_p50_ms", "loaded_p99_ms", "bare_loaded_p50_ms", "bare_loaded_p99_ms", "runs_per_s", "bare_cpu_bound_runs_per_s", "rate_vs_bare", "errors"]
     print(" | ".join(columns))
     for row in results:
         print(" | ".join(str(row.get(c)) for c in columns))
