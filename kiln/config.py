@@ -233,7 +233,12 @@ def _size(low: int, high: int | None = None, note: str = "") -> Callable[[str], 
 
 def _duration(low_ms: int) -> Callable[[str], int]:
     accepted = f"must be a duration like 500ms, 30s or 5m, at least {units.format_duration_ms(low_ms)}"
-    return _bounded(units.parse_duration_ms, accepted, low_ms)
+    return _bounded(_duration_or_zero, accepted, low_ms)
+
+
+def _duration_or_zero(text: str) -> int:
+    """A setting's duration; a bare 0 is none, whatever the unit (RUN_QUEUE_WAIT=0: at once)."""
+    return 0 if text == "0" else units.parse_duration_ms(text)
 
 
 _uid_base = _whole_number(
