@@ -265,9 +265,9 @@ def _answer(verdict: str, compile_answer: dict, tests: list[dict], started: floa
 
 
 def stats(result: RunResult) -> dict:
-    """/run's stats object."""
-    outcome = "output_too_large" if result.output_overflow else result.outcome
-    return {"outcome": outcome, "wall_ms": result.wall_ms, "cpu_ms": result.cpu_ms, "memory_peak_bytes": result.memory_peak_bytes, "signal": result.signal}
+    """/run's stats object, with /run's outcomes only: a test killed for its output (OLE) is
+    `signaled`, as its exit code and signal say (its verdict names the cause)."""
+    return {"outcome": result.outcome, "wall_ms": result.wall_ms, "cpu_ms": result.cpu_ms, "memory_peak_bytes": result.memory_peak_bytes, "signal": result.signal}
 
 
 def cut(data: bytes, limit: int = CUT) -> str:

@@ -203,9 +203,10 @@ def test_judge_request_fields_are_exactly_the_contracts():
     assert schemas["JudgeResult"]["required"] == ["verdict", "passed", "total", "compile", "tests", "stats"]
     assert schemas["JudgeCompile"]["required"] == ["exit_code", "stdout", "stderr", "cached", "stats"]
     assert tested["required"] == ["verdict", "exit_code", "stdout", "stderr", "checker_message", "stats"]
-    outcomes = schemas["JudgeRunStats"]["properties"]["outcome"]["enum"]
-    assert outcomes == [*schemas["RunStats"]["properties"]["outcome"]["enum"], "output_too_large"]
-    assert set(outcomes) == {*protocol.OUTCOMES, "output_too_large"}
+    # a test's and the build's stats are /run's: the same schema, the same outcomes
+    assert tested["properties"]["stats"]["anyOf"][0] == {"$ref": "#/components/schemas/RunStats"}
+    assert schemas["JudgeCompile"]["properties"]["stats"] == {"$ref": "#/components/schemas/RunStats"}
+    assert set(schemas["RunStats"]["properties"]["outcome"]["enum"]) == set(protocol.OUTCOMES)
 
 
 def test_the_security_scheme_is_optional_bearer_on_the_guarded_routes():
@@ -530,7 +531,7 @@ def test_judge_statuses_are_documented(make_app, observed):
     observed.check("/judge", "post", response, request_id="judge-1")
     answer = response.get_json()
     assert [t["verdict"] for t in answer["tests"]] == [*runs, "IE"] and (answer["verdict"], answer["passed"], answer["total"]) == ("WA", 1, 9)
-    assert answer["compile"]["cached"] is False and answer["tests"][-1]["stats"] is None and answer["tests"][4]["stats"]["outcome"] == "output_too_large"
+    assert answer["compile"]["cached"] is False and answer["tests"][-1]["stats"] is None and answer["tests"][4]["stats"]["outcome"] == "exited"
     schemas = DOC["components"]["schemas"]  # the keys in the documented order
     assert list(answer) == schemas["JudgeResult"]["required"] and list(answer["compile"]) == schemas["JudgeCompile"]["required"]
     assert all(list(test) == schemas["JudgeTestResult"]["required"] for test in answer["tests"])
