@@ -12,6 +12,7 @@ from werkzeug.wrappers import Response
 JSON = "application/json"
 TEXT = "text/plain"
 _compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_compact_ascii = json.JSONEncoder(separators=(",", ":")).encode
 CLIENT_GONE = 499  # logged only: nobody is left to read it
 CLOSE = {"Connection": "close"}  # what is left of the request is not read: the connection ends
 
@@ -54,7 +55,10 @@ _REASONS = {code: reason.upper().encode() for code, reason in HTTP_STATUS_CODES.
 
 
 def json_response(status: int, body) -> Answer:
-    return Answer(status, _compact(body).encode())
+    try:
+        return Answer(status, _compact(body).encode())
+    except UnicodeEncodeError:  # a lone surrogate of the client's, quoted in an error: escaped
+        return Answer(status, _compact_ascii(body).encode())
 
 
 def error_response(status: int, error: str) -> Answer:

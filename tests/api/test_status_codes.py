@@ -51,6 +51,8 @@ def test_200_result_has_the_contract_keys_in_order(server):
         (b'{"lang_slug": "python", "solution_text": "\\ud800"}', "solution_text is not valid UTF-8 text (it contains a lone surrogate)"),
         (b'{"lang_slug": "python", "solution_text": "x", "stdin": "\\udfff"}', "stdin is not valid UTF-8 text (it contains a lone surrogate)"),
         (b'{"lang_slug": "python", "solution_text": "x", "asserts": [NaN]}', "body is not valid JSON"),
+        # a client's lone surrogate quoted in the error: escaped, still a JSON 400 (was no answer)
+        (b'{"lang_slug": "python", "solution_text": "x", "limits": {"\\ud800": 1}}', "limits.\ud800: /run takes only memory, pids and output (a time limit is its timeout)"),
     ],
 )
 def test_400_bad_bodies(server, body, error):
