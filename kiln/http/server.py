@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 import signal
 import socket
@@ -22,13 +23,15 @@ from kiln.run.pool import SlotPool
 from kiln.runtime import Runtime
 
 ZYGOTE_EXIT_WAIT_S = 10.0
+LINGER_S = 1.0  # how long the rest of a request answered unread is drained before the close
 COALESCE_MAX = 256 * 1024  # a body up to this is copied behind its head and sent with it
 
 
 def _canned(status: str, error: str) -> bytes:
     """A whole response the front writes itself before any request was read (with a fresh
-    X-Request-Id, as every response has), then closes the connection."""
-    body = b'{"error":"%s"}' % error.encode()
+    X-Request-Id, as every response has), then closes the connection. `error` may quote the
+    client's bytes: written as ASCII JSON."""
+    body = json.dumps({"error": error}, separators=(",", ":")).encode()
     return b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nX-Request-Id: %s\r\nConnection: close\r\n\r\n%s" % (
         status.encode(), len(body), uuid.uuid4().hex.encode(), body,
     )  # fmt: skip
@@ -37,6 +40,7 @@ def _canned(status: str, error: str) -> bytes:
 OVERLOADED = ("503 Service Unavailable", "overloaded")
 TOO_MANY_CONNECTIONS = ("503 Service Unavailable", "too many connections")
 REQUEST_TIMEOUT = ("408 Request Timeout", "request timeout")
+REQUEST_LINE_TOO_LONG = ("414 URI Too Long", "request line too long")
 
 
 class Handler(WSGIHandler):
@@ -68,6 +72,19 @@ class Handler(WSGIHandler):
         finally:
             self.server.leave()
 
+    def _answer_unread(self, answer: bytes) -> None:
+        """An error answered before its request was read whole; then what the client sent past
+        what was read, read and dropped for up to LINGER_S: a close with unread bytes resets the
+        connection, and the client may lose the answer with it."""
+        try:
+            self.socket.sendall(answer)
+            self.socket.shutdown(socket.SHUT_WR)
+            with gevent.Timeout(LINGER_S, False):
+                while self.socket.recv(65536):
+                    pass
+        except OSError:
+            pass
+
     def handle_one_request(self):
         started = b""
         with gevent.Timeout(self.server.idle_timeout_s, False):
@@ -86,7 +103,11 @@ class Handler(WSGIHandler):
         self._reading = gevent.Timeout(self.read_deadline - time.monotonic(), ReadTimeout)
         self._reading.start()
         try:
-            return super().handle_one_request()
+            answered = super().handle_one_request()
+            if isinstance(answered, tuple) and answered[0] in ("400", "414"):  # the request unread
+                self._answer_unread(answered[1] if answered[0] == "400" else _canned(*REQUEST_LINE_TOO_LONG))
+                return None
+            return answered
         except ReadTimeout:
             self.server.on_read_timeout()
             return ("408", _canned(*REQUEST_TIMEOUT))
@@ -122,9 +143,13 @@ class Handler(WSGIHandler):
             self.close_connection = True  # the client is gone
 
     def _handle_client_error(self, ex):
+        """A request line or header pywsgi cannot read: logged by pywsgi, answered as every 400
+        (JSON, an X-Request-Id) where pywsgi's own has neither."""
         if isinstance(ex, ReadTimeout):  # raised in read_request, where pywsgi takes it for a 400
             raise ex
-        return super()._handle_client_error(ex)
+        super()._handle_client_error(ex)
+        said = getattr(ex, "formatted_message", None) or str(ex) or type(ex).__name__
+        return ("400", _canned("400 Bad Request", f"malformed request: {said[:200]}"))
 
     def _read_time_left(self) -> float:
         return max(0.0, self.read_deadline - time.monotonic())

@@ -117,6 +117,30 @@ def test_headers_sent_too_slowly_are_answered_408(srv):
     assert time.monotonic() - started < READ_TIMEOUT_S + 5
 
 
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"POST /run HTTP/1.1\r\nHost: kiln\r\nContent-Length: abc\r\n\r\n",
+        b"POST /run HTTP/1.1\r\nHost: kiln\r\nContent-Length: -5\r\n\r\n",
+        b"POST /run HTTP/9.9\r\nHost: kiln\r\nContent-Length: 2\r\n\r\n{}",
+        b"POST /run HTTP/1.1\r\nHost: kiln\r\nX-Long: " + b"x" * 70_000 + b"\r\n\r\n",
+        b"POST /" + b"r" * 70_000 + b" HTTP/1.1\r\nHost: kiln\r\n\r\n",
+    ],
+    ids=["length-not-a-number", "length-negative", "version", "header-too-long", "line-too-long"],
+)
+def test_a_request_http_cannot_read_is_answered_as_every_error(srv, head):
+    """JSON `{"error": ...}` and an X-Request-Id, as DESIGN asks of every response (pywsgi's own
+    answer had neither), then the connection closes."""
+    conn = connect(srv)
+    conn.sendall(head)
+    status, headers, body = final_response(read_all(conn))
+    conn.close()
+    assert status in (400, 414), (status, body)
+    assert headers["content-type"] == "application/json" and headers["x-request-id"] and headers["connection"] == "close"
+    error = json.loads(body)["error"]
+    assert error == "request line too long" if status == 414 else error.startswith("malformed request: ")
+
+
 def test_a_body_sent_too_slowly_is_answered_408(srv):
     conn = connect(srv)
     whole = request_bytes()
