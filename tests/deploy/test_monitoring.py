@@ -326,3 +326,14 @@ def test_rules_have_what_an_operator_reads():
     alerts = {where.removeprefix("rule ") for where, _ in rule_queries()}
     assert {"KilnSlotsExhausted", "KilnQueueRefusals", "KilnServerErrors", "KilnPrestartFailing", "KilnNoWarmSlot"} <= alerts
 
+
+
+def test_the_prestart_alert_names_every_prestarting_language():
+    """KilnPrestartFailing lists the languages by name: those whose workspace has a `prestart`
+    target, no more and no fewer (the list was left behind once when java, kotlin and csharp
+    gained theirs)."""
+    prestarting = {path.parent.name for path in (REPO / "langs").glob("*/Makefile") if re.search(r"^prestart:", path.read_text(), re.M)}
+    rules = [rule for group in yaml.safe_load(RULES.read_text())["groups"] for rule in group["rules"]]
+    [alert] = [rule for rule in rules if rule.get("alert") == "KilnPrestartFailing"]
+    listed = re.search(r'lang=~"([^"]+)"', alert["expr"]).group(1).split("|")
+    assert set(listed) == prestarting and len(listed) == len(prestarting)
