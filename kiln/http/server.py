@@ -27,13 +27,13 @@ LINGER_S = 1.0  # how long the rest of a request answered unread is drained befo
 COALESCE_MAX = 256 * 1024  # a body up to this is copied behind its head and sent with it
 
 
-def _canned(status: str, error: str) -> bytes:
+def _canned(status: str, error: str, request_id: str | None = None) -> bytes:
     """A whole response the front writes itself before any request was read (with a fresh
     X-Request-Id, as every response has), then closes the connection. `error` may quote the
     client's bytes: written as ASCII JSON."""
     body = json.dumps({"error": error}, separators=(",", ":")).encode()
     return b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nX-Request-Id: %s\r\nConnection: close\r\n\r\n%s" % (
-        status.encode(), len(body), uuid.uuid4().hex.encode(), body,
+        status.encode(), len(body), (request_id or uuid.uuid4().hex).encode(), body,
     )  # fmt: skip
 
 
@@ -102,17 +102,25 @@ class Handler(WSGIHandler):
         # took a head already buffered, and its body's read is bounded by the App)
         self._reading = gevent.Timeout(self.read_deadline - time.monotonic(), ReadTimeout)
         self._reading.start()
+        self.command = self.path = None  # this request's once pywsgi has read its line
         try:
             answered = super().handle_one_request()
             if isinstance(answered, tuple) and answered[0] in ("400", "414"):  # the request unread
-                self._answer_unread(answered[1] if answered[0] == "400" else _canned(*REQUEST_LINE_TOO_LONG))
+                self._answer_unread(answered[1] if answered[0] == "400" else self._refusal(*REQUEST_LINE_TOO_LONG))
                 return None
             return answered
         except ReadTimeout:
-            self.server.on_read_timeout()
-            return ("408", _canned(*REQUEST_TIMEOUT))
+            return ("408", self._refusal(*REQUEST_TIMEOUT))
         finally:
             self._reading.close()
+
+    def _refusal(self, status: str, error: str) -> bytes:
+        """The answer to a request the front could not read whole (408, 400, 414), and its
+        access line (with what pywsgi read of its request line), under one request id."""
+        request_id = uuid.uuid4().hex
+        path = self.path.split("?", 1)[0] if self.path else None
+        self.server.on_unread(int(status.split()[0]), error, request_id, self.command, path)
+        return _canned(status, error, request_id)
 
     def _direct_run(self):
         """A POST /run of the usual shape (head.py), answered without pywsgi's request parser,
@@ -149,7 +157,7 @@ class Handler(WSGIHandler):
             raise ex
         super()._handle_client_error(ex)
         said = getattr(ex, "formatted_message", None) or str(ex) or type(ex).__name__
-        return ("400", _canned("400 Bad Request", f"malformed request: {said[:200]}"))
+        return ("400", self._refusal("400 Bad Request", f"malformed request: {said[:200]}"))
 
     def _read_time_left(self) -> float:
         return max(0.0, self.read_deadline - time.monotonic())
@@ -204,10 +212,10 @@ class Server(WSGIServer):
     and keeps one descriptor in reserve: out of descriptors, it still accepts a connection,
     answers 503 overloaded and closes it, instead of leaving clients hanging in the backlog."""
 
-    def __init__(self, *args, config, on_overload, on_read_timeout, **kwargs):
+    def __init__(self, *args, config, on_overload, on_unread, **kwargs):
         super().__init__(*args, **kwargs)
         self.on_overload = on_overload
-        self.on_read_timeout = on_read_timeout
+        self.on_unread = on_unread
         self.read_timeout_s = config.read_timeout_ms / 1000
         self.idle_timeout_s = config.idle_timeout_ms / 1000
         self.connections_max = config.connections_max
@@ -267,7 +275,7 @@ class Front:
         self.app = App(runtime, self.pool, log, self.shutdown, no_cgroups_reason)
         listener = gevent.socket.socket(fileno=listener.detach())  # cooperative accept()
         self.server = Server(
-            listener, self.app, handler_class=Handler, log=None, error_log=None, config=runtime.config, on_overload=self._overloaded, on_read_timeout=self._read_timed_out
+            listener, self.app, handler_class=Handler, log=None, error_log=None, config=runtime.config, on_overload=self._overloaded, on_unread=self._unread
         )
         self.exit_code = 0
 
@@ -330,9 +338,10 @@ class Front:
         self.app.metrics.overload_refusals.labels(why).inc()
         self.log.warning("connection refused: answered 503", reason=why)
 
-    def _read_timed_out(self) -> None:
-        self.app.metrics.requests.labels("unknown", "408", "").inc()
-        self.log.access(status=408, error="request timeout: the request line and headers took longer than RUN_READ_TIMEOUT")
+    def _unread(self, status: int, error: str, request_id: str, method: str | None, path: str | None) -> None:
+        """A request answered before it was read whole: counted and logged as every request."""
+        self.app.metrics.requests.labels("unknown", str(status), "").inc()
+        self.log.access(method=method, path=path, status=status, error=error, request_id=request_id)
 
     def _zygote_lost(self) -> None:
         if self.app.shutting_down:

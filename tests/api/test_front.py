@@ -114,6 +114,10 @@ def test_headers_sent_too_slowly_are_answered_408(srv):
     conn.close()
     assert status == 408 and json.loads(body) == {"error": "request timeout"}
     assert headers["connection"] == "close" and headers["x-request-id"]
+    # its access line has the request's method and path, and the answer's request id
+    assert wait_until(lambda: any(r.get("request_id") == headers["x-request-id"] for r in request_lines(srv)), 5)
+    [line] = [r for r in request_lines(srv) if r.get("request_id") == headers["x-request-id"]]
+    assert (line["status"], line["method"], line["path"]) == (408, "POST", "/run")
     assert time.monotonic() - started < READ_TIMEOUT_S + 5
 
 
@@ -139,6 +143,10 @@ def test_a_request_http_cannot_read_is_answered_as_every_error(srv, head):
     assert headers["content-type"] == "application/json" and headers["x-request-id"] and headers["connection"] == "close"
     error = json.loads(body)["error"]
     assert error == "request line too long" if status == 414 else error.startswith("malformed request: ")
+    # logged as every request: one access line under the answer's request id
+    logged = lambda: [r for r in request_lines(srv) if r.get("request_id") == headers["x-request-id"]]  # noqa: E731
+    assert wait_until(lambda: len(logged()) == 1, 5), request_lines(srv)[-3:]
+    assert logged()[0]["status"] == status and logged()[0]["error"] == error
 
 
 def test_a_body_sent_too_slowly_is_answered_408(srv):
