@@ -149,8 +149,12 @@ def main(instance: str, watch: bool, as_json: bool, interval_s: float = 1.0) -> 
         print(f"kiln slots: {error}", file=sys.stderr)
         return 1
     while True:
-        rows = snapshot(zygote)
-        text = json.dumps(rows) if as_json else render(rows) + "\n" + render_service(service_memory(zygote, rows))
+        try:
+            rows = snapshot(zygote)
+            text = json.dumps(rows) if as_json else render(rows) + "\n" + render_service(service_memory(zygote, rows))
+        except psutil.NoSuchProcess:  # it exited between two looks (a stop while watching)
+            print("kiln slots: the zygote exited", file=sys.stderr)
+            return 1
         if watch and sys.stdout.isatty():
             sys.stdout.write("\x1b[H\x1b[2J")  # like top: redraw in place
         print(text, flush=True)

@@ -124,6 +124,18 @@ def test_kiln_slots_shows_every_slot_and_the_busy_one(start_server):
     assert abs(total - sum(parts)) < 0.5 and all(part > 0 for part in parts[:2]) and parts[2] > 0  # python's template
 
 
+def test_kiln_slots_watching_a_kiln_that_stops_says_so(start_server):
+    srv = start_server(RUN_CONCURRENCY="2")
+    watch = subprocess.Popen([str(KILN), "slots", "--watch", "--json", "--instance", srv.instance], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert watch.stdout.readline().startswith("[")  # one look before the stop
+        srv.stop()
+        _, err = watch.communicate(timeout=30)
+    finally:
+        watch.kill()
+    assert watch.returncode == 1 and err.strip().endswith("kiln slots: the zygote exited"), err
+
+
 def test_kiln_slots_without_a_running_kiln():
     done = subprocess.run([str(KILN), "slots", "--instance", "kiln-none-here"], capture_output=True, text=True, timeout=30)
     assert done.returncode == 1 and "no running kiln" in done.stderr
