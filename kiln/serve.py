@@ -90,6 +90,16 @@ def prepare_directories(runtime, uid: int, gid: int) -> None:
         os.chmod(path, mode)
 
 
+def remove_directories(runtime) -> None:
+    """A start that failed after prepare_directories leaves nothing in /run: the layers folder
+    goes, and /run/<instance> where it is left empty (the file store stays, as on any stop)."""
+    shutil.rmtree(runtime.layers_dir, ignore_errors=True)
+    try:
+        os.rmdir(runtime.runtime_dir)
+    except OSError:
+        pass  # not empty, or not ours to remove
+
+
 def serve(environ: dict[str, str]) -> int:
     try:
         config = config_module.load(environ, REPO_ROOT, os.getpid())
@@ -133,6 +143,7 @@ def serve(environ: dict[str, str]) -> int:
     try:
         prepare_directories(runtime, uid, gid)
     except OSError as error:
+        remove_directories(runtime)
         hint = f" (rootless: have root create it owned by {user_namespace.user}, as `make run-rootless` does)" if user_namespace else ""
         log.error("cannot start", error=f"{error.filename}: {error.strerror}{hint}")
         return 1
@@ -143,6 +154,7 @@ def serve(environ: dict[str, str]) -> int:
         cgroup_driver = cgroup_detect.open_driver(config.cgroup, config.instance, log)
         cgroup_driver.setup()  # on v2 this moves us (front and zygote to be) into a leaf
     except cgroups.CgroupError as error:
+        remove_directories(runtime)
         log.error("cannot start", error=str(error))
         return 1
     if cgroup_driver.reason:
@@ -157,6 +169,7 @@ def serve(environ: dict[str, str]) -> int:
     try:
         pid, front_end = boot.start(runtime, log, cgroup_driver)
     except OSError as error:
+        remove_directories(runtime)
         log.error("cannot start the zygote", error=str(error))
         return 1
     from kiln.http.server import Front  # noqa: PLC0415 - gevent only once the zygote is started

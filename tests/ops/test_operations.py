@@ -136,6 +136,22 @@ def test_kiln_slots_watching_a_kiln_that_stops_says_so(start_server):
     assert watch.returncode == 1 and err.strip().endswith("kiln slots: the zygote exited"), err
 
 
+def test_a_start_refused_leaves_nothing_in_run(start_server):
+    """RUN_CGROUP=v2 on a host whose v2 hierarchy cannot serve refuses to start, after the
+    front made /run/<instance> and its layers folder: both are gone again."""
+    from kiln.log import Log
+    from kiln.sandbox import cgroup_detect, cgroups
+
+    try:
+        cgroup_detect.open_driver("v2", "kiln-probe", Log())
+        pytest.skip("this host's cgroup v2 can serve kiln: RUN_CGROUP=v2 starts")
+    except cgroups.CgroupError:
+        pass  # refused: the case under test
+    srv = start_server(ready=False, RUN_CGROUP="v2")
+    assert srv.proc.wait(timeout=60) == 1
+    assert not os.path.exists(f"/run/{srv.instance}"), os.listdir(f"/run/{srv.instance}")
+
+
 def test_kiln_slots_without_a_running_kiln():
     done = subprocess.run([str(KILN), "slots", "--instance", "kiln-none-here"], capture_output=True, text=True, timeout=30)
     assert done.returncode == 1 and "no running kiln" in done.stderr
