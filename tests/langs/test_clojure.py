@@ -54,6 +54,13 @@ def test_plain_mode_without_asserts_keeps_the_exit_status(lang_server):
     assert (body["exit_code"], body["stdout"]) == (7, "bye\n")
 
 
+def test_system_exit_while_loading_ends_as_the_plain_script_would(lang_server):
+    """With asserts.json in harness shape: what loading printed and the exit's status (the
+    harness held the output for its report, which never comes)."""
+    body = CLOJURE.run(lang_server, '(println "bye")\n(System/exit 7)\n')
+    assert (body["exit_code"], body["stdout"]) == (7, "bye\n")
+
+
 def test_a_load_error_passes_through_as_clojure_reports_it(lang_server):
     body = CLOJURE.run(lang_server, '(println "first")\n(defn solution [a b] (+ a b)\n')
     assert (body["exit_code"], body["stdout"]) == (1, "first\n")

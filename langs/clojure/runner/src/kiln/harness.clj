@@ -192,12 +192,18 @@
 
 (defn- harness [arguments]
   (let [stdout (FileOutputStream. FileDescriptor/out)
-        before (set (all-ns))]
+        before (set (all-ns))
+        loading (atom true)]
+    ;; System/exit while loading ends the run as a plain one: what loading printed goes out
+    ;; as it is, the status is the exit's (a plain run of the script prints and exits alike)
+    (.addShutdownHook (Runtime/getRuntime)
+                      (Thread. ^Runnable (fn [] (when @loading (write-raw stdout (try (take-output) (catch Throwable _ "")))))))
     (System/setOut sink-stream)
     (binding [*out* sink-writer]
       (main/with-bindings
         (in-ns 'user)
         (let [failure (try (main/load-script solution-file) nil (catch Throwable t t))
+              _ (reset! loading false)
               loaded (take-output)
               f (when-not failure (find-solution before))]
           (cond
