@@ -151,8 +151,8 @@ class Handler(WSGIHandler):
             self.close_connection = True  # the client is gone
 
     def _handle_client_error(self, ex):
-        """A request line or header pywsgi cannot read: logged by pywsgi, answered as every 400
-        (JSON, an X-Request-Id) where pywsgi's own has neither."""
+        """A request line or header pywsgi cannot read: answered as every 400 (JSON, an
+        X-Request-Id, an access line), where pywsgi's own answer had none of them."""
         if isinstance(ex, ReadTimeout):  # raised in read_request, where pywsgi takes it for a 400
             raise ex
         super()._handle_client_error(ex)
