@@ -105,10 +105,11 @@ class Handler(WSGIHandler):
         self.command = self.path = None  # this request's once pywsgi has read its line
         try:
             answered = super().handle_one_request()
-            if isinstance(answered, tuple) and answered[0] in ("400", "414"):  # the request unread
-                self._answer_unread(answered[1] if answered[0] == "400" else self._refusal(*REQUEST_LINE_TOO_LONG))
-                return None
-            return answered
+            if not isinstance(answered, tuple):
+                return answered
+            # the request unread: a 400 is _handle_client_error's answer, a 414 pywsgi's own
+            self._answer_unread(answered[1] if answered[0] != "414" else self._refusal(*REQUEST_LINE_TOO_LONG))
+            return None
         except ReadTimeout:
             return ("408", self._refusal(*REQUEST_TIMEOUT))
         finally:
