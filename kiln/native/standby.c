@@ -6,8 +6,8 @@
  * a client that pauses between them (a player pressing "check"), against a 1 ms run. The
  * standby pays it while warming: cloned from init sharing its memory and descriptors
  * (CLONE_VM | CLONE_FILES, as vfork shares them), it joins the slot's cgroups and cgroup
- * namespace and loads the filter (off the request's path: its load is ~0.05 ms; the setuid
- * calls it allows), and waits. At the job, init has written the rlimits onto it (still root:
+ * namespace and loads the filter (off the request's path: its load is ~0.05 ms; what the
+ * standby does after it, the user's setuid calls among them, the filter allows), and waits. At the job, init has written the rlimits onto it (still root:
  * a process of another uid would take init CAP_SYS_RESOURCE, which a service manager may
  * withhold) and releases it with the command; it takes its own copy of init's descriptors (the
  * job's pipes among them; close_range, which the filter allows where it kills unshare), enters

@@ -79,8 +79,8 @@ static void forward(struct run *run, struct pollfd *fds) {
 /* A task reaped at or after its deadline timed out, whatever it had read or written by then.
  * Background processes end with the test command: killed once it is reaped, unless init has no
  * child left. Every process of the slot's pid namespace descends from init, and an orphan is
- * init's child before its parent can be reaped, so no child means no process; kill(-1) walks
- * every process of the host under the kernel's task list lock, ~10-20 us a run here. */
+ * init's child before its parent can be reaped, so no child means no process; and kill(-1)
+ * walks every process of the host, not only the slot's, under the kernel's task list lock. */
 static void reap(struct run *run, double deadline) {
     for (;;) {
         int status;
