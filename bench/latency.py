@@ -43,10 +43,14 @@ class Connection(KilnClient):
 BARE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 
 
+def bare_env(cwd: str) -> dict[str, str]:
+    return {**BARE_ENV, "HOME": cwd}
+
+
 def bare(argv: list[str], cwd: str) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of one bare run."""
     started = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env={**BARE_ENV, "HOME": cwd})
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=bare_env(cwd))
     _, _status, rusage = os.wait4(proc.pid, 0)
     proc.returncode = 0
     return time.perf_counter() - started, rusage.ru_utime + rusage.ru_stime
@@ -58,13 +62,15 @@ def bare_load(argv: list[str], cwd: str, clients: int, seconds: float) -> dict:
     Its p99 against its p50 is the machine's tail, whatever runs the command."""
     walls: list[float] = []
     stop = time.monotonic() + seconds
-    env = {**BARE_ENV, "HOME": cwd}
+    env = bare_env(cwd)
+    # as bare(): stdin and stdout /dev/null (posix_spawn has no cwd: the process's own, below)
+    devnull = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0), (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)]
 
     def loop() -> None:
         own = []
         while time.monotonic() < stop:
             started = time.perf_counter()
-            pid = os.posix_spawn(argv[0], argv, env, file_actions=[(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)])
+            pid = os.posix_spawn(argv[0], argv, env, file_actions=devnull)
             os.waitpid(pid, 0)
             own.append(time.perf_counter() - started)
         walls.extend(own)
