@@ -195,21 +195,24 @@ def exec_last_command(script: str) -> str:
     return "\n".join([*head, "exec " + last.strip()])
 
 
+SHELL = ("/bin/sh", "-e", "-c")  # kiln-init knows its program as TASK_SHELL (kiln.h)
+
+
 def task_argv(script: str, config: Config) -> tuple[str, ...]:
     """How the task runs `script`: `/bin/sh -e -c`, or, for one plain command whose program
     is found on RUN_SANDBOX_PATH, that program itself (what sh would exec, minus sh's own
     exec: half a millisecond per run). RUN_MEMORY_MAX is applied by sh (`ulimit -v`), the
     one limit the task cannot simply inherit: init, which spawns it, needs more address space."""
     if config.memory_max:
-        return ("/bin/sh", "-e", "-c", f"ulimit -v {max(1, config.memory_max // 1024)}\n{script}")
+        return (*SHELL, f"ulimit -v {max(1, config.memory_max // 1024)}\n{script}")
     words = script.split()
     if "\n" in script or words[:1] != ["exec"] or len(words) < 2:
-        return ("/bin/sh", "-e", "-c", script)  # exec_last_command found shell syntax
+        return (*SHELL, script)  # exec_last_command found shell syntax
     program = words[1]
     if "/" not in program:  # looked up on the sandbox's PATH, as sh would (same /usr)
         found = [os.path.join(d, program) for d in config.sandbox_path.split(":") if os.access(os.path.join(d, program), os.X_OK)]
         if not found:
-            return ("/bin/sh", "-e", "-c", script)  # let sh say "not found", as it would
+            return (*SHELL, script)  # let sh say "not found", as it would
         program = found[0]
     return (program, *words[2:])
 
@@ -218,7 +221,7 @@ def taking_arguments(argv: tuple[str, ...]) -> tuple[str, ...]:
     """`argv` made to take arguments after its own (a checker's input, output and answer):
     under `sh -c` they are the script's "$@" (after "$0", given here), so an exec target that
     goes through the shell passes them on with "$$@" in its Makefile."""
-    return (*argv, "exec") if argv[:3] == ("/bin/sh", "-e", "-c") else argv
+    return (*argv, "exec") if argv[:3] == SHELL else argv
 
 
 # _subprocess_free: subprocess is imported only where a command runs (in `kiln serve`, at

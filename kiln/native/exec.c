@@ -38,6 +38,14 @@ int command_of(const struct slot *s, struct span w, uint32_t argv_type, char *ar
     return argc;
 }
 
+int command_is_shell(const struct slot *s, struct span w, uint32_t argv_type) {
+    for (size_t i = w.from; i < w.to; i++) {
+        const struct rec *r = &s->recipe.recs[i];
+        if (r->type == argv_type && r->nargs) return !strcmp(r->args[0].p, TASK_SHELL);
+    }
+    return 0;
+}
+
 /* The task's own first steps, in its child before the exec: its identity and the filter (last:
  * it allows neither), its descriptors laid out, the signals init ignores back at their default. */
 struct task_start {

@@ -83,6 +83,7 @@ static int start_prestarted(struct slot *s, struct span w, char *err) {
     if (mount_workspace(s, w, NULL, err) || apply_cgroup_limits(s, w, K_W_PRESTART_LIMIT, err) || take_limits(s, w, s->recipe.timeout_max_ms, 0, err) ||
         prestart_ends(s, task, err) || spawn_task(s, w, K_W_PRESTART_ARGV, NULL, 0, task, 4, &s->prestarted.pid, err) || take_filter(s, err))
         return -1;
+    s->prestarted.shell = command_is_shell(s, w, K_W_PRESTART_ARGV); /* a forked task is the runtime itself */
     for (int i = 0; i < 4; i++) close(task[i]);
     return 0;
 }
@@ -256,6 +257,7 @@ static void execute(struct slot *s, const struct job *job, struct span w, const 
     run.out_fd = out[0], run.err_fd = errp[0];
     run.forward_fd = job->has_pipes ? job->pipe_fds[1] : -1;
     run.next = job->command == CMD_EXEC && !job->has_pipes && s->base_ns >= 0;
+    run.shell = command_is_shell(s, w, COMMAND_ARGV[job->command]);
     supervise_and_answer(s, &run, job, w, started, cpu_before_ms > 0 ? cpu_before_ms : 0, title);
 }
 
@@ -286,7 +288,7 @@ static void execute_prestarted(struct slot *s, const struct job *job, struct spa
     if (write_parts(s, w, job, err)) return send_failure(s, err);
     if (write(s->prestarted.go, "g", 1) != 1) return snprintf(err, ERR, "sandbox step 'release the prestarted task' failed: %s", strerror(errno)), send_failure(s, err);
     close(s->prestarted.go);
-    struct run run = {.pid = s->prestarted.pid, .out_fd = s->prestarted.out, .err_fd = s->prestarted.err, .forward_fd = -1};
+    struct run run = {.pid = s->prestarted.pid, .out_fd = s->prestarted.out, .err_fd = s->prestarted.err, .forward_fd = -1, .shell = s->prestarted.shell};
     supervise_and_answer(s, &run, job, w, started, cpu_before_ms > 0 ? cpu_before_ms : 0, title);
 }
 

@@ -114,6 +114,7 @@ struct slot {
     struct {                                     /* a slot warmed for one language */
         long workload_rec;                       /* its K_WORKLOAD record; -1: a plain slot */
         pid_t pid;                               /* the prestart command, waiting on its fd 3 */
+        int shell;                               /* it is TASK_SHELL (run.shell) */
         int go, out, err;                        /* init's ends of its pipes */
     } prestarted;
     struct standby {                             /* a plain slot's task process, waiting in its cgroups (standby.c) */
@@ -185,6 +186,10 @@ void keep_only(int *keep, int n);
 /* --- exec.c: the task's process ------------------------------------------------------------ */
 
 #define COMMAND_MAX 256
+/* the shell of a test command with shell syntax (runtime.py SHELL): its exit status 128+N may say
+ * that a child of it died of signal N, where a program kiln execs itself says only its own */
+#define TASK_SHELL "/bin/sh"
+int command_is_shell(const struct slot *s, struct span w, uint32_t argv_type);
 int output_pipe(int ends[2]);
 void make_as_task(const struct slot *s, int yes); /* 1: what init makes is the task's (fsuid); 0: root's */
 /* the argv of records argv_type and the K_W_ENV environment of a language; returns argc */
@@ -251,6 +256,7 @@ struct run {
     int forward_fd;            /* >= 0: stdout goes on there too (an interactive test's pipe) */
     long long oom_before, pids_hits_before; /* the cgroup's counts before the run (a slot's later tests) */
     int next;                  /* the slot can run another judge test after this one (the result says so) */
+    int shell;                 /* the task is TASK_SHELL: its status 128+N may be a child's signal N */
     size_t forwarded;          /* of out_len, how much has gone on */
     char *out, *err;
     size_t out_len, err_len;

@@ -121,12 +121,14 @@ void send_result_of(struct slot *slot, const struct run *run, double started, lo
     double cpu_ms = s.has_cpu ? s.cpu_ms - cpu_before_ms
                   : run->has_rusage ? (u->ru_utime.tv_sec + u->ru_stime.tv_sec) * 1e3 + (u->ru_utime.tv_usec + u->ru_stime.tv_usec) / 1e3 : 0;
     long long memory = s.has_memory ? s.memory_peak : run->has_rusage ? u->ru_maxrss * 1024LL : 0;
-    int rlimit_cpu = cpu_ms >= cpu_limit_ms - 50 && (killed_by == SIGXCPU || killed_by == SIGKILL || exit_code == 128 + SIGXCPU || exit_code == 128 + SIGKILL);
+    /* under sh, a child's signal N comes as the status 128+N; a program's own status is its own */
+    int child_killed_by = run->shell && !killed_by && exit_code > 128 && exit_code < 128 + 65 ? exit_code - 128 : 0;
+    int rlimit_cpu = cpu_ms >= cpu_limit_ms - 50 && (killed_by == SIGXCPU || killed_by == SIGKILL || child_killed_by == SIGXCPU || child_killed_by == SIGKILL);
     const char *outcome = "exited";
     int signal_out = killed_by;
     if (run->timed_out || run->cpu_exceeded || !run->has_status || rlimit_cpu) outcome = "timed_out", exit_code = -1;
     else if (s.oom_kills) outcome = "out_of_memory";
-    else if (killed_by == SIGSYS || exit_code == 128 + SIGSYS) outcome = "policy_violation", signal_out = SIGSYS; /* 159: under sh -c */
+    else if (killed_by == SIGSYS || child_killed_by == SIGSYS) outcome = "policy_violation", signal_out = SIGSYS;
     else if (s.pids_hits) outcome = "pids_limit";
     else if (killed_by) outcome = "signaled";
     char code[16] = "null", sig[16] = "null", fields[512];

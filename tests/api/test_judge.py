@@ -95,6 +95,7 @@ def test_extra_files_are_built_with_the_judge_file(server):
         ("import ctypes\nctypes.CDLL(None).unshare(0x10000000)\n", {}, "SV", "policy_violation"),  # CLONE_NEWUSER
         ("import os\nos.kill(os.getpid(), 11)\n", {}, "RE", "signaled"),
         ("raise SystemExit(3)\n", {}, "RE", "exited"),
+        ("raise SystemExit(159)\n", {}, "RE", "exited"),  # 128 + SIGSYS, but said by the program itself
     ],
 )
 def test_each_verdict_of_a_run(server, solution, limits, verdict, outcome):

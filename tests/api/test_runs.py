@@ -25,7 +25,7 @@ def test_asserts_as_json_value_is_serialised(server):
     assert response.json()["stdout"] == "{'a': [1, 2], 'b': 'é'}\n"
 
 
-@pytest.mark.parametrize("code", [0, 1, 3, 42, 255])
+@pytest.mark.parametrize("code", [0, 1, 3, 42, 137, 159, 255])  # 137, 159: what sh says of a child killed, a program its own
 def test_exit_code_propagates(server, code):
     body = server.run(solution_text=f"import sys\nprint('bye')\nsys.exit({code})\n").json()
     assert body["exit_code"] == code

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kiln import slots
+from kiln import runtime, slots
 from kiln.zygote import protocol, recipe
 
 NATIVE = Path(__file__).resolve().parents[2] / "kiln" / "native"
@@ -80,3 +80,8 @@ def test_the_ops_are_kiln_h_s():
     assert names == [f"OP_{op.upper()}" for op in recipe.OPS] and "OP_MOUNT = 1" in body
     mounts = c_source("mounts.c")
     assert all(f'[OP_{op.upper()}] = "{op}"' in mounts for op in recipe.OPS)
+
+
+def test_the_shell_kiln_init_reads_statuses_of_is_the_one_task_argv_runs():
+    [shell] = re.findall(r'#define TASK_SHELL "([^"]+)"', c_source("kiln.h"))
+    assert shell == runtime.SHELL[0]
