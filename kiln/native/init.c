@@ -12,7 +12,7 @@
  *   check.c     `kiln-init check` (the fuzz tests)   launch.c    template mode (KILN_TEMPLATE_OF)
  *
  * Descriptors come in the environment: KILN_SOCK, KILN_ZYGOTE (a pidfd), KILN_RECIPE (a memfd),
- * KILN_NETNS and KILN_TEMPLATE (kept namespaces, if any), KILN_CG_DIRS and KILN_CG_PROCS
+ * KILN_TEMPLATE (the index's kept template mount namespace, if any), KILN_CG_DIRS and KILN_CG_PROCS
  * (SlotCgroup.fd_groups), KILN_PRESTART (a language) for a prestarted slot, KILN_FORKED and
  * KILN_FORKED_PID for one cloned by its language's template. Every error while warming is a
  * "failed" frame to the zygote; every error in a job, an infrastructure_failure result. */
@@ -37,7 +37,7 @@
 
 /* what the environment says, beyond the slot's own fields */
 struct start {
-    int netns, template_fd, forked, module;
+    int template_fd, forked, module;
     pid_t forked_pid;
     char prestart[64], template_of[64];
 };
@@ -49,7 +49,7 @@ static void fail_warm(struct slot *s, const char *error) {
 
 /* --- warm --------------------------------------------------------------------------------- */
 
-static void become_init(struct slot *s, int netns) {
+static void become_init(struct slot *s) {
     arm_death_signal(s);
     if (empty_bounding_set()) fail_warm(s, "cannot empty the capability bounding set");
     /* a session of its own: kill(0, SIGCONT) from a task, allowed within a session whatever the
@@ -57,8 +57,6 @@ static void become_init(struct slot *s, int netns) {
     setsid();
     signal(SIGPIPE, SIG_IGN); /* a closed socket is an error to init, not a death */
     signal(SIGXFSZ, SIG_IGN);
-    if (netns >= 0 && setns(netns, CLONE_NEWNET) < 0) fail_warm(s, "cannot enter the slot index's network namespace");
-    if (netns >= 0) close(netns);
 }
 
 /* the prestart command's descriptors 0-3 (/dev/null, its stdout and stderr pipes, the read end
@@ -131,7 +129,7 @@ static int start_forked(struct slot *s, struct span w, int task_sock, pid_t task
  * forked by the template, entering) -> "ready" (with the template's root, if it built it) */
 static void warm(struct slot *s, const struct start *start) {
     char err[ERR];
-    become_init(s, start->netns);
+    become_init(s);
     int built = build_root(s, start->template_fd, err);
     if (built == -2) fail_warm(s, err);
     if (*start->prestart) {
@@ -346,7 +344,7 @@ static int env_fds(const char *name, int *fds) {
 static void read_environment(struct slot *s, struct start *start) {
     s->sock = env_fd("KILN_SOCK"), s->zygote = env_fd("KILN_ZYGOTE");
     s->n_dirs = env_fds("KILN_CG_DIRS", s->cg_dirs), s->n_procs = env_fds("KILN_CG_PROCS", s->cg_procs);
-    start->netns = env_fd("KILN_NETNS"), start->template_fd = env_fd("KILN_TEMPLATE");
+    start->template_fd = env_fd("KILN_TEMPLATE");
     start->forked = env_fd("KILN_FORKED"), start->module = env_fd("KILN_TEMPLATE_MODULE");
     s->lower_held[0] = env_fd("KILN_LOWER_WORKSPACES"), s->lower_held[1] = env_fd("KILN_LOWER_LAYERS");
     const char *forked_pid = getenv("KILN_FORKED_PID"), *prestart = getenv("KILN_PRESTART"), *template_of = getenv("KILN_TEMPLATE_OF");
@@ -361,7 +359,7 @@ static void keep_descriptors(const struct slot *s, const struct start *start) {
     keep[n++] = s->sock, keep[n++] = s->zygote;
     for (int i = 0; i < s->n_dirs; i++) keep[n++] = s->cg_dirs[i];
     for (int i = 0; i < s->n_procs; i++) keep[n++] = s->cg_procs[i];
-    const int optional[] = {start->netns, start->template_fd, start->forked, start->module, s->lower_held[0], s->lower_held[1]};
+    const int optional[] = {start->template_fd, start->forked, start->module, s->lower_held[0], s->lower_held[1]};
     for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
         if (optional[i] >= 0) keep[n++] = optional[i];
     keep_only(keep, n);

@@ -84,11 +84,11 @@ class Forked(Prestarted):
 
 def kind_for(z: Zygote, index: Index) -> Plain:
     """The kind of the index's next slot: forked when its language's template is ready and the
-    index has both kept namespaces, else prestarted, or plain when no language is asked for."""
+    index has its template mount namespace, else prestarted, or plain when no language is asked for."""
     if index.next_kind is None:
         return Plain()
     workload = z.runtime.workloads[index.next_kind]
     template = z.templates.ready(index.next_kind)
-    if template is not None and index.netns is not None and index.root is not None:
+    if template is not None and index.root is not None:
         return Forked(workload, template)
     return Prestarted(workload)

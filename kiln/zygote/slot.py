@@ -1,10 +1,10 @@
 """A slot: warmed ahead of time, serves exactly one job, then dies.
 
-    zygote ── init = kiln-init (kiln/native), PID 1 of new pid, ipc, uts and cgroup namespaces,
-                     in the network namespace of its slot index, in a private copy of its
-                     index's template mount namespace (both made by the index's first slot,
-                     then entered again: an empty network namespace and a read-only mount tree
-                     keep nothing a job could leave)
+    zygote ── init = kiln-init (kiln/native), PID 1 of new pid, ipc, uts, cgroup and network
+                     namespaces, in a private copy of its index's template mount namespace
+                     (made by the index's first slot, then entered again: a read-only mount
+                     tree keeps nothing a job could leave; a network namespace would: IPv6
+                     flow labels that outlive their sockets, the stack's counters)
 
 The zygote spawns init straight into those namespaces (clone with the zygote's memory shared
 until the exec: no fork of a Python process; the zygote goes on without waiting for the exec)
@@ -31,7 +31,7 @@ from kiln.sandbox.plan import RootPlan
 from kiln.zygote.backoff import Backoff
 from kiln.zygote.template import LOWER_VARIABLES, Template
 
-NAMESPACES = libc.CLONE_NEWPID | libc.CLONE_NEWIPC | libc.CLONE_NEWUTS | libc.CLONE_NEWCGROUP
+NAMESPACES = libc.CLONE_NEWPID | libc.CLONE_NEWIPC | libc.CLONE_NEWUTS | libc.CLONE_NEWCGROUP | libc.CLONE_NEWNET
 TITLE_ROOM = 96  # kiln-init writes its title over its argv[0]: room for the longest
 
 
@@ -45,14 +45,13 @@ class SlotSpec:
 
 @dataclass(frozen=True)
 class Kept:
-    """Namespaces the zygote keeps per slot index, made by the index's first slot. None: make
-    them (a new network namespace; the root built, its template sent with the ready frame)."""
+    """What the zygote keeps per slot index, made by the index's first slot. None: make it (the
+    root built, its template sent with the ready frame)."""
 
-    netns: int | None = None
     root: int | None = None  # the template mount namespace
 
     def fds(self) -> set[int]:
-        return {fd for fd in (self.netns, self.root) if fd is not None}
+        return {self.root} if self.root is not None else set()
 
 
 def spawn(
@@ -66,9 +65,9 @@ def spawn(
     template (needs both kept namespaces; raises TemplateError if the template cannot)."""
     zygote_end, slot_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     # with a template the slot starts in the zygote's mount namespace and leaves it at once
-    flags = NAMESPACES | (libc.CLONE_NEWNET if kept.netns is None else 0) | (libc.CLONE_NEWNS if kept.root is None else 0)
+    flags = NAMESPACES | (libc.CLONE_NEWNS if kept.root is None else 0)
     dirs, procs = cgroup.fd_groups()
-    env = {"KILN_SOCK": slot_end.fileno(), "KILN_ZYGOTE": zygote, "KILN_RECIPE": recipe, "KILN_NETNS": kept.netns, "KILN_TEMPLATE": kept.root}
+    env = {"KILN_SOCK": slot_end.fileno(), "KILN_ZYGOTE": zygote, "KILN_RECIPE": recipe, "KILN_TEMPLATE": kept.root}
     env.update(zip(LOWER_VARIABLES, spec.lower))
     env = {key: str(value) for key, value in env.items() if value is not None}
     env.update(KILN_CG_DIRS=_fd_list(dirs), KILN_CG_PROCS=_fd_list(procs))
@@ -124,7 +123,6 @@ class Index:
     # the language its next slot is prestarted for (None: a plain slot). The front names the
     # language of each request it gives a slot: its replacement follows the demand.
     next_kind: str | None = None
-    netns: int | None = None  # its network namespace, made by its first slot
     root: int | None = None  # its template mount namespace, made by its first slot
     recipe: int | None = None  # memfd of its slots' kiln-init recipe
     backoff: Backoff = field(default_factory=Backoff)
@@ -132,4 +130,4 @@ class Index:
     slot: Slot | None = None
 
     def kept(self) -> Kept:
-        return Kept(netns=self.netns, root=self.root)
+        return Kept(root=self.root)

@@ -34,7 +34,7 @@ from kiln.zygote.backoff import Backoff
 NAMESPACES = libc.CLONE_NEWNET | libc.CLONE_NEWUTS | libc.CLONE_NEWIPC
 # the variables of kiln-init's environment that name descriptors (slot.spawn)
 LOWER_VARIABLES = ("KILN_LOWER_WORKSPACES", "KILN_LOWER_LAYERS")  # SlotSpec.lower's, in order
-FD_VARIABLES = frozenset({"KILN_SOCK", "KILN_ZYGOTE", "KILN_RECIPE", "KILN_NETNS", "KILN_TEMPLATE", "KILN_CG_DIRS", "KILN_CG_PROCS", *LOWER_VARIABLES})
+FD_VARIABLES = frozenset({"KILN_SOCK", "KILN_ZYGOTE", "KILN_RECIPE", "KILN_TEMPLATE", "KILN_CG_DIRS", "KILN_CG_PROCS", *LOWER_VARIABLES})
 ANSWER_TIMEOUT_S = 2.0
 READY = b"r"
 # what a template command says, before it exits, when its runtime cannot fork tasks here (a build

@@ -222,8 +222,6 @@ class Zygote:
             # removes the cgroup by path
             cgroup.close()
             index.slot = Slot(index=index.number, pid=pid, sock=sock, started=now, cgroup=cgroup, kind=kind)
-            if index.netns is None:
-                self._keep_netns(index, pid)
 
     def _spawn(self, index: Index, cgroup: SlotCgroup) -> tuple[kinds.Plain, int, socket.socket]:
         """A slot of the index's next kind; a template that cannot fork it is ended, and the
@@ -283,15 +281,6 @@ class Zygote:
                 self._tell_front({"op": "settled", "index": s.index, "pid": s.pid, "prestart": s.kind.prestart, "ms": round(((since if quiet else now) - s.started) * 1000, 2)})
             else:
                 s.settle = (now, cpu)
-
-    def _keep_netns(self, index: Index, pid: int) -> None:
-        """The first slot of an index made a network namespace; its successors enter it
-        instead of paying for a new one (creating and destroying a netns is the costliest part
-        of a slot's namespaces). It stays empty between slots: lo down, no process, no socket."""
-        try:
-            index.netns = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
-        except OSError as error:
-            self.log.warning("cannot keep the slot's network namespace", slot=index.number, error=str(error))
 
     def _next_backoff_in(self) -> float | None:
         waiting = [index.backoff.not_before for index in self.indexes.values() if index.slot is None and index.backoff.failures]
