@@ -17,9 +17,11 @@ GiB = 1024 * MiB
 # Sizes end up in rlimits and cgroup files, which hold signed 64-bit values.
 SIZE_MAX = 2**63 - 1
 
-# Capping the length first means hostile input (a 1 MB `timeout` string) costs nothing to refuse.
+# Capping the length first means hostile input (a 1 MB `timeout` string) costs nothing to refuse;
+# leading zeros do not count against the digits (`007s` is 7 s), only against that cap.
 _DURATION_DIGITS = 12
 _SIZE_DIGITS = 19
+_TEXT_MAX = 64
 
 _DURATION = re.compile(r"([0-9]+)(ms|s|m)")
 _SIZE = re.compile(r"([0-9]+)([kKmMgG]?)")
@@ -33,26 +35,26 @@ _FALSE = frozenset({"0", "false", "no"})
 
 def parse_duration_ms(text: str) -> int:
     """`<digits>ms`, `<digits>s` or `<digits>m` -> milliseconds. Zero is returned as 0."""
-    if len(text) > _DURATION_DIGITS + 2:
+    if len(text) > _TEXT_MAX:
         raise ValueError(f"too long (at most {_DURATION_DIGITS} digits and a unit)")
     match = _DURATION.fullmatch(text)
     if match is None:
         raise ValueError("expected whole digits followed by ms, s or m (e.g. 500ms, 30s, 5m)")
     digits, unit = match.groups()
-    if len(digits) > _DURATION_DIGITS:
+    if len(digits.lstrip("0")) > _DURATION_DIGITS:
         raise ValueError(f"too many digits (at most {_DURATION_DIGITS})")
     return int(digits) * _MS_PER_UNIT[unit]
 
 
 def parse_size(text: str) -> int:
     """Plain bytes, or digits with a 1024-based k, m or g suffix (any case) -> bytes."""
-    if len(text) > _SIZE_DIGITS + 1:
+    if len(text) > _TEXT_MAX:
         raise ValueError(f"too long (at most {_SIZE_DIGITS} digits and a suffix)")
     match = _SIZE.fullmatch(text)
     if match is None:
         raise ValueError("expected whole digits, optionally followed by k, m or g (e.g. 1048576, 64m)")
     digits, suffix = match.groups()
-    if len(digits) > _SIZE_DIGITS:
+    if len(digits.lstrip("0")) > _SIZE_DIGITS:
         raise ValueError(f"too many digits (at most {_SIZE_DIGITS})")
     size = int(digits) * _BYTES_PER_SUFFIX[suffix.lower()]
     if size > SIZE_MAX:

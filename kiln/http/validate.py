@@ -85,10 +85,15 @@ def parse_run(raw: bytes, runtime: Runtime) -> RunRequest:
     stdin = _optional_text(body, "stdin")
     asserts = body.get("asserts")
     if isinstance(asserts, (list, dict)):
-        asserts = _compact(asserts)
+        try:
+            asserts = _compact(asserts)
+        except ValueError:  # a number JSON allows and a double does not hold (1e400 reads as inf)
+            raise ApiError(400, "asserts holds a number out of the range of a 64-bit float; send asserts as a string to pass it verbatim") from None
     elif asserts is not None and not isinstance(asserts, str):
         raise ApiError(400, "asserts must be a string, an array, an object or null")
     timeout_ms = _timeout(body.get("timeout"), runtime.config)
+    if body.get("limits") is not None and type(body["limits"]) is not dict:  # a wrong type: before the slug's rows
+        raise ApiError(400, "limits must be an object (memory, pids, output)")
     files = [("solution", utf8("solution_text", solution))]
     checker_bytes = None if checker is None else utf8("checker_text", checker)
     asserts_bytes = None if asserts is None else utf8("asserts", asserts)

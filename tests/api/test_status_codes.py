@@ -51,6 +51,8 @@ def test_200_result_has_the_contract_keys_in_order(server):
         (b'{"lang_slug": "python", "solution_text": "\\ud800"}', "solution_text is not valid UTF-8 text (it contains a lone surrogate)"),
         (b'{"lang_slug": "python", "solution_text": "x", "stdin": "\\udfff"}', "stdin is not valid UTF-8 text (it contains a lone surrogate)"),
         (b'{"lang_slug": "python", "solution_text": "x", "asserts": [NaN]}', "body is not valid JSON"),
+        # valid JSON a double cannot hold: a 400 that says so (was a 500)
+        (b'{"lang_slug": "python", "solution_text": "x", "asserts": {"arguments": [[1e400]]}}', "asserts holds a number out of the range of a 64-bit float; send asserts as a string to pass it verbatim"),
         # a client's lone surrogate quoted in the error: escaped, still a JSON 400 (was no answer)
         (b'{"lang_slug": "python", "solution_text": "x", "limits": {"\\ud800": 1}}', "limits.\ud800: /run takes only memory, pids and output (a time limit is its timeout)"),
     ],
@@ -68,7 +70,7 @@ def test_400_bad_or_too_long_timeouts(server, timeout):
     assert "timeout" in response.json()["error"]
 
 
-@pytest.mark.parametrize("timeout", ["900ms", "2s", "1m", "5m", "300s"])
+@pytest.mark.parametrize("timeout", ["900ms", "2s", "1m", "5m", "300s", "007s", "0000000000001s"])
 def test_good_timeouts(server, timeout):
     assert server.run(solution_text="print(1)", timeout=timeout).status_code == 200
 
@@ -86,6 +88,8 @@ def test_400_order_type_errors_before_slug_before_checker(start_server, workspac
     srv = start_server(RUN_WORKSPACE=workspace("@cat check/checker.cpp"))  # every slug served
     assert srv.run(lang_slug="cobol", solution_text="x", timeout="1h").json()["error"].startswith("timeout")
     assert srv.run(lang_slug="cobol", solution_text="x").json() == {"error": "unsupported lang_slug"}
+    assert srv.run(lang_slug="cobol", solution_text="x", limits=5).json() == {"error": "limits must be an object (memory, pids, output)"}
+    assert srv.run(lang_slug="cpp", solution_text="x", limits=[]).json() == {"error": "limits must be an object (memory, pids, output)"}
     assert srv.run(lang_slug="cpp", solution_text="x").json() == {"error": "checker_text is required"}
     assert srv.run(lang_slug="cpp", solution_text="x", checker_text=None).json() == {"error": "checker_text is required"}
     ok = srv.run(lang_slug="cpp", solution_text="x", checker_text="// checker")

@@ -84,8 +84,16 @@ def test_parse_duration_error_says_what_is_accepted():
         parse_duration_ms("1h")
     with pytest.raises(ValueError, match="too many digits"):
         parse_duration_ms("1" * 13 + "s")
-    with pytest.raises(ValueError, match="too long"):
+    with pytest.raises(ValueError, match="too many digits"):
         parse_duration_ms("1" * 13 + "ms")
+    with pytest.raises(ValueError, match="too long"):
+        parse_duration_ms("0" * 70 + "1ms")
+
+
+def test_leading_zeros_do_not_count_as_digits():
+    assert parse_duration_ms("0000000000001s") == 1000  # 13 digits, one of them significant
+    assert parse_duration_ms("0" * 40 + "5m") == 300_000
+    assert parse_size("0" * 25 + "1k") == 1024
 
 
 def test_parse_size_error_says_what_is_accepted():
@@ -93,8 +101,10 @@ def test_parse_size_error_says_what_is_accepted():
         parse_size("1t")
     with pytest.raises(ValueError, match="too many digits"):
         parse_size("1" * 20)
-    with pytest.raises(ValueError, match="too long"):
+    with pytest.raises(ValueError, match="too many digits"):
         parse_size("1" * 21)
+    with pytest.raises(ValueError, match="too long"):
+        parse_size("0" * 70 + "1")
     with pytest.raises(ValueError, match="too large"):
         parse_size("9223372036854775808")
 
