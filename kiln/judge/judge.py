@@ -96,9 +96,10 @@ class Judge:
 
     # -- the tests ------------------------------------------------------------------------------
     def _tests(self, request: JudgeRequest, build: Build, helper: Build | None, files: FileStore | None, gone) -> list[dict]:
-        """Up to RUN_JUDGE_PARALLEL workers take the tests in index order, each test in a fresh
-        sandbox; a worker keeps its slot from one test to the next where the slot can (a Session),
-        an interactive test takes a pair of slots of its own."""
+        """Workers take the tests in index order, each test in a fresh sandbox, on at most
+        RUN_JUDGE_PARALLEL slots at a time: a worker keeps its slot from one test to the next
+        where the slot can (a Session); an interactive test takes a pair of slots of its own, so
+        half as many workers run those (one at least: RUN_CONCURRENCY=1 refuses interactors)."""
         answers: list[dict | None] = [None] * len(request.tests)
         failed_at = [len(request.tests)]  # the first test (by index) known not to be AC
         upcoming = iter(enumerate(request.tests))
@@ -118,7 +119,8 @@ class Judge:
                     if request.stop_on_failure and answer["verdict"] != "AC":
                         failed_at[0] = min(failed_at[0], index)
 
-        workers = [gevent.spawn(worker) for _ in range(min(self.parallel, len(request.tests)))]
+        slots_a_test = 2 if request.interactor else 1
+        workers = [gevent.spawn(worker) for _ in range(min(max(1, self.parallel // slots_a_test), len(request.tests)))]
         try:
             gevent.joinall(workers, raise_error=True)
         except BaseException:

@@ -388,6 +388,17 @@ def test_a_submission_that_crashes_keeps_its_own_verdict(server):
     assert test["verdict"] == "RE", test
 
 
+def test_interactive_tests_take_at_most_RUN_JUDGE_PARALLEL_slots_at_a_time(start_server):
+    """Each interactive test takes two slots (its submission's, its interactor's): with
+    RUN_JUDGE_PARALLEL 2, one such test at a time, each starting once the last has ended."""
+    srv = start_server(RUN_LANGS="python", RUN_CONCURRENCY="4")  # RUN_JUDGE_PARALLEL: 2
+    starts = "import sys, time\nprint(time.time(), file=sys.stderr)\ntime.sleep(0.6)\n"
+    body = judge(srv, "pass\n", [{"stdin": "1"}] * 3, interactor={"lang_slug": "python", "source": starts}).json()
+    assert verdicts(body) == ["AC"] * 3, body
+    began = sorted(float(t["checker_message"]) for t in body["tests"])
+    assert all(later - earlier >= 0.6 for earlier, later in zip(began, began[1:])), began
+
+
 def test_an_interactor_with_compare_is_a_400(server):
     answer = judge(server, SEARCH, [{"stdin": "1"}], compare="tokens", interactor={"lang_slug": "python", "source": INTERACTOR})
     assert answer.status_code == 400 and answer.json()["error"] == "interactor is given: compare must not be (the interactor gives the verdict)"
