@@ -51,6 +51,8 @@ def on_upload(app, environ, info) -> Answer:
         length = int(length)
         if length > store.limit:
             raise ApiError(413, "payload too large", headers=CLOSE)
+    if app.shutting_down:  # work a judge request would come with: /run's 503, the body unread
+        raise ApiError(503, "shutting down", headers=CLOSE)
     deadline = environ.get("kiln.read_deadline")
     with store.upload() as upload:
         try:

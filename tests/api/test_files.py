@@ -3,6 +3,7 @@ server: DESIGN.md, Judge API, "File store" and the `/files` details."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -264,3 +265,14 @@ def test_the_store_survives_a_restart_and_drops_a_crash_leftover(start_server):
         assert [(r["files"], r["partial_removed"]) for r in rebuilt] == [(1, 1)]
     finally:
         shutil.rmtree(store, ignore_errors=True)
+
+
+def test_an_upload_while_shutting_down_is_a_503_as_new_work_is(start_server):
+    srv = start_server(RUN_LANGS="python", RUN_CONCURRENCY="1", ALLOW_SHUTDOWN="true")
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        running = pool.submit(srv.run, solution_text="import time\ntime.sleep(2)\n")
+        assert wait_until(lambda: "kiln_slots{state=\"busy\"} 1.0" in srv.client.get("/metrics").text)
+        assert srv.client.post("/shutdown").status_code == 200
+        upload = srv.client.post("/files", content=b"tests")
+        assert (upload.status_code, upload.json()) == (503, {"error": "shutting down"})
+        assert running.result().status_code == 200  # what was in flight finishes
