@@ -252,6 +252,7 @@ class App:
             raise NotFound()
         self._authorize(environ)
         gevent.spawn(self.request_shutdown)
+        gevent.sleep(0)  # it runs up to its first wait: new work is refused before this answer goes
         return json_response(200, {"status": "shutting down"})
 
     # -- helpers ----------------------------------------------------------------------------
