@@ -66,14 +66,20 @@ class Zygote:
     stopping: bool = False
     lower: tuple[int, ...] = ()  # the clones of _hold_lower
     generation: int = 0
+    front_lost: bool = False  # its end of the channel closed without a "shutdown"
 
     def run(self) -> int:
+        """1 when it stopped because the front is gone (DESIGN: either side dying makes the other
+        exit non-zero), else 0 (the front's "shutdown", or a stop signal the front got too)."""
         self._setup()
         while not self.stopping:
             self._reap()
             self._spawn_to_target()
             self._wait()
         self._stop_slots()
+        if self.front_lost or (self.front_pidfd >= 0 and select.select([self.front_pidfd], [], [], 0)[0]):
+            self.log.error("the front is gone: the zygote stopped its slots and exits 1")
+            return 1
         return 0
 
     def _setup(self) -> None:
@@ -295,6 +301,7 @@ class Zygote:
             frame = None
         if frame is None or frame[0].get("op") == "shutdown":
             self.stopping = True
+            self.front_lost = frame is None
         elif frame[0].get("op") == "demand":
             self._demand(frame[0].get("index"), frame[0].get("slug"))
         elif frame[0].get("op") == "kill":
@@ -358,7 +365,7 @@ class Zygote:
         try:
             protocol.send_frame(self.front, header, fds=fds)
         except OSError:
-            self.stopping = True  # the front is gone
+            self.stopping = self.front_lost = True  # the front is gone
 
     # -- stop -----------------------------------------------------------------------------
     def _stop_slots(self) -> None:

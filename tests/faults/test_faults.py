@@ -78,6 +78,7 @@ def test_front_killed_takes_everything_with_it(start_server):
     srv.proc.wait(10)
     assert wait_until(lambda: not any(alive(pid) for pid in family), 10)
     assert wait_until(lambda: slot_cgroups(srv.instance) == [], 10)  # the zygote cleaned up
+    assert wait_until(lambda: srv.logged("the front is gone: the zygote stopped its slots and exits 1"))  # not 0: a failure
 
 
 def test_a_cgroup_that_cannot_be_created(start_server):
