@@ -15,7 +15,7 @@ import pathlib
 import posixpath
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kiln import langs, units
@@ -90,6 +90,7 @@ class Config:
     log_format: str
     warnings: tuple[str, ...]
     systemd: "Systemd"
+    given: frozenset[str] = field(default=frozenset(), compare=False)  # the settings the environment gave, not defaulted
 
     @property
     def default_timeout_ms(self) -> int:
@@ -109,13 +110,17 @@ class Config:
         return override if override is not None else langs.LANGUAGES[slug].tmp_size
 
     def memory_max_for(self, slug: str) -> int:
-        """RUN_CGROUP_MEMORY_MAX_<SLUG>, else the language's own, else RUN_CGROUP_MEMORY_MAX."""
-        override = dict(self.cgroup_memory_max_by_slug).get(slug, langs.LANGUAGES[slug].memory_max)
-        return override if override is not None else self.cgroup_memory_max
+        """RUN_CGROUP_MEMORY_MAX_<SLUG>, else RUN_CGROUP_MEMORY_MAX as the operator gave it, else
+        the language's own default (a compiler that needs more), else RUN_CGROUP_MEMORY_MAX's."""
+        return dict(self.cgroup_memory_max_by_slug).get(slug) or self._global_or_own("RUN_CGROUP_MEMORY_MAX", self.cgroup_memory_max, langs.LANGUAGES[slug].memory_max)
 
     def pids_max_for(self, slug: str) -> int:
-        own = langs.LANGUAGES[slug].pids_max
-        return own if own is not None else self.pids_max
+        """RUN_PIDS_MAX as the operator gave it, else the language's own default, else its default."""
+        return self._global_or_own("RUN_PIDS_MAX", self.pids_max, langs.LANGUAGES[slug].pids_max)
+
+    def _global_or_own(self, variable: str, value: int, own: int | None) -> int:
+        # a limit the operator set holds for every language; a language's own only replaces kiln's default
+        return value if variable in self.given or own is None else own
 
     def summary(self) -> dict[str, Any]:
         """Every effective setting, for the startup log (JSON-ready, without secrets)."""
@@ -167,6 +172,7 @@ class Config:
             "instance": self.instance,
             "log_format": self.log_format,
             "systemd": {"notify": self.systemd.notify_socket is not None, "watchdog_usec": self.systemd.watchdog_usec, "listen_fds": self.systemd.listen_fds},
+            "given": sorted(self.given),
         }
 
 
@@ -493,6 +499,7 @@ def load(environ: Mapping[str, str], repo_root: pathlib.Path, pid: int = 0) -> C
     values["sandbox_env"] = tuple((name, environ[name]) for name in inherited if name in environ)
     values["warnings"] = _unknown_variable_warnings(environ, values["env_allow"])
     values["systemd"] = _systemd(environ, pid)
+    values["given"] = frozenset(setting.variable for setting in _SETTINGS if setting.variable in environ)
     return Config(**values)
 
 

@@ -81,7 +81,7 @@ LANGUAGES: dict[str, Language] = {
         _lang("csharp", "Solution.cs", "Checker.cs", 1 * GiB, ["mcs", "mono"], ["mono", "--version"], readonly_paths=("/etc/mono",)),
         _lang("dart", "solution.dart", "checker.dart", 128 * MiB, ["dart"], ["dart", "--version"]),
         _lang("elixir", "solution.exs", None, 128 * MiB, ["elixir", "erl"], ["elixir", "--short-version"], judge_time_ms=2000),
-        _lang("golang", "solution.go", "checker.go", 512 * MiB, ["go"], ["go", "version"], env=(("GOCACHE", "/sandbox/.cache/go-build"), ("CGO_ENABLED", "0"), ("GOMAXPROCS", "2"), ("GOPROXY", "off"), ("GOSUMDB", "off"), ("GOTOOLCHAIN", "local"), ("GOTELEMETRY", "off"), ("GOFLAGS", "")), pids_max=512),
+        _lang("golang", "solution.go", "checker.go", 512 * MiB, ["go"], ["go", "version"], env=(("GOCACHE", "/sandbox/.cache/go-build"), ("CGO_ENABLED", "0"), ("GOMAXPROCS", "2"), ("GOPROXY", "off"), ("GOSUMDB", "off"), ("GOTOOLCHAIN", "local"), ("GOTELEMETRY", "off"), ("GOFLAGS", ""))),
         _lang("haskell", "Solution.hs", "Checker.hs", 256 * MiB, ["ghc", "gcc", "ld.lld"], ["ghc", "--numeric-version"], readonly_paths=("/var/lib/ghc",), env=(("LANG", "C.UTF-8"), ("LC_ALL", "C.UTF-8"))),
         _lang("java", "Solution.java", "Checker.java", 256 * MiB, ["javac", "java"], ["javac", "-version"], readonly_paths=("/etc/java-17-openjdk",), judge_time_ms=2000),
         _lang("js", "solution.js", None, 64 * MiB, ["node"], ["node", "--version"], template_module="node"),

@@ -38,7 +38,7 @@ def test_config_has_exactly_the_documented_fields():
         "pids_max", "tmp_inodes", "readonly_paths", "front_user", "langs", "prestart", "templates", "api_keys",
         "sandbox_path", "shutdown_grace_ms", "read_timeout_ms", "idle_timeout_ms", "connections_max",
         "queue_wait_ms", "queue_max", "judge_input_max", "judge_tests_max", "judge_time_max_ms",
-        "judge_parallel", "build_cache_max", "file_max", "file_store", "file_store_max", "instance", "log_format", "warnings", "systemd",
+        "judge_parallel", "build_cache_max", "file_max", "file_store", "file_store_max", "instance", "log_format", "warnings", "systemd", "given",
     ]  # fmt: skip
 
 
@@ -459,18 +459,21 @@ def test_memory_max_precedence(repo, monkeypatch):
     assert load(repo, RUN_CGROUP_MEMORY_MAX="2g").memory_max_for("python") == 2 * GiB
     python = dataclasses.replace(langs.LANGUAGES["python"], memory_max=512 * MiB)
     monkeypatch.setitem(langs.LANGUAGES, "python", python)
-    assert load(repo, RUN_CGROUP_MEMORY_MAX="2g").memory_max_for("python") == 512 * MiB
+    assert load(repo).memory_max_for("python") == 512 * MiB  # the language's own replaces kiln's default
+    assert load(repo, RUN_CGROUP_MEMORY_MAX="2g").memory_max_for("python") == 2 * GiB  # the operator's holds
+    assert load(repo, RUN_CGROUP_MEMORY_MAX="256m").memory_max_for("python") == 256 * MiB
     assert load(repo, RUN_CGROUP_MEMORY_MAX="2g").memory_max_for("js") == 2 * GiB
     overridden = load(repo, RUN_CGROUP_MEMORY_MAX="2g", RUN_CGROUP_MEMORY_MAX_PYTHON="3g")
     assert overridden.memory_max_for("python") == 3 * GiB
 
 
-def test_pids_max_comes_from_the_language_when_it_has_one(repo, monkeypatch):
+def test_pids_max_comes_from_the_language_unless_the_operator_set_one(repo, monkeypatch):
     cfg = load(repo, RUN_PIDS_MAX="100")
     assert cfg.pids_max_for("python") == 100
     monkeypatch.setitem(langs.LANGUAGES, "java", dataclasses.replace(langs.LANGUAGES["java"], pids_max=1024))
-    assert cfg.pids_max_for("java") == 1024
-    assert cfg.pids_max_for("python") == 100
+    assert cfg.pids_max_for("java") == 100  # the operator's limit holds for every language
+    assert load(repo).pids_max_for("java") == 1024  # a language's own replaces kiln's default only
+    assert load(repo).pids_max_for("python") == load(repo).pids_max_for("golang") == 256  # DESIGN: RUN_PIDS_MAX for all
 
 
 # --- sandbox_env ---
