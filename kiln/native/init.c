@@ -167,14 +167,15 @@ static void supervise_and_answer(struct slot *s, struct run *run, const struct j
 
 /* A judge's test in a plain slot that can run several: a copy of the slot's warm mount namespace
  * of its own (the previous test's overlay and binds' detaching stay in its copy, gone with it),
- * over which its own upper layer and /tmp are mounted afresh, and an IPC namespace of its own
- * from the second test on: nothing a test leaves is seen by the next. The first test runs in
+ * over which its own upper layer and /tmp are mounted afresh, and IPC and network namespaces of
+ * its own from the second test on (a network namespace keeps IPv6 flow labels past their
+ * sockets): nothing a test leaves is seen by the next. The first test runs in
  * the warm namespace itself, where the standby waits (its filter would not let it enter
  * another), once init has kept a copy of it as the later tests' base. */
 static int fresh_sandbox(struct slot *s, char *err) {
     int failed;
     if (s->tests_served) {
-        failed = setns(s->base_ns, CLONE_NEWNS) || unshare(CLONE_NEWNS | CLONE_NEWIPC);
+        failed = setns(s->base_ns, CLONE_NEWNS) || unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET);
     } else {
         int copy = -1;
         failed = unshare(CLONE_NEWNS) || (copy = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC)) < 0 || setns(s->base_ns, CLONE_NEWNS);

@@ -591,3 +591,21 @@ def test_a_slot_runs_hundreds_of_tests_each_with_its_own_figures(start_server):
     assert verdicts(body) == ["AC"] * 400, [(i, t["verdict"], t["stats"]) for i, t in enumerate(body["tests"]) if t["verdict"] != "AC"][:5]
     cpu = [t["stats"]["cpu_ms"] for t in body["tests"]]
     assert max(cpu) < 100, sorted(cpu)[-5:]
+
+
+def test_a_test_leaves_nothing_in_the_network_namespace_for_the_next(start_server):
+    """The tests of a request run one after another in one slot (RUN_JUDGE_PARALLEL 1), each in
+    a network namespace of its own: IPv6 flow labels, which outlive their sockets, do not carry."""
+    srv = start_server(RUN_LANGS="python", RUN_CONCURRENCY="2")  # RUN_JUDGE_PARALLEL: 1
+    claims = (
+        "import socket, struct\n"
+        "request = struct.pack('16sIBBHHHI', socket.inet_pton(socket.AF_INET6, '2001:db8::1'), socket.htonl(0x2A000), 0, 255, 3, 60, 60, 0)\n"
+        "with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as s:\n"
+        "    try:\n"
+        "        s.setsockopt(41, 32, request)\n"  # IPV6_FLOWLABEL_MGR: create it, exclusively, kept 60 s
+        "        print('new')\n"
+        "    except OSError as error:\n"
+        "        print('taken' if error.errno == 17 else error.strerror)\n"
+    )
+    body = judge(srv, claims, [{"stdin": "", "expected": "new"}] * 3).json()
+    assert verdicts(body) == ["AC"] * 3, [t["stdout"] for t in body["tests"]]
