@@ -78,6 +78,18 @@ def listen(config: Config) -> socket.socket:
     return listener
 
 
+def refuse_a_running_instance(instance: str) -> None:
+    """A second kiln of one RUN_INSTANCE would take the first's slot cgroups for a crashed
+    kiln's leftovers and kill them, and remove its /run/<instance> when it stops."""
+    from kiln.slots import NotRunning, find_zygote  # noqa: PLC0415 - psutil, for this check only
+
+    try:
+        zygote = find_zygote(instance)
+    except NotRunning:
+        return
+    raise StartupError(f"a kiln with RUN_INSTANCE={instance} is running (its zygote is pid {zygote.pid}); stop it, or give this one another RUN_INSTANCE")
+
+
 def prepare_directories(runtime, uid: int, gid: int) -> None:
     """/run/<instance> (the zygote's), and the folders the front writes as RUN_FRONT_USER: the
     judge's build layers (emptied: a build cache does not outlive the service) and the file
@@ -128,6 +140,7 @@ def serve(environ: dict[str, str]) -> int:
         log.error("cannot start", error=str(error))
         return 1
     try:
+        refuse_a_running_instance(config.instance)
         runtime = runtime_module.build(config, user_namespace)
         uid, gid = front_ids(config, user_namespace)
         listener = listen(config)

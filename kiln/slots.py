@@ -36,7 +36,8 @@ def find_zygote(instance: str) -> psutil.Process:
             return zygote
     except (OSError, ValueError, psutil.Error):
         pass
-    raise NotRunning(f"no running kiln with RUN_INSTANCE={instance} (no {zygote_pidfile(instance)})")
+    why = "names no live zygote" if Path(zygote_pidfile(instance)).exists() else "is missing"
+    raise NotRunning(f"no running kiln with RUN_INSTANCE={instance} ({zygote_pidfile(instance)} {why})")
 
 
 def _uid_base(zygote: psutil.Process) -> int:

@@ -152,6 +152,18 @@ def test_a_start_refused_leaves_nothing_in_run(start_server):
     assert not os.path.exists(f"/run/{srv.instance}"), os.listdir(f"/run/{srv.instance}")
 
 
+def test_a_second_kiln_of_a_running_instance_is_refused_and_touches_nothing(start_server):
+    """Its start would take the first's slot cgroups for a crashed kiln's and kill them."""
+    first = start_server(RUN_CONCURRENCY="2")
+    second = start_server(ready=False, RUN_CONCURRENCY="2", RUN_INSTANCE=first.instance)
+    assert second.proc.wait(timeout=60) == 1
+    [refusal] = second.logged("cannot start")
+    assert f"a kiln with RUN_INSTANCE={first.instance} is running" in refusal["error"]
+    assert first.run(solution_text="print('still here')").json()["stdout"] == "still here\n"
+    assert os.path.exists(f"/run/{first.instance}/zygote.pid")
+    assert not any("removing leftover slot cgroup" in r.get("msg", "") for r in second.records)
+
+
 def test_kiln_slots_without_a_running_kiln():
     done = subprocess.run([str(KILN), "slots", "--instance", "kiln-none-here"], capture_output=True, text=True, timeout=30)
     assert done.returncode == 1 and "no running kiln" in done.stderr
