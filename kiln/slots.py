@@ -8,6 +8,7 @@ Slots name themselves (`kiln: slot 3 busy python 1.2s`); the zygote's pidfile, u
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import time
@@ -156,9 +157,13 @@ def main(instance: str, watch: bool, as_json: bool, interval_s: float = 1.0) -> 
         except psutil.NoSuchProcess:  # it exited between two looks (a stop while watching)
             print("kiln slots: the zygote exited", file=sys.stderr)
             return 1
-        if watch and sys.stdout.isatty():
-            sys.stdout.write("\x1b[H\x1b[2J")  # like top: redraw in place
-        print(text, flush=True)
+        try:
+            if watch and sys.stdout.isatty():
+                sys.stdout.write("\x1b[H\x1b[2J")  # like top: redraw in place
+            print(text, flush=True)
+        except BrokenPipeError:  # its reader is gone (`kiln slots --watch | head`): done
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+            return 0
         if not watch:
             return 0
         if not zygote.is_running():

@@ -136,6 +136,18 @@ def test_kiln_slots_watching_a_kiln_that_stops_says_so(start_server):
     assert watch.returncode == 1 and err.strip().endswith("kiln slots: the zygote exited"), err
 
 
+def test_kiln_slots_watching_into_a_reader_that_leaves_ends_quietly(start_server):
+    srv = start_server(RUN_CONCURRENCY="2")
+    watch = subprocess.Popen([str(KILN), "slots", "--watch", "--json", "--instance", srv.instance], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert watch.stdout.readline().startswith(b"[")
+        watch.stdout.close()  # as `| head -1` does
+        _, err = watch.communicate(timeout=30)
+    finally:
+        watch.kill()
+    assert (watch.returncode, err) == (0, b"")
+
+
 def test_a_start_refused_leaves_nothing_in_run(start_server):
     """RUN_CGROUP=v2 on a host whose v2 hierarchy cannot serve refuses to start, after the
     front made /run/<instance> and its layers folder: both are gone again."""
