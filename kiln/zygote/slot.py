@@ -62,7 +62,8 @@ def spawn(
     zygote (a pid would mean nothing inside the slot's pid namespace); `recipe`, a memfd of the
     index's recipe. With `prestart`, the slot is warmed for that language: its workspace
     mounted and its prestart command started, or with `via`, forked from the language's
-    template (needs both kept namespaces; raises TemplateError if the template cannot)."""
+    template (needs the index's kept template mount namespace; raises TemplateError if the
+    template cannot)."""
     zygote_end, slot_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     # with a template the slot starts in the zygote's mount namespace and leaves it at once
     flags = NAMESPACES | (libc.CLONE_NEWNS if kept.root is None else 0)
