@@ -105,6 +105,7 @@ class SlotPool:
         self.last_warm_error: str | None = None
         self.last_warm_error_at = 0.0
         self.last_warm_ok = 0.0
+        self.warm_changed_at = time.monotonic()  # a slot came or went: with none warm and none busy, one is due
         self.on_warm = lambda seconds: None  # /metrics observes warm-up durations
         self.on_trade = lambda: None  # and counts prestarted slots closed unused
         self.on_prestart_failed: Callable[[str], None] = lambda slug: None  # a prestarted slot or its command failed
@@ -200,7 +201,7 @@ class SlotPool:
             self._close_unused(unfit, want)
 
     def _close_unused(self, unfit: WarmSlot, want: str | None) -> None:
-        self.warm.remove(unfit)
+        self._remove(unfit)
         self.demand(unfit.index, want)
         unfit.sock.close()  # its init reads end-of-file and exits unused
         self.on_trade()
@@ -269,18 +270,23 @@ class SlotPool:
                 continue
             if slot.prestart == want:
                 if not slot.loading:
-                    self.warm.remove(slot)
+                    self._remove(slot)
                     return slot
                 loading = loading or slot
             elif plain is None and slot.prestart is None:
                 plain = slot
         slot = loading or plain
         if slot is not None:
-            self.warm.remove(slot)
+            self._remove(slot)
         return slot
+
+    def _remove(self, slot: WarmSlot) -> None:
+        self.warm.remove(slot)
+        self.warm_changed_at = time.monotonic()
 
     def _put(self, slot: WarmSlot) -> None:
         self.warm.append(slot)
+        self.warm_changed_at = time.monotonic()
         for waiter in self._waiters:
             waiter.set()
 
@@ -324,10 +330,15 @@ class SlotPool:
         return len(self.warm)
 
     def healthy(self) -> tuple[bool, str]:
+        """ok while a slot is warm or busy, or one is due within WARM_WAIT_S; not while
+        warm-ups fail, or none came that long (a stuck zygote: the watchdog then lapses)."""
         if self.warm_count or self.in_flight:
             return True, "ok"
         if self.last_warm_error and self.last_warm_error_at > self.last_warm_ok:
             return False, f"no warm slot: {self.last_warm_error}"
+        waited = time.monotonic() - self.warm_changed_at
+        if waited > WARM_WAIT_S:
+            return False, f"no warm slot: none has come for {waited:.0f} s"
         return True, "ok"
 
     def send_shutdown(self) -> None:

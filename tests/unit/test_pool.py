@@ -286,3 +286,18 @@ def test_a_pair_whose_client_leaves_passes_on_what_it_was_granted(zygote):
     assert zygote.pool.in_flight == 1 and zygote.pool.queue == []
     zygote.pool.release(running)
     assert zygote.pool.in_flight == 0
+
+
+def test_health_lapses_when_no_slot_comes_for_the_warm_wait(zygote, monkeypatch):
+    """Nothing warm, nothing running and no slot for WARM_WAIT_S: the zygote is stuck (a
+    SIGSTOP, a wedged call); /health says so and the systemd watchdog is no longer fed."""
+    monkeypatch.setattr("kiln.run.pool.WARM_WAIT_S", 0.2)
+    zygote.hand_over(0)
+    slot = zygote.pool.acquire(None)
+    zygote.pool.release(slot)  # its replacement never comes
+    assert zygote.pool.healthy() == (True, "ok")  # one is due
+    gevent.sleep(0.3)
+    healthy, why = zygote.pool.healthy()
+    assert not healthy and why.startswith("no warm slot: none has come for"), why
+    zygote.hand_over(1)
+    assert zygote.pool.healthy() == (True, "ok")
