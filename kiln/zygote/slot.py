@@ -43,32 +43,21 @@ class SlotSpec:
     lower: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True)
-class Kept:
-    """What the zygote keeps per slot index, made by the index's first slot. None: make it (the
-    root built, its template sent with the ready frame)."""
-
-    root: int | None = None  # the template mount namespace
-
-    def fds(self) -> set[int]:
-        return {self.root} if self.root is not None else set()
-
-
 def spawn(
-    spec: SlotSpec, cgroup: SlotCgroup, kept: Kept, zygote: int, recipe: int, prestart: Workload | None = None, via: Template | None = None
+    spec: SlotSpec, cgroup: SlotCgroup, root: int | None, zygote: int, recipe: int, prestart: Workload | None = None, via: Template | None = None
 ) -> tuple[int, socket.socket]:
     """In the zygote: start warming a slot. Returns init's pid and the zygote's end of the
     slot's socket (handed to the front once the slot reports ready). `zygote` is a pidfd of the
     zygote (a pid would mean nothing inside the slot's pid namespace); `recipe`, a memfd of the
-    index's recipe. With `prestart`, the slot is warmed for that language: its workspace
+    index's recipe; `root`, the index's template mount namespace, once its first slot built it
+    (None: this slot builds it, and sends it with its ready frame). With `prestart`, the slot is warmed for that language: its workspace
     mounted and its prestart command started, or with `via`, forked from the language's
-    template (needs the index's kept template mount namespace; raises TemplateError if the
-    template cannot)."""
+    template (needs `root`; raises TemplateError if the template cannot)."""
     zygote_end, slot_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     # with a template the slot starts in the zygote's mount namespace and leaves it at once
-    flags = NAMESPACES | (libc.CLONE_NEWNS if kept.root is None else 0)
+    flags = NAMESPACES | (libc.CLONE_NEWNS if root is None else 0)
     dirs, procs = cgroup.fd_groups()
-    env = {"KILN_SOCK": slot_end.fileno(), "KILN_ZYGOTE": zygote, "KILN_RECIPE": recipe, "KILN_TEMPLATE": kept.root}
+    env = {"KILN_SOCK": slot_end.fileno(), "KILN_ZYGOTE": zygote, "KILN_RECIPE": recipe, "KILN_TEMPLATE": root}
     env.update(zip(LOWER_VARIABLES, spec.lower))
     env = {key: str(value) for key, value in env.items() if value is not None}
     env.update(KILN_CG_DIRS=_fd_list(dirs), KILN_CG_PROCS=_fd_list(procs))
@@ -76,7 +65,7 @@ def spawn(
         env["KILN_PRESTART"] = prestart.slug
     title = f"kiln: slot {spec.index} warming".ljust(TITLE_ROOM)
     try:
-        keep = [slot_end.fileno(), zygote, recipe, *kept.fds(), *cgroup.fds(), *spec.lower]
+        keep = [slot_end.fileno(), zygote, recipe, *([root] if root is not None else []), *cgroup.fds(), *spec.lower]
         pid = via.fork_slot(flags, [title], env, keep) if via is not None else native.start_init(flags, [title], env, keep)
     except BaseException:
         zygote_end.close()
@@ -129,6 +118,3 @@ class Index:
     backoff: Backoff = field(default_factory=Backoff)
     ever_ready: bool = False
     slot: Slot | None = None
-
-    def kept(self) -> Kept:
-        return Kept(root=self.root)
