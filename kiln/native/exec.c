@@ -38,14 +38,6 @@ int command_of(const struct slot *s, struct span w, uint32_t argv_type, char *ar
     return argc;
 }
 
-int command_is_shell(const struct slot *s, struct span w, uint32_t argv_type) {
-    for (size_t i = w.from; i < w.to; i++) {
-        const struct rec *r = &s->recipe.recs[i];
-        if (r->type == argv_type && r->nargs) return !strcmp(r->args[0].p, TASK_SHELL);
-    }
-    return 0;
-}
-
 /* The task's own first steps, in its child before the exec: its identity and the filter (last:
  * it allows neither), its descriptors laid out, the signals init ignores back at their default. */
 struct task_start {
@@ -76,12 +68,13 @@ void drop_cgroup_procs(struct slot *s) {
     s->n_procs = 0;
 }
 
-int spawn_task(struct slot *s, struct span w, uint32_t argv_type, char *const *args, int nargs, const int *fds, int nfds, pid_t *pid, char *err) {
+int spawn_task(struct slot *s, struct span w, uint32_t argv_type, char *const *args, int nargs, const int *fds, int nfds, pid_t *pid, int *shell, char *err) {
     char *argv[COMMAND_MAX + MAX_PARTS], *envp[COMMAND_MAX];
     const char *step = argv_type == K_W_PRESTART_ARGV ? "start the prestart command" : argv_type == K_W_BUILD_ARGV ? "exec the build command"
                      : argv_type == K_W_EXEC_ARGV ? "exec the exec command" : "exec the test command";
     int argc = command_of(s, w, argv_type, argv, envp);
     if (!argc) return snprintf(err, ERR, "sandbox step '%s' failed: no command", step), -1;
+    *shell = !strcmp(argv[0], TASK_SHELL);
     for (int i = 0; i < nargs && i < MAX_PARTS; i++) argv[argc++] = args[i];
     argv[argc] = NULL;
     struct task_start start = {s, fds, nfds, NULL};

@@ -79,9 +79,8 @@ static int prestart_ends(struct slot *s, int task[4], char *err) {
 static int start_prestarted(struct slot *s, struct span w, char *err) {
     int task[4];
     if (mount_workspace(s, w, NULL, err) || apply_cgroup_limits(s, w, K_W_PRESTART_LIMIT, err) || take_limits(s, w, s->recipe.timeout_max_ms, 0, err) ||
-        prestart_ends(s, task, err) || spawn_task(s, w, K_W_PRESTART_ARGV, NULL, 0, task, 4, &s->prestarted.pid, err) || take_filter(s, err))
+        prestart_ends(s, task, err) || spawn_task(s, w, K_W_PRESTART_ARGV, NULL, 0, task, 4, &s->prestarted.pid, &s->prestarted.shell, err) || take_filter(s, err))
         return -1;
-    s->prestarted.shell = command_is_shell(s, w, K_W_PRESTART_ARGV); /* a forked task is the runtime itself */
     for (int i = 0; i < 4; i++) close(task[i]);
     return 0;
 }
@@ -251,12 +250,11 @@ static void execute(struct slot *s, const struct job *job, struct span w, const 
     stdio[1] = out[1], stdio[2] = errp[1];
     if (take_limits(s, w, job->timeout_ms, job->cpu_ms, err)) return send_failure(s, err);
     double cpu_before_ms = job->cpu_ms > 0 ? cgroup_cpu_ms(s) : 0, started = monotonic_s();
-    if (spawn_task(s, w, COMMAND_ARGV[job->command], args, nargs, stdio, 3, &run.pid, err)) return send_failure(s, err);
+    if (spawn_task(s, w, COMMAND_ARGV[job->command], args, nargs, stdio, 3, &run.pid, &run.shell, err)) return send_failure(s, err);
     for (int i = 0; i < 3; i++) close(stdio[i]);
     run.out_fd = out[0], run.err_fd = errp[0];
     run.forward_fd = job->has_pipes ? job->pipe_fds[1] : -1;
     run.next = job->command == CMD_EXEC && !job->has_pipes && s->base_ns >= 0;
-    run.shell = command_is_shell(s, w, COMMAND_ARGV[job->command]);
     supervise_and_answer(s, &run, job, w, started, cpu_before_ms > 0 ? cpu_before_ms : 0, title);
 }
 

@@ -114,7 +114,7 @@ struct slot {
     struct {                                     /* a slot warmed for one language */
         long workload_rec;                       /* its K_WORKLOAD record; -1: a plain slot */
         pid_t pid;                               /* the prestart command, waiting on its fd 3 */
-        int shell;                               /* it is TASK_SHELL (run.shell) */
+        int shell;                               /* it is TASK_SHELL (run.shell); 0 when forked: the runtime itself */
         int go, out, err;                        /* init's ends of its pipes */
     } prestarted;
     struct standby {                             /* a plain slot's task process, waiting in its cgroups (standby.c) */
@@ -189,7 +189,6 @@ void keep_only(int *keep, int n);
 /* the shell of a test command with shell syntax (runtime.py SHELL): its exit status 128+N may say
  * that a child of it died of signal N, where a program kiln execs itself says only its own */
 #define TASK_SHELL "/bin/sh"
-int command_is_shell(const struct slot *s, struct span w, uint32_t argv_type);
 int output_pipe(int ends[2]);
 void make_as_task(const struct slot *s, int yes); /* 1: what init makes is the task's (fsuid); 0: root's */
 /* the argv of records argv_type and the K_W_ENV environment of a language; returns argc */
@@ -197,8 +196,9 @@ int command_of(const struct slot *s, struct span w, uint32_t argv_type, char *ar
 /* init never moves a process: once the task's process joined the cgroups, cgroup.procs closed */
 void drop_cgroup_procs(struct slot *s);
 /* the command of argv_type, with `args` after its own, and fds[i] on descriptor i, taking the
- * task's identity and filter in its own process (init stays root and unfiltered by it) */
-int spawn_task(struct slot *s, struct span w, uint32_t argv_type, char *const *args, int nargs, const int *fds, int nfds, pid_t *pid, char *err);
+ * task's identity and filter in its own process (init stays root and unfiltered by it); *shell:
+ * whether the command is TASK_SHELL's */
+int spawn_task(struct slot *s, struct span w, uint32_t argv_type, char *const *args, int nargs, const int *fds, int nfds, pid_t *pid, int *shell, char *err);
 
 /* --- standby.c: a plain slot's task process, made while warming, joined to its cgroups ------ */
 
