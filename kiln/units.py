@@ -36,7 +36,7 @@ _FALSE = frozenset({"0", "false", "no"})
 def parse_duration_ms(text: str) -> int:
     """`<digits>ms`, `<digits>s` or `<digits>m` -> milliseconds. Zero is returned as 0."""
     if len(text) > _TEXT_MAX:
-        raise ValueError(f"too long (at most {_DURATION_DIGITS} digits and a unit)")
+        raise ValueError(f"too long (at most {_TEXT_MAX} characters)")
     match = _DURATION.fullmatch(text)
     if match is None:
         raise ValueError("expected whole digits followed by ms, s or m (e.g. 500ms, 30s, 5m)")
@@ -49,7 +49,7 @@ def parse_duration_ms(text: str) -> int:
 def parse_size(text: str) -> int:
     """Plain bytes, or digits with a 1024-based k, m or g suffix (any case) -> bytes."""
     if len(text) > _TEXT_MAX:
-        raise ValueError(f"too long (at most {_SIZE_DIGITS} digits and a suffix)")
+        raise ValueError(f"too long (at most {_TEXT_MAX} characters)")
     match = _SIZE.fullmatch(text)
     if match is None:
         raise ValueError("expected whole digits, optionally followed by k, m or g (e.g. 1048576, 64m)")

@@ -92,7 +92,8 @@ def parse_run(raw: bytes, runtime: Runtime) -> RunRequest:
     elif asserts is not None and not isinstance(asserts, str):
         raise ApiError(400, "asserts must be a string, an array, an object or null")
     timeout_ms = _timeout(body.get("timeout"), runtime.config)
-    if body.get("limits") is not None and type(body["limits"]) is not dict:  # a wrong type: before the slug's rows
+    limits = body.get("limits")
+    if limits is not None and type(limits) is not dict:  # a wrong type: before the slug's rows
         raise ApiError(400, "limits must be an object (memory, pids, output)")
     files = [("solution", utf8("solution_text", solution))]
     checker_bytes = None if checker is None else utf8("checker_text", checker)
@@ -108,19 +109,17 @@ def parse_run(raw: bytes, runtime: Runtime) -> RunRequest:
         files.append(("checker", checker_bytes))
     if asserts_bytes is not None:
         files.append(("asserts", asserts_bytes))
-    limits = _run_limits(body.get("limits"), workload, runtime.config)
-    return RunRequest(slug=slug, timeout_ms=timeout_ms, files=tuple(files), stdin=stdin_bytes, limits=limits)
+    return RunRequest(slug=slug, timeout_ms=timeout_ms, files=tuple(files), stdin=stdin_bytes, limits=_run_limits(limits, workload, runtime.config))
 
 
 RUN_LIMITS = ("memory", "pids", "output")
 
 
-def _run_limits(value, workload, config) -> Limits:
-    """/run's `limits` (DESIGN.md): memory, pids and output, none above the server's."""
+def _run_limits(value: dict | None, workload, config) -> Limits:
+    """/run's `limits` (DESIGN.md; an object, as parse_run checked): memory, pids and output,
+    none above the server's."""
     if value is None:
         return Limits()
-    if type(value) is not dict:
-        raise ApiError(400, "limits must be an object (memory, pids, output)")
     unknown = sorted(set(value) - set(RUN_LIMITS))
     if unknown:
         raise ApiError(400, f"limits.{unknown[0]}: /run takes only memory, pids and output (a time limit is its timeout)")
