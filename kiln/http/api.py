@@ -251,8 +251,7 @@ class App:
         if not self.config.allow_shutdown:
             raise NotFound()
         self._authorize(environ)
-        gevent.spawn(self.request_shutdown)
-        gevent.sleep(0)  # it runs up to its first wait: new work is refused before this answer goes
+        self.request_shutdown()
         return json_response(200, {"status": "shutting down"})
 
     # -- helpers ----------------------------------------------------------------------------

@@ -283,8 +283,8 @@ class Front:
     def run(self, uid: int, gid: int) -> int:
         drop_privileges(uid, gid)
         self.log.batch_access(lambda flush: gevent.spawn_later(ACCESS_BATCH_S, flush), busy=lambda: self.pool.in_flight > 0)
-        gevent.signal_handler(signal.SIGTERM, lambda: gevent.spawn(self.shutdown))
-        gevent.signal_handler(signal.SIGINT, lambda: gevent.spawn(self.shutdown))
+        gevent.signal_handler(signal.SIGTERM, self.shutdown)
+        gevent.signal_handler(signal.SIGINT, self.shutdown)
         self.server.start()
         self.log.info("listening", address=f"{self.runtime.config.host}:{self.server.server_port}", uid=uid)
         gevent.spawn(self._announce_ready)
@@ -307,8 +307,10 @@ class Front:
             gevent.sleep(interval_s)
 
     def shutdown(self) -> None:
-        """Stop taking runs, let those in flight finish (up to RUN_SHUTDOWN_GRACE), stop the
-        zygote (it kills what is left and cleans up), then stop serving."""
+        """Stop taking runs now (whoever asks hears back after it: a run or an upload sent next
+        is refused), then, in a greenlet of its own, let those in flight finish (up to
+        RUN_SHUTDOWN_GRACE), stop the zygote (it kills what is left and cleans up) and stop
+        serving. Nothing here waits: a signal handler, in the hub, calls it too."""
         if self.app.shutting_down:
             return
         self.app.shutting_down = True
@@ -316,6 +318,9 @@ class Front:
         systemd.notify(self.runtime.config.systemd.notify_socket, "STOPPING=1")
         grace_s = self.runtime.config.shutdown_grace_ms / 1000
         self.log.info("shutting down", in_flight=self.pool.in_flight, grace_s=grace_s)
+        gevent.spawn(self._drain_and_stop, grace_s)
+
+    def _drain_and_stop(self, grace_s: float) -> None:
         deadline = gevent.get_hub().loop.now() + grace_s
         while self.pool.in_flight and gevent.get_hub().loop.now() < deadline:
             gevent.sleep(0.02)
