@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import json
 import os
 import signal
 import socket
@@ -17,7 +16,7 @@ from gevent.pywsgi import Input, WSGIHandler, WSGIServer, format_date_time
 from kiln import systemd
 from kiln.http.api import App
 from kiln.http.head import direct_run_environ
-from kiln.http.responses import Answer, ReadTimeout
+from kiln.http.responses import Answer, ReadTimeout, error_response
 from kiln.log import ACCESS_BATCH_S, Log
 from kiln.run.pool import SlotPool
 from kiln.runtime import Runtime
@@ -29,9 +28,9 @@ COALESCE_MAX = 256 * 1024  # a body up to this is copied behind its head and sen
 
 def _canned(status: str, error: str, request_id: str | None = None) -> bytes:
     """A whole response the front writes itself before any request was read (with a fresh
-    X-Request-Id, as every response has), then closes the connection. `error` may quote the
-    client's bytes: written as ASCII JSON."""
-    body = json.dumps({"error": error}, separators=(",", ":")).encode()
+    X-Request-Id, as every response has), then closes the connection; its body is every
+    error's (`error` may quote the client's bytes)."""
+    body = error_response(int(status.split()[0]), error).body
     return b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nX-Request-Id: %s\r\nConnection: close\r\n\r\n%s" % (
         status.encode(), len(body), (request_id or uuid.uuid4().hex).encode(), body,
     )  # fmt: skip
