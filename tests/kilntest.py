@@ -371,3 +371,23 @@ class Server:
                 shutil.rmtree(self.env["RUN_FILE_STORE"], ignore_errors=True)
             if ROOTLESS:  # made by root for the user: the user cannot remove it from /run
                 shutil.rmtree(f"/run/{self.instance}", ignore_errors=True)
+
+
+def flow_label_claims(labels: int = 1, rounds: int = 1) -> str:
+    """A python program that claims `labels` IPv6 flow labels `rounds` times and prints, per
+    round, "new" or "taken" for each: a label outlives its socket (its linger time) in the network
+    namespace, so "taken" in a first round says another process of the namespace made it."""
+    return f"""
+import socket, struct
+def claim(label):
+    # IPV6_FLOWLABEL_MGR (32) at IPPROTO_IPV6 (41): get a label, create it, exclusively (3), any
+    # sharer (255), kept 60 s after its socket closes; EEXIST: this network namespace has it
+    request = struct.pack("16sIBBHHHI", socket.inet_pton(socket.AF_INET6, "2001:db8::1"), socket.htonl(label), 0, 255, 3, 60, 60, 0)
+    with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as s:
+        try:
+            s.setsockopt(41, 32, request)
+            return "new"
+        except OSError as error:
+            return "taken" if error.errno == 17 else error.strerror
+print("|".join(" ".join(claim(0x2A000 + i) for i in range({labels})) for _ in range({rounds})))
+"""

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from kilntest import Server, alive
+from kilntest import Server, alive, flow_label_claims
 
 AB = "import sys\na, b = map(int, sys.stdin.read().split())\nprint(a + b)\n"
 AB_CPP = "#include <iostream>\nint main() { long a, b; std::cin >> a >> b; std::cout << a + b << '\\n'; }\n"
@@ -597,15 +597,5 @@ def test_a_test_leaves_nothing_in_the_network_namespace_for_the_next(start_serve
     """The tests of a request run one after another in one slot (RUN_JUDGE_PARALLEL 1), each in
     a network namespace of its own: IPv6 flow labels, which outlive their sockets, do not carry."""
     srv = start_server(RUN_LANGS="python", RUN_CONCURRENCY="2")  # RUN_JUDGE_PARALLEL: 1
-    claims = (
-        "import socket, struct\n"
-        "request = struct.pack('16sIBBHHHI', socket.inet_pton(socket.AF_INET6, '2001:db8::1'), socket.htonl(0x2A000), 0, 255, 3, 60, 60, 0)\n"
-        "with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as s:\n"
-        "    try:\n"
-        "        s.setsockopt(41, 32, request)\n"  # IPV6_FLOWLABEL_MGR: create it, exclusively, kept 60 s
-        "        print('new')\n"
-        "    except OSError as error:\n"
-        "        print('taken' if error.errno == 17 else error.strerror)\n"
-    )
-    body = judge(srv, claims, [{"stdin": "", "expected": "new"}] * 3).json()
+    body = judge(srv, flow_label_claims(), [{"stdin": "", "expected": "new"}] * 3).json()
     assert verdicts(body) == ["AC"] * 3, [t["stdout"] for t in body["tests"]]

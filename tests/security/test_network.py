@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from kilntest import flow_label_claims
 from seclib import assert_exited, c_program
 
 
@@ -188,29 +189,11 @@ for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM, socket.SOCK_SEQPACKET):
     assert "created" not in body["stdout"].split(), body["stdout"]
 
 
-FLOW_LABELS = """
-import socket, struct, sys
-LABELS = [0x2A000 + i for i in range(8)]
-def claim(label):
-    # IPV6_FLOWLABEL_MGR (32) at IPPROTO_IPV6 (41): get a label, create it, exclusively (3), any
-    # sharer (255), kept 60 s after its socket closes; EEXIST: this network namespace has it
-    request = struct.pack("16sIBBHHHI", socket.inet_pton(socket.AF_INET6, "2001:db8::1"), socket.htonl(label), 0, 255, 3, 60, 60, 0)
-    with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as s:
-        try:
-            s.setsockopt(41, 32, request)
-            return "new"
-        except OSError as error:
-            return "taken" if error.errno == 17 else error.strerror
-print(" ".join(claim(label) for label in LABELS), end="|")
-print(" ".join(claim(label) for label in LABELS))
-"""
-
-
 def test_what_a_run_leaves_in_its_network_namespace_no_later_run_sees(start_server):
     """A slot's network namespace is its own: IPv6 flow labels outlive the socket that made them
     (up to their linger time, in the namespace), so a namespace a slot index kept from one slot
     to the next carried them from one run to the next, a channel between runs."""
     srv = start_server(RUN_CONCURRENCY="1")  # every run in the same slot index
-    first, second = (srv.run(solution_text=FLOW_LABELS, timeout="10s").json() for _ in range(2))
+    first, second = (srv.run(solution_text=flow_label_claims(labels=8, rounds=2), timeout="10s").json() for _ in range(2))
     assert first["stdout"] == " ".join(["new"] * 8) + "|" + " ".join(["taken"] * 8) + "\n", first  # they linger within a namespace
     assert second["stdout"] == first["stdout"], second
