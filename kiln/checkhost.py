@@ -12,7 +12,7 @@ import json
 import os
 import sys
 
-from kiln import langs, native, rootless
+from kiln import kernel, langs, native, rootless, systemd
 from kiln.config import Config
 from kiln.runtime import StartupError, survey, toolchain_versions
 
@@ -47,6 +47,13 @@ class _Quiet:
     warning = info
 
 
+def kernel_lines(surveyed) -> list[str]:
+    """The kernel's release and each feature kiln uses that it lacks (kiln/kernel.py)."""
+    missing = [feature for feature, found in surveyed if not found]
+    lines = [f"kernel: Linux {os.uname().release}, {len(surveyed) - len(missing)} of the {len(surveyed)} features kiln uses"]
+    return lines + [f"  {'MISSING' if f.without is None else 'older'}: {kernel.describe_missing(f)}" for f in missing]
+
+
 def sandbox_lines(config: Config, rootless_mode: bool) -> list[str]:
     """How this user's kiln would build its sandboxes: as root or rootless (with the maps it
     would have and what is weaker), and with which cgroups."""
@@ -59,6 +66,10 @@ def sandbox_lines(config: Config, rootless_mode: bool) -> list[str]:
         lines += [f"  weaker than under root: {sentence}" for sentence in planned.weaker()]
     else:
         lines.append("sandbox: as root")
+    scope = cgroup_detect.read_scope_wanted(config.cgroup, config.instance)
+    if scope and systemd.booted():
+        lines.append(f"cgroups: v2 in a scope of its own, which `kiln serve` asks systemd for ({scope})")
+        return lines
     try:
         driver = cgroup_detect.open_driver(config.cgroup, config.instance, _Quiet())
         lines.append(f"cgroups: {driver.name}" if not driver.reason else f"cgroups: NONE, runs would have no memory or pids limit: {driver.reason}")
@@ -75,8 +86,12 @@ def main(config: Config, as_json: bool) -> int:
         return 1
     rootless_mode = os.geteuid() != 0  # as `kiln serve` decides
     table = rows(config)
-    for line in sandbox_lines(config, rootless_mode):
+    surveyed = kernel.survey()
+    for line in [*kernel_lines(surveyed), *sandbox_lines(config, rootless_mode)]:
         print(line, file=sys.stderr if as_json else sys.stdout)
+    if kernel.missing_needed(surveyed):
+        print("kiln check-host: this kernel lacks what kiln needs to build its sandboxes", file=sys.stderr)
+        return 1
     if as_json:
         print(json.dumps(table))
     else:

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from kiln import config as config_module
-from kiln import native, rootless
+from kiln import kernel, native, rootless
 from kiln import runtime as runtime_module
 from kiln import systemd
 from kiln.config import Config, ConfigError
@@ -98,8 +98,14 @@ def prepare_directories(runtime, uid: int, gid: int) -> None:
     shutil.rmtree(runtime.layers_dir, ignore_errors=True)
     for path, mode in ((runtime.layers_dir, 0o755), (str(runtime.config.file_store), 0o750)):
         os.makedirs(path, mode, exist_ok=True)
-        os.chown(path, uid, gid)
         os.chmod(path, mode)
+    # the store's files may be another front's (a rootless kiln's before a root one, or another
+    # RUN_FRONT_USER): they become this front's, as the folder does
+    for folder, _, names in os.walk(runtime.config.file_store, topdown=False):
+        for path in [*(os.path.join(folder, name) for name in names), folder]:
+            if os.lstat(path).st_uid != uid or os.lstat(path).st_gid != gid:
+                os.lchown(path, uid, gid)
+    os.chown(runtime.layers_dir, uid, gid)
 
 
 def remove_directories(runtime) -> None:
@@ -112,6 +118,35 @@ def remove_directories(runtime) -> None:
         pass  # not empty, or not ours to remove
 
 
+# set in the environment of a kiln that asked systemd for a scope: it asks once
+SCOPE_VARIABLE = "KILN_SCOPE"
+
+
+def enter_a_scope(config: Config, environ: dict[str, str], log: Log) -> None:
+    """On a cgroup v2 host under systemd, where kiln was started in a cgroup that cannot hold
+    its slots' (a login shell's session scope, `make run`, a service without Delegate=yes),
+    execs itself again as a transient scope of its own with Delegate=yes, as podman does; kiln
+    keeps its pid, its terminal and its environment. Returns where no scope is wanted or none
+    can be had (the cgroup driver's error then says what to do)."""
+    from kiln.sandbox import cgroup_detect  # noqa: PLC0415
+
+    if environ.get(SCOPE_VARIABLE) or environ.get("NOTIFY_SOCKET") or not systemd.booted():
+        return  # asked already; or a unit's main process, whose unit must say Delegate=yes
+    user = os.geteuid() != 0
+    if user and not systemd.user_manager_reachable(environ):
+        return
+    reason = cgroup_detect.read_scope_wanted(config.cgroup, config.instance)
+    if reason is None:
+        return
+    unit = config.instance
+    log.info("asking systemd for a delegated scope", unit=f"{unit}.scope", reason=reason)
+    command = systemd.scope_command(unit, [sys.executable, "-m", "kiln", "serve"], user)
+    try:
+        os.execvpe(command[0], command, {**environ, SCOPE_VARIABLE: f"{unit}.scope"})
+    except OSError as error:
+        log.warning("cannot ask systemd for a scope", error=str(error))
+
+
 def serve(environ: dict[str, str]) -> int:
     try:
         config = config_module.load(environ, REPO_ROOT, os.getpid())
@@ -121,6 +156,7 @@ def serve(environ: dict[str, str]) -> int:
     log = Log(config.log_format, config.debug)
     for warning in config.warnings:
         log.warning(warning)
+    enter_a_scope(config, environ, log)
     user_namespace = None
     if os.geteuid() != 0:  # first, while serve is one thread: the kernel's condition for it
         try:
@@ -131,6 +167,13 @@ def serve(environ: dict[str, str]) -> int:
         log.warning("ROOTLESS: kiln runs in a user namespace of its own", **user_namespace.summary())
         for weaker in user_namespace.weaker():
             log.warning(f"ROOTLESS, weaker than under root: {weaker}")
+    surveyed = kernel.survey()
+    if kernel.missing_needed(surveyed):
+        log.error("cannot start: this kernel lacks what kiln needs", missing=[kernel.describe_missing(f) for f in kernel.missing_needed(surveyed)])
+        return 1
+    for feature, found in surveyed:
+        if not found:
+            log.info("kernel feature missing", kernel=os.uname().release, feature=feature.name, since=feature.since, instead=feature.without)
     if not has_sys_admin():
         log.error("kiln serve needs root (CAP_SYS_ADMIN) or an ordinary user to build sandboxes (rootless); there is no unsandboxed mode")
         return 1

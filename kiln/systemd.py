@@ -1,11 +1,12 @@
-"""The two bits of systemd's protocols kiln speaks: sd_notify(3) and socket activation.
+"""The bits of systemd kiln uses: sd_notify(3), socket activation, and a transient scope.
 
-No libsystemd: a notification is one datagram on a Unix socket, and an activated socket is
-descriptor 3.
+No libsystemd: a notification is one datagram on a Unix socket, an activated socket is
+descriptor 3, and a scope is asked for with systemd-run.
 """
 
 from __future__ import annotations
 
+import os
 import socket
 
 LISTEN_FDS_START = 3
@@ -34,3 +35,21 @@ def activated_listener() -> socket.socket:
     if not listener.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
         raise OSError(f"descriptor {LISTEN_FDS_START} from systemd is not listening")
     return listener
+
+
+def booted() -> bool:
+    """Whether systemd is this host's init (sd_booted(3))."""
+    return os.path.isdir("/run/systemd/system")
+
+
+def user_manager_reachable(environ: dict[str, str]) -> bool:
+    """Whether this user's own service manager (systemd --user) answers on its bus."""
+    runtime_dir = environ.get("XDG_RUNTIME_DIR")
+    return bool(runtime_dir) and os.path.exists(os.path.join(runtime_dir, "bus"))
+
+
+def scope_command(unit: str, argv: list[str], user: bool) -> list[str]:
+    """`argv` run as the one process of a transient scope `<unit>.scope` whose cgroup is
+    delegated to it; systemd-run registers the scope and then execs argv (the pid stays)."""
+    manager = ["--user"] if user else []
+    return ["systemd-run", *manager, "--scope", "--quiet", "--collect", f"--unit={unit}", "--property=Delegate=yes", "--", *argv]

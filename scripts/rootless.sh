@@ -38,10 +38,12 @@ need_ranges() {
     grep -q "^$user:" /etc/subgid || usermod --add-subgids "$start-$((start + 65535))" "$user"
 }
 
-need_dirs() {  # /run/<instance>, and the file store's folder (default /var/lib/<instance>/files)
+# /run/<instance>, and the file store's folder (default /var/lib/<instance>/files), with what a
+# root kiln left in them (its front's: `make run` before `make run-rootless`)
+need_dirs() {
     for dir in "/run/$instance" "${RUN_FILE_STORE:-/var/lib/$instance}"; do
         mkdir -p "$dir"
-        chown "$user:" "$dir"
+        [ -z "$(find "$dir" ! -user "$user" -print -quit)" ] || chown -R "$user:" "$dir"
     done
 }
 

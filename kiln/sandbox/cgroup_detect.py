@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 
-from kiln.sandbox.cgroupfs import read_file
+from kiln.sandbox.cgroupfs import read_file, read_procs
 from kiln.sandbox.cgroups import DELEGATE_HINT, SUPERVISOR, CgroupError, Driver, NoCgroups, check_instance
 
 # --- parsing (pure) ---
@@ -105,14 +105,10 @@ def _v2_driver(hierarchies: dict[str, str], own: dict[str, str], instance: str, 
         raise CgroupError(f"cgroup v2: no cgroup2 filesystem is mounted; {DELEGATE_HINT}")
     if path is None:
         raise CgroupError("cgroup v2: /proc/self/cgroup has no 0:: line (this process is in no v2 cgroup)")
-    # A kiln that already moved itself into its supervisor leaf still has the same base.
-    leaf = f"/{instance}/{SUPERVISOR}"
-    if path.endswith(leaf):
-        path = path[: -len(leaf)] or "/"
-    base = own_folder(mount, path)
-    controllers = (read_file(os.path.join(base, "cgroup.controllers")) or "").split()
-    missing = [c for c in ("memory", "pids") if c not in controllers]
+    base = _v2_base(mount, path, instance)
+    missing = _v2_missing(base)
     if missing:
+        controllers = (read_file(os.path.join(base, "cgroup.controllers")) or "").split()
         raise CgroupError(
             f"cgroup v2: {base}/cgroup.controllers lacks {' and '.join(missing)} "
             f"(has: {' '.join(controllers) or 'nothing'}): kiln's cgroup is not delegated; {DELEGATE_HINT}"
@@ -120,6 +116,54 @@ def _v2_driver(hierarchies: dict[str, str], own: dict[str, str], instance: str, 
     if not os.access(base, os.W_OK):
         raise CgroupError(f"cgroup v2: {base} is not writable (read-only cgroup mount?); {DELEGATE_HINT}")
     return V2Driver(base, instance, log)
+
+
+def _v2_base(mount: str, path: str, instance: str) -> str:
+    """kiln's base cgroup: the one it runs in, or, for a kiln that already moved itself into its
+    supervisor leaf, the one it was started in."""
+    leaf = f"/{instance}/{SUPERVISOR}"
+    if path.endswith(leaf):
+        path = path[: -len(leaf)] or "/"
+    return own_folder(mount, path)
+
+
+def _v2_missing(base: str) -> list[str]:
+    from kiln.sandbox.cgroup_v2 import NEEDED  # noqa: PLC0415
+
+    controllers = (read_file(os.path.join(base, "cgroup.controllers")) or "").split()
+    return [c for c in NEEDED if c not in controllers]
+
+
+def scope_wanted(mode: str, instance: str, mountinfo_text: str, proc_self_cgroup_text: str, pid: int) -> str | None:
+    """Why kiln cannot make its subtree where it was started on a cgroup v2 host, when a
+    cgroup of its own (a systemd scope with Delegate=yes) would let it; None when it can, or
+    when a scope would not help (v1 hosts, RUN_CGROUP=v1 or off).
+
+    A login shell's session scope and a service without Delegate=yes hold processes kiln did not
+    start (v2's no-internal-processes rule then forbids enabling controllers for children), or
+    offer no memory and pids controllers at all.
+    """
+    if mode not in ("auto", "v2"):
+        return None
+    hierarchies = find_hierarchies(mountinfo_text)
+    own = parse_proc_self_cgroup(proc_self_cgroup_text)
+    if "" not in hierarchies or "" not in own or (mode == "auto" and "memory" in hierarchies):
+        return None  # no v2, or a hybrid host whose memory hierarchy is v1's: kiln takes v1 there
+    base = _v2_base(hierarchies[""], own[""], instance)
+    if not os.path.exists(os.path.join(base, "cgroup.type")):
+        return None  # the root cgroup: exempt from the rule, and every controller is there
+    missing = _v2_missing(base)
+    if missing:
+        return f"{base} offers no {' and '.join(missing)} controller (not delegated)"
+    others = [p for p in read_procs(path=os.path.join(base, "cgroup.procs")) if p != pid]
+    if others:
+        return f"{base} holds processes kiln did not start ({' '.join(map(str, others[:8]))}{' ...' if len(others) > 8 else ''})"
+    return None
+
+
+def read_scope_wanted(mode: str, instance: str) -> str | None:
+    with open("/proc/self/mountinfo") as mountinfo, open("/proc/self/cgroup") as own:
+        return scope_wanted(mode, instance, mountinfo.read(), own.read(), os.getpid())
 
 
 def own_folder(mount: str, path: str) -> str:

@@ -70,6 +70,10 @@ class V2Driver(TreeDriver):
         """After setup made <base>/<instance> and removed leftovers: move kiln into its leaf
         (unless <base> is the root cgroup), then enable controllers, parent first."""
         if not self.is_root():
+            ours = {os.getpid(), *move_pids}
+            others = [p for p in cgroupfs.read_procs(path=os.path.join(self.base, "cgroup.procs")) if p not in ours]
+            if others:  # before anything moves: a refused start leaves kiln where it was
+                raise CgroupError(self._explain(self.base, list(NEEDED), OSError(errno.EBUSY, os.strerror(errno.EBUSY)), others))
             cgroupfs.make_cgroup(self.supervisor, exist_ok=True)
             self._move_own_processes([os.getpid(), *move_pids])
         self._enable_controllers(self.base)
@@ -102,10 +106,10 @@ class V2Driver(TreeDriver):
                 except OSError as error:
                     self.log.warning("cgroup controller not enabled", controller=controller, cgroup=directory, error=str(error))
 
-    def _explain(self, directory: str, wanted: list[str], error: OSError) -> str:
+    def _explain(self, directory: str, wanted: list[str], error: OSError, others: list[int] | None = None) -> str:
         text = f"cannot enable {' '.join(wanted)} in {directory}/cgroup.subtree_control: {error.strerror or error}"
         if error.errno == errno.EBUSY:
-            others = cgroupfs.read_procs(path=os.path.join(directory, "cgroup.procs"))
+            others = others or cgroupfs.read_procs(path=os.path.join(directory, "cgroup.procs"))
             text += (
                 f"; the cgroup still holds processes kiln did not start ({' '.join(map(str, others))}), "
                 f"and a cgroup with controllers enabled for its children may hold none. "

@@ -256,7 +256,10 @@ class TreeDriver(Driver):
                 cgroupfs.make_cgroup(path, exist_ok=True)
             self._remove_leftovers()
             self._prepare(list(move_pids))
-        except OSError as error:
+        except (OSError, CgroupError) as error:
+            self.teardown()  # a refused start leaves no empty <instance> behind
+            if isinstance(error, CgroupError):
+                raise
             raise CgroupError(f"cgroup setup below {', '.join(self.bases)}: {error}") from None
         self.log.info("cgroup subtree ready", driver=self.name, subtree=list(self.instance_dirs))
 

@@ -132,7 +132,7 @@ class Zygote:
         to take its lower layers from (RootPlan.lower_held): no slot binds them nor detaches
         their binds. () where the kernel refuses such a clone as a layer (before 6.15)."""
         if not native.probe_lower(self.runtime.staging_dir):
-            self.log.info("the workspaces and layers folders", held_as_clones=False, why="this kernel mounts no overlay on a detached clone")
+            self.log.info("the workspaces and layers folders", held_as_clones=False, why="this kernel mounts no overlay on a detached clone (Linux 6.15+): each slot binds them")
             return ()
         clones: list[int] = []
         try:

@@ -96,3 +96,23 @@ def test_slot_ids_outside_the_users_range_are_refused_by_name():
     srv.stop()
     [error] = [r["error"] for r in srv.logged("cannot start")]
     assert "RUN_UID_BASE=70000" in error and "not mapped in kiln's user namespace" in error and "/etc/subuid" in error, error
+
+
+def test_the_file_store_changes_hands_between_a_root_and_a_rootless_kiln_either_way():
+    """`make run` then `make run-rootless` on one machine (the README shows them side by side),
+    and back: each front makes the store its own and serves what the other stored."""
+    store = Path(f"/tmp/kiln-test-{os.getpid()}-shared-store")  # where the rootless user reaches
+    stored: list[str] = []
+    for rootless in (False, True, False):
+        argv = [str(ROOTLESS_LAUNCHER), "exec", str(KILN), "serve"] if rootless else [str(KILN), "serve"]
+        srv = Server({"RUN_LANGS": "python", "RUN_CONCURRENCY": "2", "RUN_FILE_STORE": str(store)}, argv=argv)
+        try:
+            srv.wait_ready(timeout=120)
+            for file_id in stored:
+                assert srv.client.get(f"/files/{file_id}").status_code == 200, (rootless, file_id)
+            upload = srv.client.post("/files", content=f"stored by {'rootless' if rootless else 'root'} {len(stored)}\n".encode())
+            assert upload.status_code == 201, (rootless, upload.text)
+            stored.append(upload.json()["id"])
+        finally:
+            srv.stop()
+    shutil.rmtree(store, ignore_errors=True)

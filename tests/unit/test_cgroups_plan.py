@@ -428,6 +428,30 @@ def test_pure_v2_not_delegated_auto_runs_without_cgroups_and_says_why(kernel, lo
         cgroup_detect.choose_driver("v1", "kiln", log, mountinfo, own)
 
 
+def test_a_scope_is_wanted_where_the_v2_cgroup_holds_others_or_offers_no_controllers(kernel):
+    mountinfo, own, _, base = pure_v2_host(kernel, path="/user.slice/user-0.slice/session-3.scope")
+    assert cgroup_detect.scope_wanted("auto", "kiln", mountinfo, own, ME) is None  # kiln alone there
+    kernel.set_procs(base, [ME, 412, 413])
+    reason = cgroup_detect.scope_wanted("auto", "kiln", mountinfo, own, ME)
+    assert reason == f"{base} holds processes kiln did not start (412 413)"
+    assert cgroup_detect.scope_wanted("v2", "kiln", mountinfo, own, ME) == reason
+    for mode in ("v1", "off"):  # a scope would change nothing there
+        assert cgroup_detect.scope_wanted(mode, "kiln", mountinfo, own, ME) is None
+
+
+def test_a_scope_is_wanted_where_the_controllers_are_not_delegated(kernel):
+    mountinfo, own, _, base = pure_v2_host(kernel, delegated=False)
+    assert cgroup_detect.scope_wanted("auto", "kiln", mountinfo, own, ME) == f"{base} offers no memory and pids controller (not delegated)"
+
+
+def test_no_scope_at_the_root_cgroup_nor_on_a_hybrid_host(kernel):
+    mountinfo, _, top, _ = pure_v2_host(kernel)
+    kernel.set_procs(top, [1, ME, 777])  # the root cgroup is exempt from no-internal-processes
+    assert cgroup_detect.scope_wanted("auto", "kiln", mountinfo, "0::/\n", ME) is None
+    hybrid_mountinfo, hybrid_own, _, _ = hybrid_host(kernel)
+    assert cgroup_detect.scope_wanted("auto", "kiln", hybrid_mountinfo, hybrid_own, ME) is None
+
+
 def test_v1_names_the_missing_hierarchy(kernel, log):
     mountinfo, own, _, _ = hybrid_host(kernel)
     without_pids = "\n".join(line for line in mountinfo.splitlines() if "rw,pids" not in line)
@@ -737,8 +761,9 @@ def test_v2_setup_never_moves_a_process_it_did_not_start(kernel, log):
     message = str(caught.value)
     assert f"cannot enable memory pids in {base}/cgroup.subtree_control" in message
     assert "processes kiln did not start (999)" in message and "Delegate=yes" in message
-    assert kernel.procs(base) == [999]
-    assert kernel.procs(base / "kiln" / "supervisor") == [ME]
+    # refused before anything moved, and nothing of kiln's is left in the cgroup
+    assert sorted(kernel.procs(base)) == sorted([ME, 999])
+    assert not (base / "kiln").exists()
 
 
 def test_v2_setup_again_writes_nothing(kernel, log):

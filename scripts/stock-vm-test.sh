@@ -1,0 +1,74 @@
+#!/bin/sh
+# kiln on a stock Debian 12 host (Debian's 6.1 kernel, systemd as PID 1, cgroup v2 only), booted
+# under qemu by ../shared/tools/stock-vm.sh: `make test` runs `scripts/stock-vm-test.sh test`.
+#
+#   scripts/stock-vm-test.sh test       the guest's suites (scripts/stock-vm-guest.sh suites)
+#   scripts/stock-vm-test.sh bench      `make bench`'s no-op and python a+b, in the guest
+#   scripts/stock-vm-test.sh shell      a root shell in the guest, kiln in /opt/kiln
+#   scripts/stock-vm-test.sh provision  the image alone (the others make it when it is missing)
+#
+# The image is Debian's packages (the tool's own, and kiln's: GUEST_PACKAGES) with this
+# checkout installed in /opt/kiln as a new user would (`make setup`, the languages' install.sh,
+# scripts/rootless.sh prepare), made once and kept in $STOCK_VM_DIR; it is made again when
+# anything that goes into it changes (the provision key). Each run boots a throw-away snapshot
+# of it, copies this checkout's files over /opt/kiln and runs there.
+set -eu
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+
+export STOCK_VM_DIR=${STOCK_VM_DIR:-/var/tmp/kiln-stock-vm}
+tool=${STOCK_VM_TOOL:-$repo/../shared/tools/stock-vm.sh}
+# the languages whose suites run in the guest: those its time allows under emulation
+export KILN_VM_LANGS=${KILN_VM_LANGS:-python js cpp}
+# kiln's Debian packages (scripts/setup.sh's, the languages' above, uidmap for rootless, git,
+# wrk for the bench): in the image, installed natively when it is built, not under emulation
+# (the tool's own list has python3-venv, gcc, make, systemd, iproute2)
+GUEST_PACKAGES="git libcap-dev libseccomp2 python3-dev musl-tools haproxy nodejs npm g++ mold
+  nlohmann-json3-dev uidmap wrk"
+export STOCK_VM_PACKAGES="$GUEST_PACKAGES"
+
+say() { echo "stock-vm-test: $*" >&2; }
+
+need_tool() {
+    [ -x "$tool" ] || { say "no $tool (the stock VM tool beside this checkout: ../shared/tools)"; exit 2; }
+    missing=""
+    for pkg in qemu-system-x86 qemu-utils mmdebstrap e2fsprogs; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing="$missing $pkg"
+    done
+    [ -z "$missing" ] && return
+    say "installing$missing"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >/dev/null 2>&1 ||
+        { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >/dev/null; }
+}
+
+# What the provisioned image depends on: the packages, kiln's setup, the languages' installers.
+provision_key() {
+    {
+        echo "$GUEST_PACKAGES $KILN_VM_LANGS"
+        cat scripts/setup.sh scripts/rootless.sh scripts/stock-vm-guest.sh pyproject.toml "$tool"
+        for slug in $KILN_VM_LANGS; do cat "langs/$slug/install.sh" 2>/dev/null || true; done
+    } | sha256sum | cut -c1-16
+}
+
+provision() {
+    key=$(provision_key)
+    [ -f "$STOCK_VM_DIR/rootfs.ext4" ] && [ "$(cat "$STOCK_VM_DIR/kiln-provisioned" 2>/dev/null || true)" = "$key" ] && return
+    say "making the guest image (Debian's packages, then kiln installed in /opt/kiln: minutes)"
+    rm -f "$STOCK_VM_DIR/kiln-provisioned"
+    if [ -f "$STOCK_VM_DIR/rootfs.ext4" ]; then "$tool" build --force >/dev/null; else "$tool" build >/dev/null; fi
+    STOCK_VM_PERSIST=1 "$tool" run "$repo" sh scripts/stock-vm-guest.sh provision
+    echo "$key" > "$STOCK_VM_DIR/kiln-provisioned"
+}
+
+in_guest() {
+    STOCK_VM_ENV="KILN_VM_LANGS PYTEST_ARGS" "$tool" run "$repo" sh scripts/stock-vm-guest.sh "$@"
+}
+
+need_tool
+case "${1:-test}" in
+provision) provision ;;
+test) provision && in_guest suites ;;
+bench) provision && in_guest bench ;;
+shell) provision && STOCK_VM_ENV=KILN_VM_LANGS "$tool" shell "$repo" ;;
+*) echo "usage: $0 [test|bench|shell|provision]" >&2 && exit 2 ;;
+esac
