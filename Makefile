@@ -11,7 +11,7 @@ ROOTLESS_SUITES ?= tests/api tests/security tests/langs
 # its kotlin cases take ~2 minutes
 ROOTLESS_SKIP ?= --ignore=tests/langs/test_jvm_prestart.py
 
-.PHONY: setup run run-rootless test soak bench langs clean
+.PHONY: setup run run-rootless test test-stock-vm soak bench langs clean
 
 setup:
 	@scripts/setup.sh
@@ -28,12 +28,18 @@ run: setup
 run-rootless: setup
 	@scripts/rootless.sh serve
 
-# the whole suite as root, then the api, security and language suites against rootless servers
+# the whole suite as root, then the api, security and language suites against rootless servers,
+# then kiln on a stock Debian 12 host (cgroup v2, systemd, Debian's kernel) in a VM
 test: langs
 	@scripts/install-deploy-tools.sh
 	@scripts/rootless.sh prepare
 	$(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
 	KILN_TEST_ROOTLESS=1 $(VENV)/bin/python -m pytest -q $(PYTEST_ARGS) $(ROOTLESS_SKIP) $(ROOTLESS_SUITES)
+	@scripts/stock-vm-test.sh test
+
+# the stock VM's part of `make test` alone (scripts/stock-vm-test.sh: test, bench, shell)
+test-stock-vm:
+	@scripts/stock-vm-test.sh test
 
 # the soak test for longer than the 60 s `make test` gives it (SOAK_SECONDS=...)
 soak: langs

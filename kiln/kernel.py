@@ -45,10 +45,26 @@ def _has_syscall(name: str) -> Callable[[], bool]:
     return probe
 
 
-def _has_filesystem(name: str) -> Callable[[], bool]:
-    def probe() -> bool:
+def _has_filesystem(name: str, module: str) -> Callable[[], bool | None]:
+    """Registered, or a module the kernel loads at the first mount (Debian's overlay is one):
+    listed in the release's modules.builtin or modules.dep. None where the modules' folder is
+    out of sight (a container)."""
+
+    def probe() -> bool | None:
         with open("/proc/filesystems") as listed:
-            return any(line.split()[-1] == name for line in listed if line.strip())
+            if any(line.split()[-1] == name for line in listed if line.strip()):
+                return True
+        folder = os.path.join("/lib/modules", os.uname().release)
+        if not os.path.isdir(folder):
+            return None
+        for index in ("modules.builtin", "modules.dep"):
+            try:
+                with open(os.path.join(folder, index)) as modules:
+                    if any(line.split(":", 1)[0].endswith((f"/{module}.ko", f"/{module}.ko.xz", f"/{module}.ko.zst")) for line in modules):
+                        return True
+            except FileNotFoundError:
+                continue
+        return False
 
     return probe
 
@@ -79,7 +95,7 @@ def _own_v2_folder() -> str | None:
 
 FEATURES = (
     Feature("cgroup namespaces", (4, 6), "a task sees its own cgroup as /", None, lambda: os.path.exists("/proc/self/ns/cgroup")),
-    Feature("overlayfs", (3, 18), "a run's workspace is the language's files below its own writes", None, _has_filesystem("overlay")),
+    Feature("overlayfs", (3, 18), "a run's workspace is the language's files below its own writes", None, _has_filesystem("overlay", "overlay")),
     Feature("the mount API (open_tree, move_mount, fsopen, fsmount)", (5, 2), "slots' roots are built of detached mounts", None, _has_syscall("open_tree")),
     Feature("pidfd_open", (5, 3), "kills never hit a recycled pid", None, _has_syscall("pidfd_open")),
     Feature("openat2 (RESOLVE_BENEATH)", (5, 6), "a submission's files are written beneath its folder, never through a link", None, _has_syscall("openat2")),

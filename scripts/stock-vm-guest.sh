@@ -44,16 +44,62 @@ answers_and_stops() {
         fi
         sleep 1
     done
-    answer=$(curl -fsS localhost:4040/run -d '{"lang_slug":"python","solution_text":"print(6*7)"}')
-    echo "make $target: $answer"
-    echo "$answer" | grep -q '"stdout":"42\\n"' || { cat "$log"; return 1; }
+    a_python_run || { cat "$log"; return 1; }
     kill -INT -- -$pid
     wait $pid || true
     sleep 1
-    left=$(pgrep -f 'kiln(-init)? |bin/kiln serve' || true)
-    [ -z "$left" ] || { echo "make $target left processes: $left"; ps -o pid,user,args -p "$left"; return 1; }
-    cgroups=$(find /sys/fs/cgroup -type d \( -name 'slot-*' -o -name supervisor -o -name 'kiln*' \) 2>/dev/null || true)
-    [ -z "$cgroups" ] || { echo "make $target left cgroups: $cgroups"; return 1; }
+    left=$(pgrep -f '^kiln: |bin/kiln serve|-m kiln serve' || true)
+    [ -z "$left" ] || { echo "make $target left processes: $left"; ps -o pid,user,args -p "$(echo $left | tr " " ,)"; return 1; }
+    no_cgroup_of_kiln_left
+}
+
+# GET /health until it answers ok (a socket-activated start included), at most $1 seconds
+healthy_within() {
+    i=0
+    until curl -fsS --max-time 30 localhost:4040/health >/dev/null 2>&1; do
+        i=$((i + 1)); [ $i -le "$1" ] || return 1; sleep 1
+    done
+}
+
+a_python_run() {
+    answer=$(curl -fsS localhost:4040/run -d '{"lang_slug":"python","solution_text":"print(6*7)"}')
+    echo "$answer" | grep -q '"stdout":"42\\n"' || { echo "unexpected answer: $answer"; return 1; }
+}
+
+no_cgroup_of_kiln_left() {
+    left=$(find /sys/fs/cgroup -type d \( -name 'slot-*' -o -name supervisor \) 2>/dev/null || true)
+    [ -z "$left" ] || { echo "cgroups left: $left"; return 1; }
+}
+
+# the units in systemd/, installed as systemd/README.md says: notify (start returns once the
+# slots are warm), the watchdog petted, the socket holding :4040 while the service is down (a
+# connection then starts it), a stop that drains and exits 0, the log in the journal; then the
+# rootless unit, with no process of kiln as root
+units_serve_and_stop() {
+    cd "$dest"
+    install -D -m 0644 systemd/kiln.env /etc/kiln/kiln.env
+    install -m 0644 systemd/kiln.service systemd/kiln.socket systemd/kiln-rootless.service /etc/systemd/system/
+    systemctl daemon-reload
+    systemctl start kiln.socket kiln.service
+    [ "$(systemctl is-active kiln.service)" = active ] || { systemctl status kiln.service --no-pager; return 1; }
+    a_python_run
+    sleep 16  # WatchdogSec=30s: kiln pets it every 15 s
+    [ "$(systemctl show -p WatchdogTimestampMonotonic --value kiln.service)" != 0 ] || { echo "the watchdog was never petted"; return 1; }
+    systemctl stop kiln.service
+    [ "$(systemctl show -p Result --value kiln.service)" = success ] || { systemctl status kiln.service --no-pager; return 1; }
+    no_cgroup_of_kiln_left
+    healthy_within 300 || { echo "a connection to kiln.socket did not start kiln"; systemctl status kiln.service --no-pager; return 1; }
+    [ "$(systemctl is-active kiln.service)" = active ] || { echo "kiln.service did not start from its socket"; return 1; }
+    journalctl -u kiln.service --no-pager -o cat | grep -q 'slots warm' || { echo "kiln's log is not in the journal"; return 1; }
+    systemctl stop kiln.service kiln.socket
+    no_cgroup_of_kiln_left
+    systemctl start kiln-rootless.service
+    a_python_run
+    pids=$(find /sys/fs/cgroup/system.slice/kiln-rootless.service -name cgroup.procs -exec cat {} + | paste -sd, -)
+    ps -o pid=,user=,args= -p "$pids" | awk '$2 == "root" { found = 1; print "kiln-rootless.service runs as root:", $0 } END { exit found }' || return 1
+    systemctl stop kiln-rootless.service
+    [ "$(systemctl show -p Result --value kiln-rootless.service)" = success ] || { systemctl status kiln-rootless.service --no-pager; return 1; }
+    no_cgroup_of_kiln_left
 }
 
 case "${1:-suites}" in
@@ -71,6 +117,8 @@ suites)
     answers_and_stops run
     step "make run-rootless"
     answers_and_stops run-rootless
+    step "the systemd units"
+    units_serve_and_stop
     step "the suites, as root"
     cd "$dest"
     # the languages not provisioned here are skipped by their tests, saying why
@@ -78,7 +126,7 @@ suites)
     ;;
 bench)
     cd "$dest"
-    .venv/bin/python bench/latency.py --only no-op
+    .venv/bin/python bench/latency.py --only "no-op,python a+b" --runs "${KILN_VM_BENCH_RUNS:-100}" --seconds 5 --paced-runs 0
     ;;
 *) echo "usage: $0 provision|suites|bench" >&2 && exit 2 ;;
 esac

@@ -41,11 +41,12 @@ need_tool() {
         { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >/dev/null; }
 }
 
-# What the provisioned image depends on: the packages, kiln's setup, the languages' installers.
+# What the provisioned image depends on: the packages, and what the guest's `provision` runs
+# (its install_kiln: kiln's setup, the languages' installers, rootless.sh prepare).
 provision_key() {
     {
-        echo "$GUEST_PACKAGES $KILN_VM_LANGS"
-        cat scripts/setup.sh scripts/rootless.sh scripts/stock-vm-guest.sh pyproject.toml "$tool"
+        echo $GUEST_PACKAGES $KILN_VM_LANGS
+        cat scripts/setup.sh scripts/rootless.sh pyproject.toml "$tool"
         for slug in $KILN_VM_LANGS; do cat "langs/$slug/install.sh" 2>/dev/null || true; done
     } | sha256sum | cut -c1-16
 }
@@ -56,12 +57,18 @@ provision() {
     say "making the guest image (Debian's packages, then kiln installed in /opt/kiln: minutes)"
     rm -f "$STOCK_VM_DIR/kiln-provisioned"
     if [ -f "$STOCK_VM_DIR/rootfs.ext4" ]; then "$tool" build --force >/dev/null; else "$tool" build >/dev/null; fi
-    STOCK_VM_PERSIST=1 "$tool" run "$repo" sh scripts/stock-vm-guest.sh provision
+    STOCK_VM_PERSIST=1 STOCK_VM_ENV=KILN_VM_LANGS guest provision
     echo "$key" > "$STOCK_VM_DIR/kiln-provisioned"
 }
 
+# the guest runs a copy of its script: sh reads a script as it goes, and this checkout's may
+# change on the host meanwhile
+guest() {
+    "$tool" run "$repo" sh -c 'cp scripts/stock-vm-guest.sh /run/kiln-guest.sh && exec sh /run/kiln-guest.sh "$@"' guest "$@"
+}
+
 in_guest() {
-    STOCK_VM_ENV="KILN_VM_LANGS PYTEST_ARGS" "$tool" run "$repo" sh scripts/stock-vm-guest.sh "$@"
+    STOCK_VM_ENV="KILN_VM_LANGS KILN_VM_BENCH_RUNS PYTEST_ARGS" guest "$@"
 }
 
 need_tool
