@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -271,9 +272,11 @@ def test_a_fatal_error_in_a_call_is_an_error_of_that_call(php):
     )
     res = php.run(solution, '{"arguments": [[1], [2], [3]]}')
     assert res.returncode == 0
-    assert [(i["type"], i["value"], i["output"]) for i in res.items()] == [
+    # the size PHP asked for last is its version's allocator's (33554464 before, 33558528 in 8.2.36)
+    items = [(i["type"], re.sub(r"allocate \d+ bytes", "allocate N bytes", i["value"]) if i["type"] == "error" else i["value"], i["output"]) for i in res.items()]
+    assert items == [
         ("result", 1, "n=1\n"),
-        ("error", "Fatal error: Allowed memory size of 8388608 bytes exhausted (tried to allocate 33554464 bytes)", "n=2\n"),
+        ("error", "Fatal error: Allowed memory size of 8388608 bytes exhausted (tried to allocate N bytes)", "n=2\n"),
         ("result", 3, "n=3\n"),
     ]
     assert "PHP Fatal error:  Allowed memory size" in res.stderr

@@ -410,7 +410,9 @@ def test_teardown_removes_the_subtree(driver):
 @pytest.mark.skipif(V2_BASE is None, reason="no cgroup2 hierarchy mounted here")
 def test_v2_setup_moves_only_kiln_and_the_named_pids_into_the_supervisor_leaf(spawn):
     """kiln's own cgroup here is the v2 root (exempt from "no internal processes"), so the test
-    makes a cgroup of its own to stand in for a delegated service cgroup."""
+    makes a cgroup of its own to stand in for a delegated service cgroup. While a process kiln
+    did not start is in it (a login shell's), setup refuses before anything moves and leaves no
+    cgroup of its own; once it is gone, kiln and the pids it names move, nothing else."""
     base = V2_BASE / f"{INSTANCE}-base"
     base.mkdir()
     try:
@@ -421,10 +423,16 @@ def test_v2_setup_moves_only_kiln_and_the_named_pids_into_the_supervisor_leaf(sp
 
         front, stranger = spawn(parked), spawn(parked)
         report_r, report_w = os.pipe()
+        go_r, go_w = os.pipe()
 
         def zygote():
             (base / "cgroup.procs").write_text("0")
             driver = V2Driver(str(base), INSTANCE, Log())
+            try:
+                driver.setup(move_pids=[front])
+            except CgroupError as error:
+                os.write(report_w, f"refused {str(error)}".encode())
+            os.read(go_r, 1)
             driver.setup(move_pids=[front])
             os.write(report_w, f"ok {int(driver.is_root())}".encode())
             time.sleep(120)
@@ -436,10 +444,16 @@ def test_v2_setup_moves_only_kiln_and_the_named_pids_into_the_supervisor_leaf(sp
             time.sleep(0.01)
         kiln = spawn(zygote)
         os.close(report_w)
+        refused = os.read(report_r, 1000).decode()
+        assert refused.startswith("refused ") and f"processes kiln did not start ({stranger})" in refused, refused
+        assert sorted(cgroupfs.read_procs(path=str(base / "cgroup.procs"))) == sorted([front, stranger, kiln])
+        assert not (base / INSTANCE).exists()
+        os.kill(stranger, signal.SIGKILL)
+        os.waitpid(stranger, 0)
+        os.write(go_w, b"g")
         assert os.read(report_r, 100) == b"ok 0"
         supervisor = f"{OWN[''].rstrip('/')}/{base.name}/{INSTANCE}/supervisor"
         assert cgroup_lines(kiln)[""] == supervisor
         assert cgroup_lines(front)[""] == supervisor
-        assert cgroup_lines(stranger)[""] == f"{OWN[''].rstrip('/')}/{base.name}", "a process kiln did not name was moved"
     finally:
         raw_remove(base)
