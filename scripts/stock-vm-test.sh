@@ -76,6 +76,7 @@ case "${1:-test}" in
 provision) provision ;;
 test) provision && in_guest suites ;;
 bench) provision && in_guest bench ;;
+units) provision && in_guest units ;;
 shell) provision && STOCK_VM_ENV=KILN_VM_LANGS "$tool" shell "$repo" ;;
-*) echo "usage: $0 [test|bench|shell|provision]" >&2 && exit 2 ;;
+*) echo "usage: $0 [test|bench|units|shell|provision]" >&2 && exit 2 ;;
 esac
