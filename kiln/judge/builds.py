@@ -53,16 +53,23 @@ class Builds:
             digest.update(name.encode() + b"\0" + str(len(content)).encode() + b"\0" + content)
         return digest.hexdigest()
 
+    # get and put hand a build out held by its caller, who releases it with `held`: between the
+    # two the cache never removes it (a build another request's eviction removed before its own
+    # request used it made every test of that request IE)
+
     def get(self, key: str) -> Build | None:
-        """A cached build of this key, now the most recently used."""
+        """A cached build of this key, now the most recently used, held for the caller."""
         build = self.index.get(key)
         if build is not None:
             self.index.move_to_end(key)
+            build.users += 1
         return build
 
     def put(self, key: str, layer: bytes, compile_answer: dict) -> Build:
-        """A new build from a build job's layer (raises ProtocolError for a malformed one). Cached
-        under `key` when the cache is on and it fits; else private to its request."""
+        """A new build from a build job's layer (raises ProtocolError for a malformed one), held
+        for the caller. Cached under `key` when the cache is on and it fits its bound; else
+        private to its request. While builds in use fill the cache, a new one is cached and
+        counted beyond the bound until enough of them are released."""
         entries = read_layer(layer)
         size = sum(len(e.data) + ENTRY_OVERHEAD for e in entries)
         cached = 0 < size <= self.max_bytes and key not in self.index
@@ -75,7 +82,7 @@ class Builds:
         except BaseException:
             shutil.rmtree(partial, ignore_errors=True)
             raise
-        build = Build(name, compile_answer, size, cached=cached, path=path)
+        build = Build(name, compile_answer, size, users=1, cached=cached, path=path)
         if cached:
             self.index[key] = build
             self.size += size
@@ -83,9 +90,8 @@ class Builds:
         return build
 
     @contextmanager
-    def using(self, build: Build) -> Iterator[Build]:
-        """The build stays while inside (the cache never removes a build in use)."""
-        build.users += 1
+    def held(self, build: Build) -> Iterator[Build]:
+        """A build get or put handed out, released on leaving: it stays until then."""
         try:
             yield build
         finally:

@@ -60,18 +60,18 @@ class Judge:
 
     def run(self, request: JudgeRequest, files: FileStore | None, gone: gevent.event.Event | None = None) -> dict:
         started = time.monotonic()
-        with contextlib.ExitStack() as using:
+        with contextlib.ExitStack() as held:
             helper = None  # the checker's or the interactor's build
             what, program = ("checker", request.checker) if request.checker else ("interactor", request.interactor)
             if program is not None:
                 helper, answer = self._build(program.slug, program.files, request.compile_timeout_ms, gone)
                 if helper is None:
                     raise DoesNotBuild(what, answer["stdout"] + answer["stderr"])
-                using.enter_context(self.builds.using(helper))
+                held.enter_context(self.builds.held(helper))
             build, compile_answer = self._build(request.slug, request.files, request.compile_timeout_ms, gone)
             if build is None:  # a compile error: nothing runs
                 return _answer("CE", compile_answer, [_skipped() for _ in request.tests], started)
-            using.enter_context(self.builds.using(build))
+            held.enter_context(self.builds.held(build))
             tests = self._tests(request, build, helper, files, gone)
         return _answer(next((t["verdict"] for t in tests if t["verdict"] not in ("AC", "SK")), "AC"), compile_answer, tests, started)
 

@@ -5,6 +5,7 @@ language's build and exec targets: tests/langs/test_judge_languages.py."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import json
 import socket
@@ -12,7 +13,7 @@ import time
 
 import pytest
 
-from kilntest import Server, alive, flow_label_claims
+from kilntest import Server, alive, flow_label_claims, wait_until
 
 AB = "import sys\na, b = map(int, sys.stdin.read().split())\nprint(a + b)\n"
 AB_CPP = "#include <iostream>\nint main() { long a, b; std::cin >> a >> b; std::cout << a + b << '\\n'; }\n"
@@ -191,6 +192,23 @@ def test_a_tests_stdin_is_a_seekable_file(server):
     solution = "import sys, os\ndata = sys.stdin.read()\nsys.stdin.seek(0)\nprint(os.path.isfile('/proc/self/fd/0') or 'file', data == sys.stdin.read())\n"
     [test] = judge(server, solution, [{"stdin": "1 2\n", "expected": "True True"}]).json()["tests"]
     assert test["verdict"] == "AC", test
+
+
+def test_a_new_build_is_kept_for_its_request_while_another_clients_builds_fill_the_cache(start_server):
+    """The cache holds about one python build: while a request holds its cached build, another
+    request's new build goes beyond the bound and is still there for its tests (it was removed
+    at once, and each of that request's tests was IE)."""
+    # a build is its source (8 KiB: what counts) and its bytecode and folders (about 2 KiB)
+    padding = "#" * 8192 + "\n"
+    srv = start_server(RUN_LANGS="python", RUN_CONCURRENCY="4", RUN_BUILD_CACHE_MAX="15k")
+    slow = padding + "import time\ntime.sleep(3)\n" + AB
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        holding = pool.submit(judge, srv, slow, limits={"time": "10s"})
+        assert wait_until(lambda: srv.busy_slots(), timeout=30)  # its build is cached and in use
+        second = judge(srv, padding + AB, [{"stdin": f"{i} 1\n", "expected": str(i + 1)} for i in range(3)]).json()
+        first = holding.result().json()
+    assert (first["verdict"], second["verdict"], verdicts(second)) == ("AC", "AC", ["AC"] * 3), (first, second)
+    assert second["compile"]["cached"] is False
 
 
 def test_tests_run_fresh_a_test_sees_neither_another_tests_files_nor_a_changed_build(server):

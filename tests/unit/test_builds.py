@@ -44,7 +44,7 @@ def test_the_cache_hits_and_misses_by_key(builds):
     key = Builds.key("cpp", "g++ 12", ("g++", "main.cpp"), (("main.cpp", b"int main(){}"),))
     assert builds.get(key) is None
     build = builds.put(key, BINARY, COMPILE)
-    assert builds.get(key) is build
+    assert builds.get(key) is build and build.users == 2  # each caller holds it
     assert key != Builds.key("cpp", "g++ 13", ("g++", "main.cpp"), (("main.cpp", b"int main(){}"),))
     assert key != Builds.key("cpp", "g++ 12", ("g++", "main.cpp"), (("main.cpp", b"int main(){ }"),))
     assert key == Builds.key("cpp", "g++ 12", ("g++", "main.cpp"), (("main.cpp", b"int main(){}"),))
@@ -56,21 +56,35 @@ def test_the_cache_hits_and_misses_by_key(builds):
 def test_the_least_recently_used_build_goes_first_never_one_in_use(tmp_path):
     one = len(BINARY) + 4 * ENTRY_OVERHEAD  # about what one build of BINARY counts
     builds = Builds(str(tmp_path), 2 * one + 10, Log("logfmt", False))
-    first = builds.put("1" * 64, BINARY, COMPILE)
+    with builds.held(builds.put("1" * 64, BINARY, COMPILE)) as first:
+        pass
     second = builds.put("2" * 64, BINARY, COMPILE)
-    builds.get("1" * 64)  # the first is now the more recently used
-    with builds.using(second):
-        third = builds.put("3" * 64, BINARY, COMPILE)  # over the bound: the LRU one not in use goes
-        assert builds.get("2" * 64) is second and (tmp_path / second.name).is_dir()
-        assert builds.get("1" * 64) is None and not (tmp_path / first.name).exists()
-    assert builds.get("3" * 64) is third
+    with builds.held(builds.get("1" * 64)):  # the first is now the more recently used
+        pass
+    with builds.held(second):
+        with builds.held(builds.put("3" * 64, BINARY, COMPILE)) as third:  # over the bound: the LRU one not in use goes
+            assert "2" * 64 in builds.index and (tmp_path / second.name).is_dir()
+            assert "1" * 64 not in builds.index and not (tmp_path / first.name).exists()
+    assert builds.index["3" * 64] is third
+
+
+def test_a_new_build_is_never_removed_before_its_request_is_done_with_it_even_when_builds_in_use_fill_the_cache(tmp_path):
+    one = len(BINARY) + 4 * ENTRY_OVERHEAD
+    builds = Builds(str(tmp_path), one + 10, Log("logfmt", False))
+    other = builds.put("1" * 64, BINARY, COMPILE)  # another client's request holds it
+    with builds.held(builds.put("2" * 64, BINARY, COMPILE)) as mine:
+        assert (tmp_path / mine.name).is_dir() and (tmp_path / other.name).is_dir()
+        assert builds.size == 2 * builds.index["1" * 64].size  # counted, beyond the bound while both are held
+    with builds.held(other):
+        pass
+    assert builds.size <= builds.max_bytes and len(builds.index) == 1  # back within it once released
 
 
 def test_with_the_cache_off_a_build_lives_as_long_as_its_request(tmp_path):
     builds = Builds(str(tmp_path), 0, Log("logfmt", False))
     build = builds.put("4" * 64, BINARY, COMPILE)
     assert build.name != "4" * 64 and builds.get("4" * 64) is None
-    with builds.using(build):
+    with builds.held(build):
         assert (tmp_path / build.name).is_dir()
     assert not (tmp_path / build.name).exists()
 
