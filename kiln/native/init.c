@@ -189,11 +189,13 @@ static int fresh_sandbox(struct slot *s, char *err) {
 }
 
 /* Between a slot's judge tests: every process of the last one gone (a process the kernel takes
- * long to kill ends the slot instead), its memory peak back to now. 0: the slot can run another.
+ * long to kill ends the slot instead). 0: the slot can run another. Its memory peak is set back
+ * once the next test has its fresh sandbox (execute): the last one's /tmp and upper layer are
+ * charged to the cgroup until their mount namespace is gone.
  * Init's own CPU time counts against the RLIMIT_CPU it sets for each test (its task inherits it):
  * past INIT_CPU_MAX_S the slot ends, long before that limit's second could reach init. */
 static int ready_for_next(struct slot *s) {
-    char err[ERR];
+    (void)s;
     struct rusage own;
     if (getrusage(RUSAGE_SELF, &own) || own.ru_utime.tv_sec + own.ru_stime.tv_sec + (own.ru_utime.tv_usec + own.ru_stime.tv_usec) / 1e6 > INIT_CPU_MAX_S)
         return -1;
@@ -205,7 +207,7 @@ static int ready_for_next(struct slot *s) {
         if (pid == 0 && monotonic_s() > until) return -1;
         if (pid == 0) usleep(500);
     }
-    return reset_peak(s, err);
+    return 0;
 }
 
 /* The language's cgroup limits and the job's own, written; a slot's later test with the same
@@ -237,7 +239,7 @@ static void execute(struct slot *s, const struct job *job, struct span w, const 
     char err[ERR], paths[MAX_PARTS][FILE_NAME_MAX + 64], *args[MAX_PARTS];
     int stdio[3], out[2], errp[2], nargs = job->command == CMD_EXEC ? job->nparts : 0;
     struct run run = {0};
-    if (job->command == CMD_EXEC && s->base_ns >= 0 && fresh_sandbox(s, err)) return send_failure(s, err);
+    if (job->command == CMD_EXEC && s->base_ns >= 0 && (fresh_sandbox(s, err) || (s->tests_served && reset_peak(s, err)))) return send_failure(s, err);
     if (s->tests_served) cgroup_counts(s, &run.oom_before, &run.pids_hits_before); /* a fresh cgroup counts from 0 */
     if (mount_workspace(s, w, job->layer, err) || (job->command == CMD_TEST ? write_parts(s, w, job, err) : give_judge_files(s, job, paths, err)) ||
         write_limits(s, job, w, err))

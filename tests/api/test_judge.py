@@ -312,6 +312,20 @@ def test_a_checker_runs_in_its_tests_slot_with_its_own_limits_and_the_tests_come
     assert warmups(server) - before < len(order), "a test and its check took a fresh slot each"
 
 
+def test_a_tests_memory_peak_counts_nothing_of_what_the_check_before_it_left_in_tmp(server):
+    # each check leaves 180 MB in its /tmp: charged to the slot's cgroup until its sandbox is
+    # gone, and an honest a*2 under 128m was MLE when the peak was set back before that
+    checker = (
+        "import sys\n"
+        "for i in range(6):\n    open(f'/tmp/fill{i}', 'wb').write(b'x' * (30 << 20))\n"  # files of 64 MiB at most
+        "sys.exit(0 if open(sys.argv[2]).read().split() == [str(2 * int(open(sys.argv[1]).read()))] else 1)\n"
+    )
+    tests = [{"stdin": str(n)} for n in range(15)]
+    body = judge(server, "print(2 * int(input()))\n", tests, compare="checker", checker={"lang_slug": "python", "source": checker}, limits={"memory": "128m"}).json()
+    assert verdicts(body) == ["AC"] * 15, body
+    assert max(t["stats"]["memory_peak_bytes"] for t in body["tests"]) < 64 << 20, [t["stats"] for t in body["tests"]]
+
+
 def test_a_checker_that_does_not_build_is_a_400_with_the_compilers_words(server):
     answer = judge(server, AB, [{"stdin": "1 2"}], compare="checker", checker={"lang_slug": "cpp", "source": "int main( {"})
     assert answer.status_code == 400
