@@ -124,8 +124,9 @@ suites)
     units_serve_and_stop
     step "the suites, as root"
     cd "$dest"
-    # the languages not provisioned here are skipped by their tests, saying why
-    .venv/bin/python -m pytest -q -p no:cacheprovider ${PYTEST_ARGS:-} tests/sandbox tests/api tests/security tests/langs
+    # the languages not provisioned here are skipped by their tests, saying why; pytest in a
+    # delegated scope of its own, as a developer's (tests/sandbox makes cgroups below its own)
+    systemd-run --quiet --scope --collect --property=Delegate=yes -- .venv/bin/python -m pytest -q -p no:cacheprovider ${PYTEST_ARGS:-} tests/sandbox tests/api tests/security tests/langs
     ;;
 units)  # the units' part alone, for their developer
     copy_checkout

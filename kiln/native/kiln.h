@@ -254,6 +254,7 @@ struct run {
     double cpu_limit_ms, cpu_before_ms; /* > 0: killed once the cgroup's CPU passes it */
     int cpu_exceeded;
     int forward_fd;            /* >= 0: stdout goes on there too (an interactive test's pipe) */
+    int forwarding;            /* stdout goes on (forward_fd was >= 0 at the start): bounded by time, not by output_max */
     long long oom_before, pids_hits_before; /* the cgroup's counts before the run (a slot's later tests) */
     int next;                  /* the slot can run another judge test after this one (the result says so) */
     int shell;                 /* the task is TASK_SHELL: its status 128+N may be a child's signal N */

@@ -45,7 +45,9 @@ static void read_stream(struct run *run, struct pollfd *fds, int which) {
         return;
     }
     *len += n;
-    if (*len > run->output_max && which == P_ERR && run->stderr_cut) {
+    if (which == P_OUT && run->forwarding) {
+        /* the other side's input, not an answer: forward() keeps output_max of it for the answer */
+    } else if (*len > run->output_max && which == P_ERR && run->stderr_cut) {
         *len = run->output_max; /* kept to the cap; the run goes on */
     } else if (*len > run->output_max) {
         *len = run->output_max;
@@ -65,6 +67,10 @@ static void forward(struct run *run, struct pollfd *fds) {
     if (pending) {
         ssize_t n = write(run->forward_fd, run->out + run->forwarded, pending);
         if (n > 0) run->forwarded += n, pending -= n;
+        if (run->forwarded > run->output_max) { /* what went on past the answer's first output_max bytes is not kept */
+            memmove(run->out + run->output_max, run->out + run->forwarded, pending);
+            run->out_len = run->output_max + pending, run->forwarded = run->output_max;
+        }
         else if (n < 0 && errno != EAGAIN && errno != EINTR) {
             close_stream(fds, P_OUT);
             pending = 0, run->forwarded = run->out_len;
@@ -102,6 +108,7 @@ void supervise(struct slot *s, struct run *run, double deadline, const char *tit
         [P_OUT] = {run->out_fd, POLLIN}, [P_ERR] = {run->err_fd, POLLIN},
         [P_CANCEL] = {run->cancel_fd, POLLIN}, [P_TASK] = {run->task_fd, POLLIN}, [P_FORWARD] = {-1, POLLOUT},
     };
+    run->forwarding = run->forward_fd >= 0;
     if (run->forward_fd >= 0) fcntl(run->forward_fd, F_SETFL, O_NONBLOCK);
     double drain_until = 0, started = monotonic_s(), retitled = started;
     while (fds[P_OUT].fd >= 0 || fds[P_ERR].fd >= 0 || !run->has_status || (run->forward_fd >= 0 && run->out_len > run->forwarded)) {
@@ -148,4 +155,5 @@ void supervise(struct slot *s, struct run *run, double deadline, const char *tit
     close_stream(fds, P_ERR);
     if (run->forward_fd >= 0) close(run->forward_fd), run->forward_fd = -1;
     if (run->task_fd >= 0) close(run->task_fd), run->task_fd = -1;
+    if (run->forwarding && run->out_len > run->output_max) run->out_len = run->output_max; /* what never went on */
 }

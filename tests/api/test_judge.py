@@ -394,6 +394,22 @@ def test_an_interactor_talks_with_the_submission_and_gives_the_verdict(server):
     assert body["tests"][0]["stdout"] == "500\n"  # what the submission wrote
 
 
+def test_an_interactor_may_say_more_than_the_output_cap_to_the_submission(server):
+    # 2 MB to the submission, past RUN_OUTPUT_MAX (1 MiB): its stdout is the submission's input,
+    # bounded by time; the interactor was killed at the cap and the test was IE
+    talks = (
+        "import sys\n"
+        "sys.stdout.write(('x' * 99 + '\\n') * 20000 + 'end\\n'); sys.stdout.flush()\n"
+        "heard = input()\n"
+        "print('heard', heard, file=sys.stderr); sys.exit(0 if heard == '20000' else 1)\n"
+    )
+    counts = "import sys\nn = 0\nfor line in sys.stdin:\n    if line == 'end\\n':\n        break\n    n += 1\nprint(n, flush=True)\n"
+    wrong = counts.replace("print(n,", "print(n + 1,")
+    for solution, verdict in ((counts, "AC"), (wrong, "WA")):
+        body = judge(server, solution, [{"stdin": "0"}], interactor={"lang_slug": "python", "source": talks}, limits={"time": "10s"}).json()
+        assert verdicts(body) == [verdict], body
+
+
 def test_an_interactors_exit_code_is_the_verdict_and_a_silent_submission_is_TLE(server):
     twenty_ones = "for _ in range(20):\n    print(1, flush=True)\n    if input() == '=':\n        break\n"
     body = interactive(server, twenty_ones, [{"stdin": "5"}, {"stdin": "1"}])
