@@ -287,6 +287,17 @@ def reason(error: BaseException) -> str:
 
 
 # -- what is shown ----------------------------------------------------------------------------
+# C0 controls but newline and tab, DEL, and C1 controls: a submission's or a checker's words
+# reach the problem setter's terminal, where ESC sequences retitle windows, move the cursor or
+# write the clipboard (OSC 52)
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def shown(text: str) -> str:
+    """Text as it may be printed to a terminal: every control character escaped (\\x1b)."""
+    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
 def print_answer(answer: dict, out) -> None:
     verdict, passed, total = answer["verdict"], answer["passed"], answer["total"]
     if verdict == "CE":  # the compiler's words first; then the tests' rows (all SK), as on any verdict
@@ -295,20 +306,20 @@ def print_answer(answer: dict, out) -> None:
         timed_out = compile_["exit_code"] is None
         print("compilation timed out" if timed_out else f"compilation failed (exit {compile_['exit_code']}):", file=out)
         if words:
-            print(words, file=out)
+            print(shown(words), file=out)
     rows = [("test", "verdict", "time", "memory", "")]
     for test in answer["tests"]:
         stats = test["stats"] or {}
         time_ = f"{stats['cpu_ms']:.0f} ms" if "cpu_ms" in stats else "-"
         memory = human_size(stats["memory_peak_bytes"]) if "memory_peak_bytes" in stats else "-"
-        rows.append((test["name"], test["verdict"], time_, memory, note(test)))
+        rows.append((shown(test["name"]), test["verdict"], time_, memory, shown(note(test))))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows if len(rows) > 1 else ():
         print("  ".join([row[0].ljust(widths[0]), row[1].ljust(widths[1]), row[2].rjust(widths[2]), row[3].rjust(widths[3]), row[4]]).rstrip(), file=out)
     if verdict == "CE":
         print(f"verdict: CE (compilation error), 0/{total} tests passed", file=out)
         return
-    first = next((t["name"] for t in answer["tests"] if t["verdict"] not in ("AC", "SK")), None)
+    first = next((shown(t["name"]) for t in answer["tests"] if t["verdict"] not in ("AC", "SK")), None)
     where = f" on test {first}" if first is not None and verdict != "AC" else ""
     print(f"verdict: {verdict}{where}, {passed}/{total} tests passed", file=out)
 

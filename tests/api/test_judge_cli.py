@@ -106,6 +106,18 @@ def test_a_syntax_error_is_ce_with_the_compilers_words(srv, tmp_path):
     assert done.stdout.splitlines()[-1] == "verdict: CE (compilation error), 0/3 tests passed"
 
 
+def test_what_a_submission_or_its_compiler_says_reaches_the_terminal_with_its_control_characters_escaped(srv, tmp_path):
+    # a window title and an OSC 52 clipboard write: shown as \x1b..., never sent raw
+    title, clipboard = "\x1b]0;owned\x07", "\x1b]52;c;SGVsbG8=\x07"
+    folder = make_tests(tmp_path / "tests", one=("1 2\n", "3\n"))
+    runtime = kiln_judge(solution(tmp_path, f"import sys\nsys.stderr.write({title + clipboard!r} + '\\n'); sys.exit(3)\n"), folder, srv=srv)
+    broken = kiln_judge(solution(tmp_path, f"x = 1 +  # {title}\n"), folder, srv=srv)
+    assert runtime.returncode == broken.returncode == 1
+    assert "\\x1b]0;owned\\x07\\x1b]52;c;SGVsbG8=\\x07" in runtime.stdout, runtime.stdout
+    assert "\\x1b]0;owned\\x07" in broken.stdout and "compilation failed" in broken.stdout, broken.stdout
+    assert "\x1b" not in runtime.stdout + broken.stdout and "\x07" not in runtime.stdout + broken.stdout
+
+
 def test_a_second_run_uploads_nothing(srv, tmp_path):
     folder, main = sums(tmp_path / "tests"), solution(tmp_path)
     since = len(srv.logged("request"))
