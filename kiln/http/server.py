@@ -23,6 +23,7 @@ from kiln.runtime import Runtime
 
 ZYGOTE_EXIT_WAIT_S = 10.0
 LINGER_S = 1.0  # how long the rest of a request answered unread is drained before the close
+LINGER_BYTES = 16 << 20  # and how much of it at most
 COALESCE_MAX = 256 * 1024  # a body up to this is copied behind its head and sent with it
 
 
@@ -77,10 +78,20 @@ class Handler(WSGIHandler):
         connection, and the client may lose the answer with it."""
         try:
             self.socket.sendall(answer)
+        except OSError:
+            return
+        self._linger()
+
+    def _linger(self) -> None:
+        """The answer is out and the connection ends with what the client sent unread: stop
+        sending, then read and drop what comes for up to LINGER_S (at most LINGER_BYTES), so that
+        the close is no reset that could take the answer from the client still sending."""
+        try:
             self.socket.shutdown(socket.SHUT_WR)
+            dropped = 0
             with gevent.Timeout(LINGER_S, False):
-                while self.socket.recv(65536):
-                    pass
+                while dropped < LINGER_BYTES and (chunk := self.socket.recv(65536)):
+                    dropped += len(chunk)
         except OSError:
             pass
 
@@ -204,6 +215,8 @@ class Handler(WSGIHandler):
                 body._discard()
                 return
             self.close_connection = True
+        if body.chunked_input or (body.content_length or 0) > body.position:
+            self._linger()  # a refused body (413), a timeout: the client may still be sending
         body.position, body.chunked_input = body.content_length or 0, False  # nothing left to read
 
 

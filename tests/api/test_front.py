@@ -21,7 +21,8 @@ def srv(request):
     from kilntest import Server
 
     server = Server(
-        {"RUN_LANGS": "python", "RUN_CONCURRENCY": "2", "RUN_READ_TIMEOUT": f"{READ_TIMEOUT_S:g}s", "RUN_IDLE_TIMEOUT": f"{IDLE_TIMEOUT_S:g}s", "RUN_CONNECTIONS_MAX": str(CONNECTIONS_MAX)}
+        {"RUN_LANGS": "python", "RUN_CONCURRENCY": "2", "RUN_READ_TIMEOUT": f"{READ_TIMEOUT_S:g}s", "RUN_IDLE_TIMEOUT": f"{IDLE_TIMEOUT_S:g}s", "RUN_CONNECTIONS_MAX": str(CONNECTIONS_MAX),
+         "RUN_JUDGE_INPUT_MAX": "4m", "RUN_FILE_MAX": "4m"}
     ).wait_ready()
     yield server
     server.stop()
@@ -198,6 +199,19 @@ def test_a_client_that_hangs_up_mid_body_is_a_client_error_not_a_500(srv):
     metrics = srv.client.get("/metrics").text
     assert 'kiln_http_requests_total{lang="",route="run",status="499"}' in metrics
     assert 'status="500"' not in metrics
+
+
+@pytest.mark.parametrize("path", ["/run", "/judge", "/files"])
+def test_a_client_that_sends_an_oversized_body_whole_then_reads_gets_its_413(srv, path):
+    # the answer comes before the body is read: a close with the body unread reset the
+    # connection, and a client still sending lost the 413 with it
+    body = b"x" * (6 << 20)
+    for _ in range(5):
+        with connect(srv) as conn:
+            head = b"POST %s HTTP/1.1\r\nHost: kiln\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n" % (path.encode(), len(body))
+            conn.sendall(head + body)
+            status, headers, answer = final_response(read_all(conn))
+        assert (status, json.loads(answer)) == (413, {"error": "payload too large"}), (status, answer)
 
 
 def test_connections_past_the_cap_are_refused_with_a_clear_answer(srv):
