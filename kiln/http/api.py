@@ -24,6 +24,7 @@ from kiln.http.validate import ApiError, RunRequest, parse_run
 from kiln.http.watch import ClientWatch
 from kiln.judge.builds import Builds
 from kiln.judge.files import UnknownFile
+from kiln.judge.builds import NoRoom
 from kiln.judge.judge import DoesNotBuild, Judge, cut
 from kiln.log import Log
 from kiln.run.pool import Busy, NoWarmSlot, ShuttingDown, SlotPool
@@ -189,6 +190,9 @@ class App:
         except DoesNotBuild as failed:
             info.update(outcome=f"{failed.what} does not build")
             return json_response(400, {"error": str(failed), "detail": cut(failed.detail.encode())})
+        except NoRoom as full:
+            info.update(outcome="no room for the build")
+            raise ApiError(503, str(full), headers={"Retry-After": "5"}) from None
         except (Busy, NoWarmSlot, ShuttingDown, Cancelled, SlotLost) as failure:
             return self._run_failure(failure, info)
         finally:

@@ -4,9 +4,13 @@ above its workspace; and the build cache over them (DESIGN.md, "Build cache").
 
 A build is named by its key, the digest of what makes it (the language, its toolchain version,
 the workspace's build command, the files); a hit skips the build and answers the first build's
-compile answer with "cached": true. The cache keeps builds within RUN_BUILD_CACHE_MAX by least
-recent use, never removing one that a running judge request uses; with RUN_BUILD_CACHE_MAX=0 a
-build lives as long as its request. The folder is the front's own (RUN_FRONT_USER): it is made
+compile answer with "cached": true. Identical submissions sent at once are built once: the others
+wait for the first (`building`). Every build on disk counts against RUN_BUILD_CACHE_MAX, the cached
+ones and those private to their request (too large to cache, or a key cached already): the least
+recently used cached ones not in use go first to make room, and a build that finds none is
+refused (NoRoom: the request is answered 503), never held beyond the bound in RAM (the layers
+folder is under /run). With RUN_BUILD_CACHE_MAX=0 there is no cache and no bound: a build lives
+as long as its request. The folder is the front's own (RUN_FRONT_USER): it is made
 at startup by serve.py and emptied at start and exit (a cache does not outlive the service).
 """
 
@@ -21,9 +25,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import gevent.event
+
 from kiln.zygote.protocol import LayerEntry, ProtocolError, read_layer
 
 ENTRY_OVERHEAD = 512  # bytes counted per directory entry besides its data
+
+
+class NoRoom(Exception):
+    """No room for a new build within RUN_BUILD_CACHE_MAX: builds in use hold it."""
 
 
 @dataclass
@@ -42,7 +52,8 @@ class Builds:
         self.max_bytes = max_bytes
         self.log = log
         self.index: OrderedDict[str, Build] = OrderedDict()  # least recently used first
-        self.size = 0
+        self.size = 0  # of every build on disk, cached or private
+        self.building: dict[str, gevent.event.Event] = {}  # keys being built now: set when done
 
     @staticmethod
     def key(slug: str, version: str | None, build_script: tuple[str, ...], files: tuple[tuple[str, bytes], ...]) -> str:
@@ -72,6 +83,10 @@ class Builds:
         counted beyond the bound until enough of them are released."""
         entries = read_layer(layer)
         size = sum(len(e.data) + ENTRY_OVERHEAD for e in entries)
+        if self.max_bytes:
+            self._evict(room_for=size)
+            if self.size + size > self.max_bytes:
+                raise NoRoom(f"no room for a build of {size >> 10} KiB: builds in use hold {self.size >> 10} KiB of RUN_BUILD_CACHE_MAX ({self.max_bytes >> 10} KiB)")
         cached = 0 < size <= self.max_bytes and key not in self.index
         name = key if cached else hashlib.sha256(f"{key}/{uuid.uuid4()}".encode()).hexdigest()
         path = os.path.join(self.folder, name)
@@ -83,11 +98,26 @@ class Builds:
             shutil.rmtree(partial, ignore_errors=True)
             raise
         build = Build(name, compile_answer, size, users=1, cached=cached, path=path)
+        self.size += size
         if cached:
             self.index[key] = build
-            self.size += size
-            self._evict()
         return build
+
+    @contextmanager
+    def built_once(self, key: str) -> Iterator[bool]:
+        """Around a build of `key`: True for the one request that builds it; another request
+        with the same key waits here until that build is done (then False: it looks again)."""
+        pending = self.building.get(key)
+        if pending is not None:
+            pending.wait()
+            yield False
+            return
+        self.building[key] = done = gevent.event.Event()
+        try:
+            yield True
+        finally:
+            del self.building[key]
+            done.set()
 
     @contextmanager
     def held(self, build: Build) -> Iterator[Build]:
@@ -97,12 +127,13 @@ class Builds:
         finally:
             build.users -= 1
             if not build.cached and build.users == 0:
+                self.size -= build.size
                 shutil.rmtree(build.path, ignore_errors=True)
             self._evict()
 
-    def _evict(self) -> None:
+    def _evict(self, room_for: int = 0) -> None:
         for key in list(self.index):
-            if self.size <= self.max_bytes:
+            if self.size + room_for <= self.max_bytes:
                 return
             build = self.index[key]
             if build.users:

@@ -80,9 +80,15 @@ class Judge:
         """A build of these sources (None when it failed) and its compile answer."""
         workload = self.runtime.workloads[slug]
         key = Builds.key(slug, self.runtime.versions.get(slug), workload.build_argv or (), sources)
-        cached = self.builds.get(key)
-        if cached is not None:
-            return cached, {**cached.compile, "cached": True}
+        while True:  # an identical submission's build under way: wait for it, then look again
+            cached = self.builds.get(key)
+            if cached is not None:
+                return cached, {**cached.compile, "cached": True}
+            with self.builds.built_once(key) as mine:
+                if mine:
+                    return self._build_now(slug, key, sources, timeout_ms, gone)
+
+    def _build_now(self, slug: str, key: str, sources: tuple[tuple[str, bytes], ...], timeout_ms: int, gone) -> tuple[Build | None, dict]:
         job = Job(slug, timeout_ms, sources, command="build")
         result = self.runner.run(job, gone).result
         answer = {"exit_code": result.exit_code, "stdout": cut(result.stdout), "stderr": cut(result.stderr), "cached": False, "stats": stats(result)}

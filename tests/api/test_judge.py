@@ -194,21 +194,33 @@ def test_a_tests_stdin_is_a_seekable_file(server):
     assert test["verdict"] == "AC", test
 
 
-def test_a_new_build_is_kept_for_its_request_while_another_clients_builds_fill_the_cache(start_server):
+def test_a_new_build_that_finds_the_cache_full_of_builds_in_use_is_refused_with_a_reason_never_ie(start_server):
     """The cache holds about one python build: while a request holds its cached build, another
-    request's new build goes beyond the bound and is still there for its tests (it was removed
-    at once, and each of that request's tests was IE)."""
+    request's new build finds no room. It was cached and evicted at once, and every test of that
+    request was IE; it is a 503 that says why, and once the first is done it is built and judged."""
     # a build is its source (8 KiB: what counts) and its bytecode and folders (about 2 KiB)
     padding = "#" * 8192 + "\n"
     srv = start_server(RUN_LANGS="python", RUN_CONCURRENCY="4", RUN_BUILD_CACHE_MAX="15k")
     slow = padding + "import time\ntime.sleep(3)\n" + AB
+    tests = [{"stdin": f"{i} 1\n", "expected": str(i + 1)} for i in range(3)]
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         holding = pool.submit(judge, srv, slow, limits={"time": "10s"})
         assert wait_until(lambda: srv.busy_slots(), timeout=30)  # its build is cached and in use
-        second = judge(srv, padding + AB, [{"stdin": f"{i} 1\n", "expected": str(i + 1)} for i in range(3)]).json()
+        refused = judge(srv, padding + AB, tests)
         first = holding.result().json()
-    assert (first["verdict"], second["verdict"], verdicts(second)) == ("AC", "AC", ["AC"] * 3), (first, second)
-    assert second["compile"]["cached"] is False
+    assert first["verdict"] == "AC", first
+    assert refused.status_code == 503 and "no room for a build" in refused.json()["error"], refused.text
+    assert refused.headers["Retry-After"]
+    later = judge(srv, padding + AB, tests).json()
+    assert (later["verdict"], later["compile"]["cached"]) == ("AC", False), later
+
+
+def test_identical_submissions_sent_at_once_are_built_once(server):
+    source = f"# {time.time_ns()}\n" + AB_CPP  # new to the cache
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda _: judge(server, source, lang="cpp").json(), range(4)))
+    assert [a["verdict"] for a in answers] == ["AC"] * 4, answers
+    assert sorted(a["compile"]["cached"] for a in answers) == [False, True, True, True]
 
 
 def test_tests_run_fresh_a_test_sees_neither_another_tests_files_nor_a_changed_build(server):

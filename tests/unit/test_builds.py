@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from kiln.judge.builds import ENTRY_OVERHEAD, Builds
+from kiln.judge.builds import ENTRY_OVERHEAD, Builds, NoRoom
 from kiln.log import Log
 from kiln.zygote.protocol import LAYER_ENTRY, ProtocolError
 
@@ -68,16 +68,27 @@ def test_the_least_recently_used_build_goes_first_never_one_in_use(tmp_path):
     assert builds.index["3" * 64] is third
 
 
-def test_a_new_build_is_never_removed_before_its_request_is_done_with_it_even_when_builds_in_use_fill_the_cache(tmp_path):
+def test_every_build_on_disk_counts_and_one_that_finds_no_room_is_refused_never_evicted_in_use(tmp_path):
     one = len(BINARY) + 4 * ENTRY_OVERHEAD
     builds = Builds(str(tmp_path), one + 10, Log("logfmt", False))
     other = builds.put("1" * 64, BINARY, COMPILE)  # another client's request holds it
-    with builds.held(builds.put("2" * 64, BINARY, COMPILE)) as mine:
-        assert (tmp_path / mine.name).is_dir() and (tmp_path / other.name).is_dir()
-        assert builds.size == 2 * builds.index["1" * 64].size  # counted, beyond the bound while both are held
+    with pytest.raises(NoRoom, match="builds in use hold"):
+        builds.put("2" * 64, BINARY, COMPILE)
+    assert (tmp_path / other.name).is_dir() and len(os.listdir(tmp_path)) == 1
     with builds.held(other):
         pass
-    assert builds.size <= builds.max_bytes and len(builds.index) == 1  # back within it once released
+    with builds.held(builds.put("2" * 64, BINARY, COMPILE)) as mine:  # the unused one makes room
+        assert "1" * 64 not in builds.index and (tmp_path / mine.name).is_dir()
+    assert builds.size == builds.index["2" * 64].size <= builds.max_bytes
+
+
+def test_a_private_build_counts_until_its_request_ends(tmp_path):
+    one = len(BINARY) + 4 * ENTRY_OVERHEAD
+    builds = Builds(str(tmp_path), 3 * one, Log("logfmt", False))
+    with builds.held(builds.put("1" * 64, BINARY, COMPILE)):
+        with builds.held(builds.put("1" * 64, BINARY, COMPILE)) as private:  # the key is cached: this one is the request's own
+            assert not private.cached and builds.size == 2 * private.size
+        assert builds.size == private.size and not (tmp_path / private.name).exists()
 
 
 def test_with_the_cache_off_a_build_lives_as_long_as_its_request(tmp_path):
