@@ -4,7 +4,10 @@ Only a peer that is really gone counts: a client that half-closes (shutdown(SHUT
 request is sent) still reads its answer. At end-of-file the client is sent an interim response
 (HTTP/1.1 lets a server send 1xx before any final answer; never to HTTP/1.0), which a peer that
 closed altogether answers with a reset; that reset, or one at any time, is what `gone` means.
-Data instead of end-of-file is a pipelined next request: the client is there, watching stops.
+Data instead of end-of-file is a pipelined next request: the client is there, and is looked at
+again, every PIPELINED_CHECK_EVERY_S, for the end of what it sends (POLLRDHUP, with its next
+request's bytes unread): from there on, as at an end-of-file. An HTTP/1.0 client gets no interim,
+so a half-close and a close cannot be told apart there: it is answered as a client still there.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import gevent.socket
 
 INTERIM = b"HTTP/1.1 100 Continue\r\n\r\n"
 GONE_CHECK_EVERY_S = 0.05  # after an end-of-file: how often the connection is looked at for a reset
+PIPELINED_CHECK_EVERY_S = 0.25  # after a pipelined request's bytes: how often for the end of what it sends
 
 
 class ClientWatch:
@@ -53,8 +57,9 @@ class ClientWatch:
             peeked = client.recv(1, gevent.socket.MSG_PEEK)
         except OSError:
             peeked = None  # reset: gone
-        if peeked:
-            return  # a pipelined next request
+        if peeked:  # a pipelined next request: the client is there until it stops sending
+            while not _polled(client, select.POLLRDHUP | select.POLLERR | select.POLLHUP):
+                gevent.sleep(PIPELINED_CHECK_EVERY_S)
         if peeked is not None:  # end-of-file: half-closed, or gone
             try:
                 if may_interim:
@@ -67,7 +72,12 @@ class ClientWatch:
 
 
 def _reset(sock) -> bool:
-    """Whether the connection was reset or closed both ways (stdlib poll, without waiting)."""
+    """Whether the connection was reset or closed both ways."""
+    return _polled(sock, select.POLLERR | select.POLLHUP)
+
+
+def _polled(sock, wanted: int) -> bool:
+    """Whether any of `wanted` is the socket's state now (stdlib poll, without waiting)."""
     poller = select.poll()
-    poller.register(sock.fileno(), select.POLLERR | select.POLLHUP)
-    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    poller.register(sock.fileno(), wanted)
+    return any(events & wanted for _, events in poller.poll(0))

@@ -91,6 +91,20 @@ def test_a_client_that_closes_altogether_cancels_its_run(srv):
     assert line["status"] == 499 and line["outcome"] == "cancelled" and line["duration_ms"] < 10_000
 
 
+def test_a_client_that_sends_a_byte_of_its_next_request_and_leaves_cancels_its_run(srv):
+    conn = connect(srv)
+    first = request_bytes("import time\nprint('up', flush=True)\ntime.sleep(30)\n").replace(b"Host: kiln", b"Host: kiln\r\nX-Request-Id: gone-2")
+    conn.sendall(first)
+    assert wait_until(srv.busy_slots), "the run did not start"
+    conn.sendall(b"P")  # apart: in the socket, not in what the front buffered of the request
+    time.sleep(0.3)
+    conn.close()
+    assert wait_until(lambda: not srv.busy_slots()), "the run was not cancelled"
+    assert wait_until(lambda: any(r.get("request_id") == "gone-2" for r in request_lines(srv)), timeout=10)
+    [line] = [r for r in request_lines(srv) if r.get("request_id") == "gone-2"]
+    assert line["status"] == 499 and line["outcome"] == "cancelled" and line["duration_ms"] < 10_000
+
+
 def test_a_pipelined_next_request_does_not_cancel_the_running_one(srv):
     # the second request's bytes make the connection readable while the first one runs: that is
     # a client still there, not one that left
