@@ -308,9 +308,12 @@ def test_runner_files_are_invisible(run_py, server):
 FIND_WORKSPACES = """
 import json, os
 found = []
-# /usr (and /bin, /lib, ... which link into it) is the host's, read-only: not walked
+# /usr (and /bin, /lib, ... which link into it) is the host's, read-only: not walked; nor are
+# the host's alternatives, bound read-only (Debian's nodejs names one "js")
 for top in [p for p in os.listdir("/") if p not in ("proc", "sys", "usr") and not os.path.islink("/" + p)]:
     for folder, dirs, files in os.walk("/" + top):
+        if folder == "/etc/alternatives":
+            continue
         for name in dirs + files:
             if name in MARKERS:
                 found.append(os.path.join(folder, name))
