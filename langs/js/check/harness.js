@@ -23,11 +23,13 @@ if (process.argv[2] === '--template') {
   const v8 = require('v8');
   rehearse(template.exports);
   // A fork of node ends cleanly only where kiln's addon knows this node's ways (threads it joins
-  // at exit, descriptors its exit uses): one child made as a task is, that uses libuv's pool and
-  // a timer and ends as a run would, or no task is forked (kiln logs this and spawns instead).
+  // at exit, descriptors its exit uses): one child made as a task is, that uses libuv's pool, a
+  // timer and a worker thread and ends as a run would, or no task is forked (kiln logs this and
+  // spawns instead). Debian 12's node 18 is such a node: a forked task's worker never let it end.
   const child = template.exports.forkAlike();
   if (child === 0) {
     fs.readFile(__filename, () => setTimeout(() => {}, 1));
+    new (require('worker_threads').Worker)('', { eval: true });
     return;
   }
   const ended = template.exports.waitFor(child);
