@@ -139,6 +139,8 @@ units)  # the units' part alone, for their developer
     units_serve_and_stop
     ;;
 bench)
+    copy_checkout
+    install_kiln
     cd "$dest"
     .venv/bin/python bench/latency.py --only "no-op,python a+b" --runs "${KILN_VM_BENCH_RUNS:-100}" --seconds 5 --paced-runs 0
     ;;
