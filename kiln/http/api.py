@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import hmac
 import time
 import uuid
@@ -173,7 +174,7 @@ class App:
 
     def on_judge(self, environ, info) -> Answer:
         """parse -> judge -> respond (kiln/judge/)"""
-        self._authorize(environ)
+        owner = self._authorize(environ)
         raw = self._read_body(environ, info, self.config.judge_input_max)
         info["bytes_in"] = len(raw)
         request = parse_judge(raw, self.runtime)
@@ -183,7 +184,7 @@ class App:
         files = files_api.store_of(self) if request.file_ids else None
         watch = ClientWatch(environ)
         try:
-            with files.pinned(request.file_ids) if files else contextlib.nullcontext():
+            with files.pinned(request.file_ids, owner) if files else contextlib.nullcontext():
                 answer = self.judge.run(request, files, watch.gone)
         except UnknownFile as unknown:
             raise ApiError(400, f"unknown file {unknown}") from None  # DESIGN.md's words: upload it and retry
@@ -259,14 +260,17 @@ class App:
         return json_response(200, {"status": "shutting down"})
 
     # -- helpers ----------------------------------------------------------------------------
-    def _authorize(self, environ) -> None:
+    def _authorize(self, environ) -> str:
+        """The client, as the file store names owners: "" where no API keys are configured, else
+        a digest of its key (never the key itself, which the store would keep on disk)."""
         keys = self.config.api_keys
         if not keys:
-            return
+            return ""
         scheme, _, given = environ.get("HTTP_AUTHORIZATION", "").partition(" ")
         given = given.strip().encode()
         if scheme.lower() != "bearer" or not any(hmac.compare_digest(given, key.encode()) for key in keys):
             raise ApiError(401, "unauthorized")
+        return hashlib.sha256(b"kiln file owner\0" + given).hexdigest()[:32]
 
     def _read_body(self, environ, info, limit: int | None = None) -> bytes:
         """The whole body, at most `limit` bytes (RUN_INPUT_MAX unless told; 413 past it), within

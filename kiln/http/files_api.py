@@ -1,7 +1,9 @@
 """POST /files, GET and DELETE /files/<id>: the judge's file store over HTTP (DESIGN.md, Judge
 API, "File store"; the store itself is kiln/judge/files.py).
 
-Same rules as /run for what comes before the body: 401 (RUN_API_KEYS), 415 (a Content-Encoding
+Where API keys are configured, a file is its uploader's (kiln/judge/files.py, "Owners"): another
+key's GET, HEAD, DELETE or judge request finds no such file (404, 400 unknown file). Same rules as
+/run for what comes before the body: 401 (RUN_API_KEYS), 415 (a Content-Encoding
 other than identity), 400 (a Content-Length that is not a number), 413 (a Content-Length over
 the limit: refused before reading). The body is streamed to the store in chunks, never whole in
 memory, and must arrive within what is left of the request's RUN_READ_TIMEOUT (408 after); a
@@ -39,7 +41,7 @@ def store_of(app) -> FileStore:
 
 
 def on_upload(app, environ, info) -> Answer:
-    app._authorize(environ)
+    owner = app._authorize(environ)
     encoding = environ.get("HTTP_CONTENT_ENCODING", "").strip().lower()
     if encoding not in ("", "identity"):
         raise ApiError(415, "content-encoding not supported")
@@ -54,7 +56,7 @@ def on_upload(app, environ, info) -> Answer:
     if app.shutting_down:  # work a judge request would come with: /run's 503, the body unread
         raise ApiError(503, "shutting down", headers=CLOSE)
     deadline = environ.get("kiln.read_deadline")
-    with store.upload() as upload:
+    with store.upload(owner) as upload:
         try:
             info["bytes_in"] = 0
             with gevent.Timeout(max(0.0, deadline - time.monotonic()) if deadline else None, ReadTimeout):
@@ -79,18 +81,18 @@ def on_upload(app, environ, info) -> Answer:
 
 
 def on_file(app, environ, info, file_id: str) -> Answer | Response:
-    app._authorize(environ)
+    owner = app._authorize(environ)
     if not FILE_ID.fullmatch(file_id):
         raise ApiError(400, BAD_ID)
     store = store_of(app)
     if environ["REQUEST_METHOD"] == "DELETE":
-        if not store.delete(file_id):
+        if not store.delete(file_id, owner):
             raise ApiError(404, "not found")
         response = Response(status=204)
         del response.headers["Content-Type"]
         return response
     try:
-        file, size = store.open(file_id)
+        file, size = store.open(file_id, owner)
     except UnknownFile:
         raise ApiError(404, "not found") from None
     response = Response(_FileBody(file), 200, mimetype=OCTETS, direct_passthrough=True)

@@ -5,6 +5,15 @@ On disk, under RUN_FILE_STORE (made by serve.py, owned by RUN_FRONT_USER, mode 0
 
     <store>/sha256/<64 hex>          a whole file whose SHA-256 is its name (mode 0644)
     <store>/sha256/.partial-<hex>    an upload in progress (removed at startup: a crash's leftover)
+    <store>/owners/<owner>/<64 hex>  an empty file: that owner uploaded it (where API keys are
+                                     configured, an owner is a digest of the key: kiln/http)
+
+Owners: where RUN_API_KEYS are configured, a file is one client's (or several clients', when each
+uploaded the same bytes): another key neither reads, nor deletes, nor names it in a judge request,
+nor learns from an upload's 200 that someone had it (the answer is 201 for a client that had not).
+A DELETE takes the file from its client; the file goes with its last owner. Without keys there is
+one owner, "" (every client sees every file), and the file store is as before; a file uploaded
+without keys is nobody's once keys are configured.
 
 An upload is written to a partial file in the same folder, hashed while it streams, fsynced,
 hashed again from the disk and compared, then renamed to its digest and the folder fsynced: a
@@ -29,7 +38,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -37,6 +46,7 @@ FILE_ID = re.compile(r"sha256:[0-9a-f]{64}")
 PREFIX = "sha256:"
 PARTIAL = ".partial-"
 _HEX = re.compile(r"[0-9a-f]{64}")
+_OWNER = re.compile(r"[0-9a-f]{1,64}")  # a key's digest; "" (no keys) has no folder
 _VERIFY_CHUNK = 1 << 20
 
 
@@ -65,6 +75,7 @@ class _Entry:
     size: int
     pins: int = 0
     deleted: bool = False  # DELETEd while pinned: invisible, removed with its last pin
+    owners: set[str] = field(default_factory=set)  # "": uploaded where no API keys were configured
 
 
 @dataclass(frozen=True)
@@ -78,6 +89,7 @@ class FileStore:
     def __init__(self, root: Path, file_max: int, store_max: int, log):
         self.root = Path(root)
         self.folder = self.root / "sha256"
+        self.owners = self.root / "owners"
         self.file_max = file_max
         self.store_max = store_max
         self.limit = min(file_max, store_max)  # one file's largest size
@@ -86,17 +98,18 @@ class FileStore:
         self.total = 0  # bytes of the files in the index
         self.reserved = 0  # bytes written so far by the uploads in progress
         self.folder.mkdir(mode=0o750, parents=True, exist_ok=True)
+        self.owners.mkdir(mode=0o750, exist_ok=True)
         self._rebuild()
 
     # -- the judge's interface ------------------------------------------------------------------
     @contextmanager
-    def pinned(self, ids: Iterable[str]) -> Iterator[None]:
+    def pinned(self, ids: Iterable[str], owner: str = "") -> Iterator[None]:
         """While inside, none of these files is evicted or removed (a DELETE marks it, and it goes
-        with its last pin). UnknownFile for the first id the store lacks, before pinning any.
-        Counts as a use of each."""
+        with its last pin). UnknownFile for the first id the store lacks (or `owner` does not
+        have), before pinning any. Counts as a use of each."""
         wanted = list(dict.fromkeys(ids))
         for file_id in wanted:
-            if not self._visible(file_id):
+            if not self._visible(file_id, owner):
                 raise UnknownFile(file_id)
         for file_id in wanted:
             self._index[file_id].pins += 1
@@ -127,30 +140,35 @@ class FileStore:
             return file.read()
 
     # -- the HTTP interface ---------------------------------------------------------------------
-    def upload(self) -> Upload:
-        """A new upload: write() its chunks, then commit(); abort() (or leaving its `with`
-        without committing) removes what was written."""
-        return Upload(self)
+    def upload(self, owner: str = "") -> Upload:
+        """A new upload of `owner`'s: write() its chunks, then commit(); abort() (or leaving its
+        `with` without committing) removes what was written."""
+        return Upload(self, owner)
 
-    def put(self, data: bytes) -> Stored:
-        with self.upload() as upload:
+    def put(self, data: bytes, owner: str = "") -> Stored:
+        with self.upload(owner) as upload:
             upload.write(data)
             return upload.commit()
 
-    def open(self, file_id: str) -> tuple[BinaryIO, int]:
+    def open(self, file_id: str, owner: str = "") -> tuple[BinaryIO, int]:
         """The file open for reading, and its size (a use). The open file stays readable
         whatever happens to the store meanwhile."""
-        if not self._visible(file_id):
+        if not self._visible(file_id, owner):
             raise UnknownFile(file_id)
         fd = os.open(self.folder / file_id[len(PREFIX) :], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         self._use(file_id)
         return os.fdopen(fd, "rb"), self._index[file_id].size
 
-    def delete(self, file_id: str) -> bool:
-        """False if the store lacks it. A pinned file is only marked: it goes with its last pin."""
-        if not self._visible(file_id):
+    def delete(self, file_id: str, owner: str = "") -> bool:
+        """False if `owner` does not have it. The file is taken from `owner` (from every owner
+        without keys); it goes with its last owner, and a pinned file with its last pin."""
+        if not self._visible(file_id, owner):
             return False
         entry = self._index[file_id]
+        for gone in list(entry.owners) if not owner else [owner]:
+            self._disown(file_id, gone)
+        if entry.owners:
+            return True
         if entry.pins:
             entry.deleted = True
         else:
@@ -158,16 +176,34 @@ class FileStore:
         return True
 
     def __contains__(self, file_id: str) -> bool:
-        return self._visible(file_id)
+        return self._visible(file_id, "")
 
     def ids(self) -> list[str]:
         """The files, least recently used first."""
         return [file_id for file_id, entry in self._index.items() if not entry.deleted]
 
     # -- inside ---------------------------------------------------------------------------------
-    def _visible(self, file_id: str) -> bool:
+    def _visible(self, file_id: str, owner: str) -> bool:
         entry = self._index.get(file_id)
-        return entry is not None and not entry.deleted
+        return entry is not None and not entry.deleted and (not owner or owner in entry.owners)
+
+    def _own(self, file_id: str, owner: str) -> bool:
+        """Records that `owner` has the file; True if it had not."""
+        entry = self._index[file_id]
+        if owner in entry.owners:
+            return False
+        entry.owners.add(owner)
+        if owner:  # a file kept from before keys were configured is now this client's alone
+            entry.owners.discard("")
+            folder = self.owners / owner
+            folder.mkdir(mode=0o750, exist_ok=True)
+            (folder / file_id[len(PREFIX) :]).touch(mode=0o640)
+        return True
+
+    def _disown(self, file_id: str, owner: str) -> None:
+        self._index[file_id].owners.discard(owner)
+        if owner:
+            _unlink(self.owners / owner / file_id[len(PREFIX) :])
 
     def _entry(self, file_id: str) -> _Entry:
         entry = self._index.get(file_id)
@@ -195,8 +231,20 @@ class FileStore:
                 else:
                     strangers += 1
         for _mtime, name, size in sorted(found):
-            self._index[PREFIX + name] = _Entry(size)
+            self._index[PREFIX + name] = _Entry(size, owners={""})
             self.total += size
+        with os.scandir(self.owners) as owners:
+            for owner in owners:
+                if not (_OWNER.fullmatch(owner.name) and owner.is_dir(follow_symlinks=False)):
+                    continue
+                with os.scandir(owner.path) as marks:
+                    for mark in marks:
+                        entry = self._index.get(PREFIX + mark.name)
+                        if entry is None:
+                            _unlink(mark.path)  # its file went while kiln was down
+                        else:
+                            entry.owners.discard("")
+                            entry.owners.add(owner.name)
         self.log.info("file store", path=str(self.folder), files=len(found), bytes=self.total, partial_removed=partial)
         if strangers:
             self.log.warning("file store: entries that are not files of the store, left alone", path=str(self.folder), count=strangers)
@@ -228,6 +276,8 @@ class FileStore:
         return True
 
     def _remove(self, file_id: str, why: str) -> None:
+        for owner in list(self._index[file_id].owners):
+            self._disown(file_id, owner)
         entry = self._index.pop(file_id)
         self.total -= entry.size
         _unlink(self.folder / file_id[len(PREFIX) :])
@@ -240,19 +290,24 @@ class FileStore:
         entry = self._index.get(file_id)
         if entry is not None:  # had it already (a deleted but pinned one comes back)
             _unlink(upload.temp)
-            created, entry.deleted = entry.deleted, False
+            created = self._own(file_id, upload.owner) or entry.deleted
+            entry.deleted = False
             self._use(file_id)
             return Stored(file_id, entry.size, created)
         os.rename(upload.temp, self.folder / digest)
         self._index[file_id] = _Entry(upload.size)
+        self._own(file_id, upload.owner)
         self.total += upload.size
         _offload(_fsync_folder, self.folder)
         return Stored(file_id, upload.size, True)
 
 
 class Upload:
-    def __init__(self, store: FileStore):
+    def __init__(self, store: FileStore, owner: str = ""):
+        if owner and not _OWNER.fullmatch(owner):
+            raise ValueError(f"owner {owner!r}: a key's hex digest")
         self.store = store
+        self.owner = owner
         self.size = 0
         self.reserved = 0  # of the store's reservation, this upload's part
         self.temp = store.folder / f"{PARTIAL}{uuid.uuid4().hex}"

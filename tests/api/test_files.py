@@ -276,3 +276,35 @@ def test_an_upload_while_shutting_down_is_a_503_as_new_work_is(start_server):
         upload = srv.client.post("/files", content=b"tests")
         assert (upload.status_code, upload.json()) == (503, {"error": "shutting down"})
         assert running.result().status_code == 200  # what was in flight finishes
+
+
+def test_a_file_is_its_uploaders_where_api_keys_are_configured(start_server):
+    """Another key finds no such file (no GET, HEAD, DELETE, nor judge request of it, and an
+    upload of the same bytes answers 201 as for a new file: no existence oracle); each owner's
+    DELETE takes it from that owner only; the owners survive a restart."""
+    store = f"/tmp/kiln-test-{os.getpid()}-owned-store"
+    env = {"RUN_LANGS": "python", "RUN_CONCURRENCY": "1", "RUN_API_KEYS": "alice-key,bob-key", "RUN_FILE_STORE": store}
+    alice, bob = {"Authorization": "Bearer alice-key"}, {"Authorization": "Bearer bob-key"}
+    data = b"YES\n"
+    try:
+        srv = start_server(**env)
+        first = srv.client.post("/files", content=data, headers=alice)
+        assert (first.status_code, first.json()["id"]) == (201, sha(data))
+        assert srv.client.post("/files", content=data, headers=alice).status_code == 200  # alice had it
+        url = f"/files/{sha(data)}"
+        assert [srv.client.request(m, url, headers=bob).status_code for m in ("GET", "HEAD", "DELETE")] == [404, 404, 404]
+        judged = srv.client.post("/judge", headers=bob, json={"lang_slug": "python", "solution_text": "print(input())", "tests": [{"stdin": "YES", "expected_file": sha(data)}]})
+        assert (judged.status_code, judged.json()) == (400, {"error": f"unknown file {sha(data)}"})
+        assert srv.client.get(url, headers=alice).content == data
+        assert srv.client.post("/files", content=data, headers=bob).status_code == 201  # new to bob
+        srv.stop()
+        srv = start_server(**env)  # the owners are on disk
+        assert srv.client.delete(url, headers=bob).status_code == 204
+        assert srv.client.get(url, headers=bob).status_code == 404 and srv.client.get(url, headers=alice).content == data
+        judged = srv.client.post("/judge", headers=alice, json={"lang_slug": "python", "solution_text": "print(input())", "tests": [{"stdin": "YES", "expected_file": sha(data)}]})
+        assert judged.json()["verdict"] == "AC", judged.text
+        assert srv.client.delete(url, headers=alice).status_code == 204
+        assert srv.client.get(url, headers=alice).status_code == 404
+        assert not (Path(store) / "sha256" / sha(data)[7:]).exists()  # gone with its last owner
+    finally:
+        shutil.rmtree(store, ignore_errors=True)

@@ -282,3 +282,30 @@ def test_file_id_accepts(text):
 @pytest.mark.parametrize("text", ["sha256:" + "A" * 64, "sha256:" + "a" * 63, "sha256:" + "a" * 65, "a" * 64, "sha1:" + "a" * 64, "sha256:" + "g" * 64, "sha256:" + "a" * 63 + "\n"])
 def test_file_id_refuses(text):
     assert not FILE_ID.fullmatch(text)
+
+
+def test_owners_see_only_their_files_and_a_file_goes_with_its_last_owner(make):
+    store = make()
+    stored = store.put(b"answer\n", owner="a1")
+    assert store.put(b"answer\n", owner="b2").created is True  # new to b2: nothing said of a1's
+    assert store.put(b"answer\n", owner="b2").created is False
+    with pytest.raises(UnknownFile):
+        store.open(stored.id, owner="c3")
+    with pytest.raises(UnknownFile), store.pinned([stored.id], owner="c3"):
+        pass
+    assert store.delete(stored.id, owner="c3") is False
+    assert store.delete(stored.id, owner="a1") is True and store.open(stored.id, owner="b2")[1] == 7
+    again = make()  # the owners are on disk
+    assert again.delete(stored.id, owner="a1") is False and again.open(stored.id, owner="b2")[1] == 7
+    assert again.delete(stored.id, owner="b2") is True and on_disk(again) == []
+    assert list((again.owners / "b2").iterdir()) == []
+
+
+def test_without_keys_every_client_sees_every_file_and_a_keyed_client_none_of_those(make):
+    store = make()
+    stored = store.put(b"shared\n")
+    assert store.open(stored.id)[1] == 7 and stored.id in store
+    with pytest.raises(UnknownFile):
+        store.open(stored.id, owner="a1")  # uploaded before keys were configured: nobody's
+    assert store.put(b"shared\n", owner="a1").created is True
+    assert store.delete(stored.id, owner="a1") is True and on_disk(store) == []
