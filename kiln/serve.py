@@ -103,7 +103,8 @@ def prepare_directories(runtime, uid: int, gid: int) -> None:
     # RUN_FRONT_USER): they become this front's, as the folder does
     for folder, _, names in os.walk(runtime.config.file_store, topdown=False):
         for path in [*(os.path.join(folder, name) for name in names), folder]:
-            if os.lstat(path).st_uid != uid or os.lstat(path).st_gid != gid:
+            owned = os.lstat(path)
+            if (owned.st_uid, owned.st_gid) != (uid, gid):
                 os.lchown(path, uid, gid)
     os.chown(runtime.layers_dir, uid, gid)
 
@@ -168,8 +169,9 @@ def serve(environ: dict[str, str]) -> int:
         for weaker in user_namespace.weaker():
             log.warning(f"ROOTLESS, weaker than under root: {weaker}")
     surveyed = kernel.survey()
-    if kernel.missing_needed(surveyed):
-        log.error("cannot start: this kernel lacks what kiln needs", missing=[kernel.describe_missing(f) for f in kernel.missing_needed(surveyed)])
+    needed = kernel.missing_needed(surveyed)
+    if needed:
+        log.error("cannot start: this kernel lacks what kiln needs", missing=[kernel.describe_missing(f) for f in needed])
         return 1
     for feature, found in surveyed:
         if not found:
