@@ -16,11 +16,12 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 step() { echo "== stock-vm: $* ($(cut -d' ' -f1 /proc/uptime) s)"; }
 
-# the checkout's files as a clone has them (tracked and new, never ignored: no .venv, no builds)
+# the checkout's files as a clone has them (tracked and new, never ignored: no .venv, no builds),
+# listed by the host (KILN_VM_FILES: a git worktree's metadata is outside the shared folder)
 copy_checkout() {
     mkdir -p "$dest"
-    git -c safe.directory='*' -C "$src" ls-files -z --cached --others --exclude-standard |
-        (cd "$src" && tar --null --files-from=- --create --file=-) | tar --extract --file=- --directory="$dest"
+    [ -s "${KILN_VM_FILES:-}" ] || { echo "stock-vm: no list of the checkout's files (KILN_VM_FILES)" >&2; exit 2; }
+    (cd "$src" && tar --null --files-from="$KILN_VM_FILES" --create --file=-) | tar --extract --file=- --directory="$dest"
 }
 
 install_kiln() {

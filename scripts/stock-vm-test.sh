@@ -61,10 +61,16 @@ provision() {
     echo "$key" > "$STOCK_VM_DIR/kiln-provisioned"
 }
 
-# the guest runs a copy of its script: sh reads a script as it goes, and this checkout's may
-# change on the host meanwhile
+# the guest runs a copy of its script (sh reads a script as it goes, and this checkout's may
+# change on the host meanwhile), and copies the files git lists here, shared read-only
 guest() {
-    "$tool" run "$repo" sh -c 'cp scripts/stock-vm-guest.sh /run/kiln-guest.sh && exec sh /run/kiln-guest.sh "$@"' guest "$@"
+    listed=$(mktemp -d "$STOCK_VM_DIR/files.XXXXXX")
+    git ls-files -z --cached --others --exclude-standard > "$listed/files"
+    status=0
+    KILN_VM_FILES="$listed/files" STOCK_VM_SHARES="${STOCK_VM_SHARES:-} $listed" STOCK_VM_ENV="KILN_VM_FILES ${STOCK_VM_ENV:-}" \
+        "$tool" run "$repo" sh -c 'cp scripts/stock-vm-guest.sh /run/kiln-guest.sh && exec sh /run/kiln-guest.sh "$@"' guest "$@" || status=$?
+    rm -rf "$listed"
+    return $status
 }
 
 in_guest() {

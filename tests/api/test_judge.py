@@ -205,7 +205,8 @@ def test_a_new_build_that_finds_the_cache_full_of_builds_in_use_is_refused_with_
     tests = [{"stdin": f"{i} 1\n", "expected": str(i + 1)} for i in range(3)]
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         holding = pool.submit(judge, srv, slow, limits={"time": "10s"})
-        assert wait_until(lambda: srv.busy_slots(), timeout=30)  # its build is cached and in use
+        # its test has run a second (a slot's title says so): its build is cached and in use
+        assert wait_until(lambda: any((slot.age_s or 0) >= 1 for slot in srv.busy_slots()), timeout=30)
         refused = judge(srv, padding + AB, tests)
         first = holding.result().json()
     assert first["verdict"] == "AC", first
