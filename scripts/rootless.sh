@@ -102,21 +102,35 @@ prepare() {
 }
 
 # cgroup v2 under systemd: a transient scope with Delegate=yes is the user's subtree (a folder
-# made here could not take controllers while this shell's cgroup holds processes)
+# made here could not take controllers while this shell's cgroup holds processes). systemd hands
+# a scope's cgroup to no user (systemd-run --uid left it root's: the rootless kiln then ran with
+# no cgroup limits at all), so root does what delegation means (cgroup v2's "Delegation
+# Containment"): the folder and its cgroup.procs, cgroup.threads and cgroup.subtree_control
+# become the user's, in the scope, before it drops to the user.
 as_user() {
     cd "$repo"
     if [ -f /sys/fs/cgroup/cgroup.controllers ] && [ -d /run/systemd/system ]; then
-        exec systemd-run --quiet --scope -p Delegate=yes --uid="$user" --gid="$user" --setenv=HOME=/nonexistent -- "$@"
+        exec systemd-run --quiet --scope -p Delegate=yes -- "$0" delegated "$@"
     fi
     enter_cgroups
+    drop_to_user "$@"
+}
+
+drop_to_user() {
     # the bounding set stays: newuidmap and newgidmap are setuid helpers
     exec setpriv --reuid="$user" --regid="$user" --init-groups --inh-caps=-all \
         env HOME=/nonexistent "$@"
+}
+
+hand_own_cgroup_to_user() {
+    own=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)
+    chown "$user:" "$own" "$own/cgroup.procs" "$own/cgroup.threads" "$own/cgroup.subtree_control"
 }
 
 case "${1:-serve}" in
 prepare) prepare ;;
 serve) prepare && as_user "$repo/.venv/bin/kiln" serve ;;
 exec) shift && prepare && as_user "$@" ;;
+delegated) shift && cd "$repo" && hand_own_cgroup_to_user && drop_to_user "$@" ;;  # as_user's, in its scope
 *) echo "usage: $0 [prepare|serve|exec CMD...]" >&2 && exit 2 ;;
 esac

@@ -47,6 +47,7 @@ answers_and_stops() {
         sleep 1
     done
     a_python_run || { cat "$log"; return 1; }
+    grep -q "cgroup subtree ready" "$log" || { echo "make $target runs without cgroup limits:"; cat "$log"; return 1; }
     /bin/kill -INT -- -$pid
     wait $pid || true
     sleep 1
@@ -100,6 +101,9 @@ units_serve_and_stop() {
     no_cgroup_of_kiln_left
     systemctl start kiln-rootless.service || { journalctl -u kiln-rootless.service --no-pager -o cat | tail -40; return 1; }
     a_python_run
+    for unit in kiln.service kiln-rootless.service; do
+        journalctl -u $unit --no-pager -o cat | grep -q "cgroup subtree ready" || { echo "$unit runs without cgroup limits"; journalctl -u $unit --no-pager -o cat | tail -20; return 1; }
+    done
     pids=$(find /sys/fs/cgroup/system.slice/kiln-rootless.service -name cgroup.procs -exec cat {} + | paste -sd, -)
     ps -o pid=,user=,args= -p "$pids" | awk '$2 == "root" { found = 1; print "kiln-rootless.service runs as root:", $0 } END { exit found }' || return 1
     systemctl stop kiln-rootless.service
