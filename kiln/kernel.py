@@ -75,7 +75,9 @@ def _has_v2_file(name: str) -> Callable[[], bool | None]:
     v2 cgroup with the memory controller is in sight (a v1 host)."""
 
     def probe() -> bool | None:
-        own = _own_v2_folder()
+        from kiln.sandbox.cgroup_detect import own_v2_folder  # noqa: PLC0415
+
+        own = own_v2_folder()
         if own is None:
             return None
         candidates = [own, *(entry.path for entry in os.scandir(own) if entry.is_dir(follow_symlinks=False))]
@@ -83,14 +85,6 @@ def _has_v2_file(name: str) -> Callable[[], bool | None]:
         return None if folder is None else os.path.exists(os.path.join(folder, name))
 
     return probe
-
-
-def _own_v2_folder() -> str | None:
-    from kiln.sandbox.cgroup_detect import find_hierarchies, own_folder, parse_proc_self_cgroup  # noqa: PLC0415
-
-    with open("/proc/self/mountinfo") as mountinfo, open("/proc/self/cgroup") as own_text:
-        mount, path = find_hierarchies(mountinfo.read()).get(""), parse_proc_self_cgroup(own_text.read()).get("")
-    return own_folder(mount, path) if mount and path else None
 
 
 FEATURES = (

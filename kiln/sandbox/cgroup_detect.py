@@ -2,9 +2,9 @@
 else v1 where the memory, pids and cpuacct hierarchies are mounted (and cpu's, if it is), else
 none (said loudly).
 
-open_driver is the only function of kiln's cgroup code that reads the real /proc; the rest of
-this module decides from the texts of /proc/self/mountinfo and /proc/self/cgroup, so unit tests
-can give it any host's.
+read_own_view is the only function of kiln's cgroup code that reads the real /proc (open_driver,
+read_scope_wanted, own_folders and own_v2_folder take its texts); the rest of this module decides
+from the texts of /proc/self/mountinfo and /proc/self/cgroup, so unit tests can give it any host's.
 """
 
 from __future__ import annotations
@@ -161,9 +161,21 @@ def scope_wanted(mode: str, instance: str, mountinfo_text: str, proc_self_cgroup
     return None
 
 
-def read_scope_wanted(mode: str, instance: str) -> str | None:
+def read_own_view() -> tuple[str, str]:
+    """The texts of /proc/self/mountinfo and /proc/self/cgroup, which every decision here takes."""
     with open("/proc/self/mountinfo") as mountinfo, open("/proc/self/cgroup") as own:
-        return scope_wanted(mode, instance, mountinfo.read(), own.read(), os.getpid())
+        return mountinfo.read(), own.read()
+
+
+def own_v2_folder() -> str | None:
+    """This process's cgroup folder in the v2 hierarchy, if one is mounted."""
+    mountinfo_text, own_text = read_own_view()
+    mount, path = find_hierarchies(mountinfo_text).get(""), parse_proc_self_cgroup(own_text).get("")
+    return own_folder(mount, path) if mount and path else None
+
+
+def read_scope_wanted(mode: str, instance: str) -> str | None:
+    return scope_wanted(mode, instance, *read_own_view(), os.getpid())
 
 
 def own_folder(mount: str, path: str) -> str:
@@ -176,8 +188,8 @@ def own_folders() -> list[str]:
     uses that is mounted, else in the v2 one. scripts/rootless.sh hands a subtree below them."""
     from kiln.sandbox.cgroup_v1 import OPTIONAL, REQUIRED
 
-    with open("/proc/self/mountinfo") as mountinfo, open("/proc/self/cgroup") as own_text:
-        hierarchies, own = find_hierarchies(mountinfo.read()), parse_proc_self_cgroup(own_text.read())
+    mountinfo_text, own_text = read_own_view()
+    hierarchies, own = find_hierarchies(mountinfo_text), parse_proc_self_cgroup(own_text)
     v1 = [own_folder(hierarchies[c], own[c]) for c in REQUIRED + OPTIONAL if c in hierarchies and c in own]
     return v1 or ([own_folder(hierarchies[""], own[""])] if "" in hierarchies and "" in own else [])
 
@@ -234,8 +246,7 @@ def open_driver(mode: str, instance: str, log) -> Driver:
     "off" -> NoCgroups; "auto" -> V2Driver, else V1Driver, else NoCgroups whose .reason says why;
     "v2"/"v1" -> that driver, or CgroupError saying what is missing and what to do.
     """
-    with open("/proc/self/mountinfo") as mountinfo, open("/proc/self/cgroup") as own:
-        return choose_driver(mode, instance, log, mountinfo.read(), own.read())
+    return choose_driver(mode, instance, log, *read_own_view())
 
 
 if __name__ == "__main__":  # scripts/rootless.sh: the folders to hand a subtree below

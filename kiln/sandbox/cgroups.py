@@ -23,7 +23,7 @@ Layout, where <base> is the cgroup kiln runs in (read from /proc/self/cgroup):
                                        (and cpu's, where mounted)
 
 After create_slot everything works through the slot's directory fds (openat), because the
-slot's pivot_root hides /sys. The filesystem calls are cgroupfs.py's. cgroup_detect.open_driver
+slot's pivot_root hides /sys. The filesystem calls are cgroupfs.py's. cgroup_detect.read_own_view
 is the only function that reads the real /proc; nothing here touches a cgroup outside
 `<base>/<instance>`.
 """
