@@ -97,6 +97,8 @@ FEATURES = (
     Feature("procfs subset=pid, hidepid=invisible", (5, 8), "a task's /proc shows its own processes and nothing of the host", None),
     Feature("close_range (CLOSE_RANGE_UNSHARE)", (5, 9), "a task starts with no descriptor of its init", None, _has_syscall("close_range")),
     Feature("mount_setattr", (5, 12), "binds are read-only recursively", None, _has_syscall("mount_setattr")),
+    Feature("cpu.pressure's full line per cgroup (PSI)", (5, 13), "a run's deadline moves by the time its cgroup waited for a CPU others held, as the kernel counts it",
+            "that time is estimated from its threads' schedstat", _has_v2_file("cpu.pressure")),  # fmt: skip
     Feature("cgroup.kill", (5, 14), "a slot's processes are killed at once, forks in flight included",
             "kiln kills the pids cgroup.procs lists, in rounds until none is left", _has_v2_file("cgroup.kill")),  # fmt: skip
     Feature("memory.peak (cgroup v2)", (5, 19), "a run's peak memory is its cgroup's", "a run's peak is its task's own (rusage), without its children's", _has_v2_file("memory.peak")),

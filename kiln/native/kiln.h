@@ -246,6 +246,17 @@ void send_error(int fd, const char *op, const char *error); /* {"op": op, "error
 
 /* --- supervise.c ----------------------------------------------------------------------------- */
 
+/* starve.c: the time a run waited for CPUs other processes held. A deadline moves by that, up
+ * to STARVED_MAX_TIMES the run's timeout (kiln.run.runner waits as long for its answer). */
+#define STARVED_MAX_TIMES 3
+struct starve {
+    double at, starved_s; /* the last sample's time; the starved seconds so far */
+    double psi_ms;        /* the cgroup's cpu.pressure full total at `at`; < 0: none, the threads' times below */
+    unsigned long long ran_ns, waited_ns;
+};
+void starve_begin(struct slot *s, struct starve *c, double now);
+double starve_update(struct slot *s, struct starve *c, double now);
+
 struct run {
     pid_t pid;
     int task_fd, out_fd, err_fd, cancel_fd;
@@ -253,6 +264,9 @@ struct run {
     int stderr_cut;            /* stderr past output_max is dropped, the run goes on (a judge's test) */
     double cpu_limit_ms, cpu_before_ms; /* > 0: killed once the cgroup's CPU passes it */
     int cpu_exceeded;
+    double starved_max_s;      /* how far the deadline may move for the time the run was starved of CPU */
+    struct starve starve;
+    int oom_first;             /* the kernel had ended it for memory when its time was up */
     int forward_fd;            /* >= 0: stdout goes on there too (an interactive test's pipe) */
     int forwarding;            /* stdout goes on (forward_fd was >= 0 at the start): bounded by time, not by output_max */
     long long oom_before, pids_hits_before; /* the cgroup's counts before the run (a slot's later tests) */
@@ -271,6 +285,7 @@ void kill_all(void);
 
 /* --- result.c -------------------------------------------------------------------------------- */
 
+double cgroup_figure(struct slot *s, const char *what); /* a K_STAT figure ("cpu", "cpu_starved"); < 0: none */
 double cgroup_cpu_ms(struct slot *s); /* < 0: no cgroup CPU figure */
 void cgroup_counts(struct slot *s, long long *oom_kills, long long *pids_hits); /* so far */
 int reset_peak(struct slot *s, char *err); /* the K_PEAK_RESET writes: the memory peak back to now */

@@ -53,6 +53,10 @@ static int read_stat(struct slot *s, const struct rec *r, double *value) {
     }
     char *end;
     double number = strtod(at, &end);
+    if (end == at && *key) { /* a pressure line, "full avg10=0.00 avg60=0.00 avg300=0.00 total=N": its total */
+        const char *total = strstr(at, "total="), *eol = strchr(at, '\n');
+        if (total && (!eol || total < eol)) at = total + 6, number = strtod(at, &end);
+    }
     if (end == at) return -1; /* "max", or nothing */
     *value = number / strtod(r->args[4].p, NULL);
     return 0;
@@ -73,14 +77,18 @@ static struct stats cgroup_stats(struct slot *slot, int counts_only) {
     return s;
 }
 
-/* a run's CPU baseline, read just before its spawn or go, and its figure while it runs */
-double cgroup_cpu_ms(struct slot *s) {
+double cgroup_figure(struct slot *s, const char *what) {
     for (size_t i = 0; i < s->recipe.n; i++) {
         const struct rec *r = &s->recipe.recs[i];
         double v;
-        if (r->type == K_STAT && r->nargs == 5 && !strcmp(r->args[0].p, "cpu") && !read_stat(s, r, &v)) return v;
+        if (r->type == K_STAT && r->nargs == 5 && !strcmp(r->args[0].p, what) && !read_stat(s, r, &v)) return v;
     }
     return -1;
+}
+
+/* a run's CPU baseline, read just before its spawn or go, and its figure while it runs */
+double cgroup_cpu_ms(struct slot *s) {
+    return cgroup_figure(s, "cpu");
 }
 
 void cgroup_counts(struct slot *slot, long long *oom_kills, long long *pids_hits) {
@@ -109,7 +117,8 @@ void send_failure(const struct slot *s, const char *message) {
                         "\"memory_peak_bytes\":0,\"signal\":null,\"output_overflow\":false,\"next\":false", "", 0, text, n, NULL, 0);
 }
 
-/* timed_out > out_of_memory > policy_violation > pids_limit > signaled > exited (DESIGN.md) */
+/* timed_out > out_of_memory > policy_violation > pids_limit > signaled > exited (DESIGN.md); a
+ * run the kernel had ended for memory by the time its time was up is out of memory */
 void send_result_of(struct slot *slot, const struct run *run, double started, long cpu_limit_ms, double cpu_before_ms, const char *layer, size_t layer_len) {
     struct stats s = cgroup_stats(slot, 0);
     s.oom_kills -= run->oom_before, s.pids_hits -= run->pids_hits_before; /* this run's, in a slot's later tests */
@@ -126,7 +135,7 @@ void send_result_of(struct slot *slot, const struct run *run, double started, lo
     int rlimit_cpu = cpu_ms >= cpu_limit_ms - 50 && (killed_by == SIGXCPU || killed_by == SIGKILL || child_killed_by == SIGXCPU || child_killed_by == SIGKILL);
     const char *outcome = "exited";
     int signal_out = killed_by;
-    if (run->timed_out || run->cpu_exceeded || !run->has_status || rlimit_cpu) outcome = "timed_out", exit_code = -1;
+    if ((run->timed_out || run->cpu_exceeded || !run->has_status || rlimit_cpu) && !(run->oom_first && s.oom_kills)) outcome = "timed_out", exit_code = -1;
     else if (s.oom_kills) outcome = "out_of_memory";
     else if (killed_by == SIGSYS || child_killed_by == SIGSYS) outcome = "policy_violation", signal_out = SIGSYS;
     else if (s.pids_hits) outcome = "pids_limit";

@@ -82,12 +82,21 @@ static void forward(struct run *run, struct pollfd *fds) {
     if (!pending && fds[P_OUT].fd < 0) close(run->forward_fd), run->forward_fd = -1;
 }
 
+/* The run's time is up (its deadline, or its CPU limit): what the kernel had recorded by then
+ * decides whether memory ended it first (an OOM kill of its cgroup), then everything of it ends. */
+static void end_for_time(struct slot *s, struct run *run) {
+    long long oom_kills, pids_hits;
+    cgroup_counts(s, &oom_kills, &pids_hits);
+    if (oom_kills > run->oom_before) run->oom_first = 1;
+    kill_all();
+}
+
 /* A task reaped at or after its deadline timed out, whatever it had read or written by then.
  * Background processes end with the test command: killed once it is reaped, unless init has no
  * child left. Every process of the slot's pid namespace descends from init, and an orphan is
  * init's child before its parent can be reaped, so no child means no process; and kill(-1)
  * walks every process of the host, not only the slot's, under the kernel's task list lock. */
-static void reap(struct run *run, double deadline) {
+static void reap(struct slot *s, struct run *run, double deadline) {
     for (;;) {
         int status;
         struct rusage usage;
@@ -98,11 +107,16 @@ static void reap(struct run *run, double deadline) {
             run->status = status, run->has_status = 1;
             run->rusage = usage, run->has_rusage = 1;
             run->ended_at = monotonic_s();
-            if (run->ended_at >= deadline) run->timed_out = 1;
+            if (run->ended_at >= deadline && !run->timed_out) {
+                long long oom_kills, pids_hits;
+                cgroup_counts(s, &oom_kills, &pids_hits);
+                run->oom_first = oom_kills > run->oom_before, run->timed_out = 1;
+            }
         }
     }
 }
 
+/* `deadline` moves on by the time the run was starved of CPU (starve.c), up to starved_max_s */
 void supervise(struct slot *s, struct run *run, double deadline, const char *title) {
     struct pollfd fds[P_COUNT] = {
         [P_OUT] = {run->out_fd, POLLIN}, [P_ERR] = {run->err_fd, POLLIN},
@@ -110,7 +124,8 @@ void supervise(struct slot *s, struct run *run, double deadline, const char *tit
     };
     run->forwarding = run->forward_fd >= 0;
     if (run->forward_fd >= 0) fcntl(run->forward_fd, F_SETFL, O_NONBLOCK);
-    double drain_until = 0, started = monotonic_s(), retitled = started;
+    double drain_until = 0, started = monotonic_s(), retitled = started, due = deadline;
+    starve_begin(s, &run->starve, started);
     while (fds[P_OUT].fd >= 0 || fds[P_ERR].fd >= 0 || !run->has_status || (run->forward_fd >= 0 && run->out_len > run->forwarded)) {
         double now = monotonic_s();
         if (now - retitled >= TITLE_EVERY_S) {
@@ -118,11 +133,15 @@ void supervise(struct slot *s, struct run *run, double deadline, const char *tit
             retitled = now;
         }
         if (!drain_until && (run->has_status || run->timed_out || run->overflow)) drain_until = now + DRAIN_GRACE_S;
-        double limit = drain_until ? drain_until : deadline;
+        if (!drain_until) {
+            double starved = starve_update(s, &run->starve, now);
+            due = deadline + (starved < run->starved_max_s ? starved : run->starved_max_s);
+        }
+        double limit = drain_until ? drain_until : due;
         if (now >= limit) {
             if (drain_until) break; /* a process the kernel has not finished killing holds a pipe */
             run->timed_out = 1;
-            kill_all();
+            end_for_time(s, run);
             continue;
         }
         double every = run->cpu_limit_ms > 0 && !drain_until ? CPU_EVERY_S : REAP_EVERY_S;
@@ -133,10 +152,10 @@ void supervise(struct slot *s, struct run *run, double deadline, const char *tit
         if (held) fds[P_OUT].fd = -1;
         int ready = poll(fds, P_COUNT, (int)(wait_s * 1000) + 1);
         if (held) fds[P_OUT].fd = out_fd, fds[P_OUT].revents = 0;
-        reap(run, deadline);
+        reap(s, run, due);
         if (run->cpu_limit_ms > 0 && !drain_until && cgroup_cpu_ms(s) - run->cpu_before_ms >= run->cpu_limit_ms) {
             run->cpu_exceeded = 1;
-            kill_all();
+            end_for_time(s, run);
         }
         if (ready <= 0) continue;
         if (fds[P_TASK].revents) fds[P_TASK].fd = -1; /* reaped above; stays readable */

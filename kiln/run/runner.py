@@ -34,8 +34,11 @@ from kiln.zygote import protocol
 from kiln.zygote.protocol import Job, PrestartFailed, ProtocolError, RunResult
 
 # A slot enforces the run's timeout itself and answers within its drain grace (2 s) after it;
-# this bounds a slot that stopped answering, which is then killed from outside.
+# this bounds a slot that stopped answering, which is then killed from outside. The slot moves the
+# deadline on by the time the run was starved of CPU by others, up to STARVED_MAX_TIMES its
+# timeout (kiln-init's starve.c; tests/unit/test_contract.py checks the two agree).
 SLOT_SILENCE_GRACE_S = 5.0
+STARVED_MAX_TIMES = 3
 
 
 class Cancelled(Exception):
@@ -155,7 +158,7 @@ class Runner:
         if gone is not None:
             gone.rawlink(cancel)
         frame, failure = None, None
-        silence = gevent.Timeout(job.timeout_ms / 1000 + SLOT_SILENCE_GRACE_S)
+        silence = gevent.Timeout(job.timeout_ms / 1000 * (1 + STARVED_MAX_TIMES) + SLOT_SILENCE_GRACE_S)
         try:
             with silence:
                 try:

@@ -48,6 +48,9 @@ class V2Slot(SlotCgroup):
             StatSource("cpu", 0, "cpu.stat", key="usage_usec", divisor=1000),
             StatSource("oom_kills", 0, "memory.events", key="oom_kill"),
             StatSource("pids_hits", 0, "pids.events", key="max"),
+            # the time every runnable task of the slot waited for a CPU (Linux 5.13): kiln-init
+            # moves the run's deadline by it (starve.c)
+            StatSource("cpu_starved", 0, "cpu.pressure", key="full", divisor=1000),
         )
 
 

@@ -59,7 +59,7 @@ class StatSource:
     """Where one figure of CgroupStats is read: a file of directory `dir_index`, the number
     it holds or, with `key`, the value of its "key value" line; divided by `divisor`."""
 
-    what: str  # "memory_peak", "cpu" (ms), "oom_kills", "pids_hits"
+    what: str  # "memory_peak", "cpu" (ms), "oom_kills", "pids_hits", "cpu_starved" (ms)
     dir_index: int
     file: str
     key: str = ""

@@ -315,12 +315,14 @@ def test_a_compiled_checker_gets_its_arguments_and_is_built_once(server):
 
 def test_a_checker_runs_in_its_tests_slot_with_its_own_limits_and_the_tests_come_back(server):
     # the checker needs more memory than the tests may have (150 MiB within python's own limit,
-    # the tests 64m): the slot's limits go up for each check and down again for the next test
+    # the tests 64m): the slot's limits go up for each check and down again for the next test.
+    # Time enough that memory is what ends the bombs on a slow machine too (an emulated one
+    # counts a python's start and 64 MiB written at over the default second of CPU)
     solution = "import sys\nx = bytearray(int(sys.stdin.read()) << 20)\nprint(3)\n"
     checker = "import sys\nx = bytearray(150 << 20)\nsys.exit(0 if open(sys.argv[2]).read().split() == ['3'] else 1)\n"
     order = [1, 1, 300, 1, 1, 300, 1, 1]
     before = warmups(server)
-    body = judge(server, solution, [{"stdin": str(n)} for n in order], compare="checker", checker={"lang_slug": "python", "source": checker}, limits={"memory": "64m"}).json()
+    body = judge(server, solution, [{"stdin": str(n)} for n in order], compare="checker", checker={"lang_slug": "python", "source": checker}, limits={"memory": "64m", "time": "5s"}).json()
     assert verdicts(body) == ["AC", "AC", "MLE", "AC", "AC", "MLE", "AC", "AC"], body
     assert not kept_slots(server) or warmups(server) - before < len(order), "a test and its check took a fresh slot each"
 

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from kiln import runtime, slots
+from kiln.run import runner
 from kiln.zygote import protocol, recipe
 
 NATIVE = Path(__file__).resolve().parents[2] / "kiln" / "native"
@@ -85,3 +86,10 @@ def test_the_ops_are_kiln_h_s():
 def test_the_shell_kiln_init_reads_statuses_of_is_the_one_task_argv_runs():
     [shell] = re.findall(r'#define TASK_SHELL "([^"]+)"', c_source("kiln.h"))
     assert shell == runtime.SHELL[0]
+
+
+def test_the_front_waits_for_a_slots_answer_as_long_as_its_deadline_may_move():
+    """kiln-init moves a run's deadline by the time it was starved of CPU, up to STARVED_MAX_TIMES
+    its timeout; the runner's silence bound for the slot's answer allows for as much."""
+    [times] = re.findall(r"#define STARVED_MAX_TIMES (\d+)", c_source("kiln.h"))
+    assert int(times) == runner.STARVED_MAX_TIMES
