@@ -5,6 +5,7 @@
 #   scripts/stock-vm-test.sh test       the guest's suites (scripts/stock-vm-guest.sh suites)
 #   scripts/stock-vm-test.sh bench      `make bench`'s no-op and python a+b, in the guest
 #   scripts/stock-vm-test.sh shell      a root shell in the guest, kiln in /opt/kiln
+#   scripts/stock-vm-test.sh run CMD..  one command in /opt/kiln, in a delegated scope, as root
 #   scripts/stock-vm-test.sh provision  the image alone (the others make it when it is missing)
 #
 # The image is Debian's packages (the tool's own, and kiln's: GUEST_PACKAGES) with this
@@ -84,5 +85,6 @@ test) provision && in_guest suites ;;
 bench) provision && in_guest bench ;;
 units) provision && in_guest units ;;
 shell) provision && STOCK_VM_ENV=KILN_VM_LANGS "$tool" shell "$repo" ;;
-*) echo "usage: $0 [test|bench|units|shell|provision]" >&2 && exit 2 ;;
+run) shift && provision && in_guest run "$@" ;;
+*) echo "usage: $0 [test|bench|units|shell|provision|run CMD...]" >&2 && exit 2 ;;
 esac
