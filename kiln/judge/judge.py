@@ -14,7 +14,8 @@ input, the test's output and the expected answer as three files given as its arg
 
 Failures that end the request are exceptions: Busy, NoWarmSlot, ShuttingDown (no slot for a
 build), Cancelled (the client left: the tests not started never start, those running are
-cancelled), UnknownFile (a test names a file the store lacks), DoesNotBuild (the checker).
+cancelled), UnknownFile (a test names a file the store lacks), DoesNotBuild (the checker or the
+interactor), TooMuchSource (a build's stored files past what a build job carries).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ import gevent.event
 from kiln.judge import compare
 from kiln.judge.builds import Build, Builds
 from kiln.judge.files import FileStore
-from kiln.judge.request import JudgeRequest, Source, Test, TestLimits
+from kiln.judge.request import GIVEN_FILES, JudgeRequest, Source, Test, TestLimits
+from kiln.judge.sources import read, read_build_files
 from kiln.log import Log
 from kiln.run.runner import Cancelled, Runner, Session, SlotLost
 from kiln.runtime import Runtime
@@ -38,7 +40,6 @@ from kiln.zygote.protocol import Job, Limits, ProtocolError, RunResult
 VERDICTS = ("SK", "TLE", "MLE", "OLE", "SV", "RE", "AC", "WA", "PE", "IE")
 CUT = 4096  # bytes of a test's or the compile's stdout and stderr in the answer
 CHECKER_WALL_MS = 10_000  # a checker's; an interactor's at least its test's wall time + 1 s; never past RUN_TIMEOUT_MAX
-CHECKER_FILES = ("input", "output", "answer")  # its arguments, in this order
 CHECKER_VERDICTS = {0: "AC", 1: "WA", 2: "PE"}  # testlib's exit codes; any other: IE
 
 
@@ -60,19 +61,23 @@ class Judge:
 
     def run(self, request: JudgeRequest, files: FileStore | None, gone: gevent.event.Event | None = None) -> dict:
         started = time.monotonic()
+        # every build's files read first (a stored one may be too large: a 400 before any build)
+        limit = self.runtime.config.judge_part_max
+        programs = [program for program in (request.checker, request.interactor) if program is not None]
+        helper_sources = [read_build_files(p.files, files, limit, f"{p.role}.files") for p in programs]
+        sources = read_build_files(request.files, files, limit, "files")
         with contextlib.ExitStack() as held:
-            helper = None  # the checker's or the interactor's build
-            what, program = ("checker", request.checker) if request.checker else ("interactor", request.interactor)
-            if program is not None:
-                helper, answer = self._build(program.slug, program.files, request.compile_timeout_ms, gone)
+            helpers: dict[str, Build] = {}  # the checker's and the interactor's builds, by role
+            for program, program_sources in zip(programs, helper_sources):
+                helper, answer = self._build(program.slug, program_sources, request.compile_timeout_ms, gone)
                 if helper is None:
-                    raise DoesNotBuild(what, answer["stdout"] + answer["stderr"])
-                held.enter_context(self.builds.held(helper))
-            build, compile_answer = self._build(request.slug, request.files, request.compile_timeout_ms, gone)
+                    raise DoesNotBuild(program.role, answer["stdout"] + answer["stderr"])
+                helpers[program.role] = held.enter_context(self.builds.held(helper))
+            build, compile_answer = self._build(request.slug, sources, request.compile_timeout_ms, gone)
             if build is None:  # a compile error: nothing runs
                 return _answer("CE", compile_answer, [_skipped() for _ in request.tests], started)
             held.enter_context(self.builds.held(build))
-            tests = self._tests(request, build, helper, files, gone)
+            tests = self._tests(request, build, helpers.get("checker") or helpers.get("interactor"), files, gone)
         return _answer(next((t["verdict"] for t in tests if t["verdict"] not in ("AC", "SK")), "AC"), compile_answer, tests, started)
 
     # -- the build ------------------------------------------------------------------------------
@@ -136,7 +141,7 @@ class Judge:
 
     def _test(self, request: JudgeRequest, build: Build, checker: Build | None, test: Test, files: FileStore | None, gone, session: Session) -> dict:
         limits = request.limits
-        stdin = _read(test.stdin, files)
+        stdin = read(test.stdin, files)
         job = Job(
             request.slug,
             limits.wall_time_ms,
@@ -153,7 +158,7 @@ class Judge:
             return _not_run("IE")
         verdict, message = run_verdict(result, limits.time_ms, limits.memory), None
         if verdict is None and checker is not None:
-            verdict, message = self._check(request, checker, (stdin, result.stdout, _read(test.expected, files)), session)
+            verdict, message = self._check(request, checker, (stdin, result.stdout, read(test.expected, files)), session)
         elif verdict is None:
             verdict = _compared(request, result.stdout, test.expected, files)
         return {"verdict": verdict, "exit_code": result.exit_code, "stdout": cut(result.stdout), "stderr": cut(result.stderr), "checker_message": message, "stats": stats(result)}
@@ -170,9 +175,8 @@ class Judge:
             limits=_job_limits(limits),
         )  # fmt: skip
         # testlib's interactor arguments: input, record (it may write it), answer when the test has one
-        files_of_interactor = (("input", _read(test.stdin, files)), ("record", b""))
-        if test.expected is not None:
-            files_of_interactor += (("answer", _read(test.expected, files)),)
+        given = (read(test.stdin, files), b"") + ((read(test.expected, files),) if test.expected is not None else ())
+        files_of_interactor = tuple(zip(GIVEN_FILES["interactor"], given))
         wall_ms = min(max(CHECKER_WALL_MS, limits.wall_time_ms + 1000), self.runtime.config.timeout_max_ms)
         helper = Job(request.interactor.slug, wall_ms, files_of_interactor, command="exec", layer=interactor.name, pipes=(to_interactor[0], to_submission[1]))
         try:
@@ -194,7 +198,7 @@ class Judge:
         limits: nothing of the test is left there but the three files it is given."""
         assert request.checker is not None
         wall_ms = min(CHECKER_WALL_MS, self.runtime.config.timeout_max_ms)
-        job = Job(request.checker.slug, wall_ms, tuple(zip(CHECKER_FILES, texts)), command="exec", layer=checker.name)
+        job = Job(request.checker.slug, wall_ms, tuple(zip(GIVEN_FILES["checker"], texts)), command="exec", layer=checker.name)
         try:
             result = session.run(job).result
         except SlotLost as error:
@@ -235,16 +239,7 @@ def _compared(request: JudgeRequest, output: bytes, expected: Source | None, fil
     if request.compare == "none":
         return "AC"
     # a large comparison gives the other requests their turns (gevent.sleep(): a yield to the hub)
-    return "AC" if compare.same(request.compare, output, _read(expected, files), request.epsilon, pause=gevent.sleep) else "WA"
-
-
-def _read(source: Source | None, files: FileStore | None) -> bytes:
-    if source is None:
-        return b""
-    if source.file_id is None:
-        return source.text or b""
-    assert files is not None  # the request's files are pinned in the store
-    return files.read(source.file_id)
+    return "AC" if compare.same(request.compare, output, read(expected, files), request.epsilon, pause=gevent.sleep) else "WA"
 
 
 def _not_run(verdict: str) -> dict:
