@@ -32,9 +32,14 @@ def parse_judge(raw: bytes, runtime: Runtime) -> JudgeRequest:
     interactor = _program(body.get("interactor"), "interactor", runtime)
     if interactor is not None and config.concurrency < 2:
         raise ApiError(400, "interactor: this server runs one slot (RUN_CONCURRENCY=1); an interactive test needs two at once")
-    if interactor is not None and body.get("compare") is not None:
+    # an interactor alone gives the verdict; with a checker (Polygon's model), the checker judges
+    # the interactor's record: compare is then checker, said or not
+    with_checker, given = body.get("checker") is not None, body.get("compare")
+    if interactor is not None and with_checker and given not in (None, "checker"):
+        raise ApiError(400, f"interactor and checker are given: compare must be checker or omitted (got {str(given)[:40]})")
+    if interactor is not None and given not in (None, "checker"):
         raise ApiError(400, "interactor is given: compare must not be (the interactor gives the verdict)")
-    compare = _optional(body, "compare", str, "interactor" if interactor else "tokens")
+    compare = _optional(body, "compare", str, "checker" if interactor and with_checker else "interactor" if interactor else "tokens")
     if compare not in MODES and not interactor:
         raise ApiError(400, f"compare must be one of {', '.join(MODES)} (got {compare[:40]!r})")
     checker = _program(body.get("checker"), "checker", runtime)

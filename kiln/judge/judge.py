@@ -12,6 +12,10 @@ each test whose run gave no verdict of its own, in a sandbox of its own on its o
 input, the test's output and the expected answer as three files given as its arguments
 (testlib's convention: exit 0 AC, 1 WA, 2 PE, anything else or any other end IE).
 
+With an interactor, each test is the submission and the interactor at once, in a pair of slots;
+with a checker too (Polygon's model), the interactor's record comes back with its result and the
+checker judges it after the interactor's AC, as it would a test's output.
+
 Failures that end the request are exceptions: Busy, NoWarmSlot, ShuttingDown (no slot for a
 build), Cancelled (the client left: the tests not started never start, those running are
 cancelled), UnknownFile (a test names a file the store lacks), DoesNotBuild (the checker or the
@@ -77,7 +81,7 @@ class Judge:
             if build is None:  # a compile error: nothing runs
                 return _answer("CE", compile_answer, [_skipped() for _ in request.tests], started)
             held.enter_context(self.builds.held(build))
-            tests = self._tests(request, build, helpers.get("checker") or helpers.get("interactor"), files, gone)
+            tests = self._tests(request, build, helpers, files, gone)
         return _answer(next((t["verdict"] for t in tests if t["verdict"] not in ("AC", "SK")), "AC"), compile_answer, tests, started)
 
     # -- the build ------------------------------------------------------------------------------
@@ -97,16 +101,16 @@ class Judge:
         job = Job(slug, timeout_ms, sources, command="build")
         result = self.runner.run(job, gone).result
         answer = {"exit_code": result.exit_code, "stdout": cut(result.stdout), "stderr": cut(result.stderr), "cached": False, "stats": stats(result)}
-        if result.outcome != "exited" or result.exit_code != 0 or result.layer is None:
+        if result.outcome != "exited" or result.exit_code != 0 or result.returned is None:
             return None, answer
         try:
-            return self.builds.put(key, result.layer, answer), answer
+            return self.builds.put(key, result.returned, answer), answer
         except ProtocolError as error:
             self.log.error("a build's layer is unusable", lang=slug, error=str(error))
             raise SlotLost(str(error)) from None
 
     # -- the tests ------------------------------------------------------------------------------
-    def _tests(self, request: JudgeRequest, build: Build, helper: Build | None, files: FileStore | None, gone) -> list[dict]:
+    def _tests(self, request: JudgeRequest, build: Build, helpers: dict[str, Build], files: FileStore | None, gone) -> list[dict]:
         """Workers take the tests in index order, each test in a fresh sandbox, on at most
         RUN_JUDGE_PARALLEL slots at a time: a worker keeps its slot from one test to the next
         where the slot can (a Session); an interactive test takes a pair of slots of its own, so
@@ -123,9 +127,9 @@ class Judge:
                     if index > failed_at[0]:
                         return
                     if request.interactor:
-                        answer = self._interactive_test(request, build, helper, test, files, gone)
+                        answer = self._interactive_test(request, build, helpers, test, files, gone)
                     else:
-                        answer = self._test(request, build, helper, test, files, gone, session)
+                        answer = self._test(request, build, helpers.get("checker"), test, files, gone, session)
                     answers[index] = answer
                     if request.stop_on_failure and answer["verdict"] != "AC":
                         failed_at[0] = min(failed_at[0], index)
@@ -163,22 +167,29 @@ class Judge:
             verdict = _compared(request, result.stdout, test.expected, files)
         return {"verdict": verdict, "exit_code": result.exit_code, "stdout": cut(result.stdout), "stderr": cut(result.stderr), "checker_message": message, "stats": stats(result)}
 
-    def _interactive_test(self, request: JudgeRequest, build: Build, interactor: Build | None, test: Test, files: FileStore | None, gone) -> dict:
+    def _interactive_test(self, request: JudgeRequest, build: Build, helpers: dict[str, Build], test: Test, files: FileStore | None, gone) -> dict:
         """The submission and its interactor at once, each in its own slot: the submission's
         stdout is the interactor's stdin and the reverse (two pipes, passed on by their inits).
-        The submission's own verdict if it has one, else the interactor's exit code."""
-        assert request.interactor is not None and interactor is not None
+        The submission's own verdict if it has one, else the interactor's exit code; with a
+        checker (Polygon's model), an interactor's AC goes on to the checker, which judges the
+        record the interactor wrote (its second argument, given back by its init) as a test's
+        output: bounded by the test's `output`, past it OLE."""
+        assert request.interactor is not None
+        interactor, checker = helpers["interactor"], helpers.get("checker")
         limits = request.limits
         to_interactor, to_submission = os.pipe2(os.O_CLOEXEC), os.pipe2(os.O_CLOEXEC)
         submission = Job(
             request.slug, limits.wall_time_ms, (), command="exec", layer=build.name, pipes=(to_submission[0], to_interactor[1]),
             limits=_job_limits(limits),
         )  # fmt: skip
+        stdin = read(test.stdin, files)
         # testlib's interactor arguments: input, record (it may write it), answer when the test has one
-        given = (read(test.stdin, files), b"") + ((read(test.expected, files),) if test.expected is not None else ())
+        given = (stdin, b"") + ((read(test.expected, files),) if test.expected is not None else ())
         files_of_interactor = tuple(zip(GIVEN_FILES["interactor"], given))
         wall_ms = min(max(CHECKER_WALL_MS, limits.wall_time_ms + 1000), self.runtime.config.timeout_max_ms)
-        helper = Job(request.interactor.slug, wall_ms, files_of_interactor, command="exec", layer=interactor.name, pipes=(to_interactor[0], to_submission[1]))
+        # with a checker, its record comes back, within the test's output limit (its stderr is cut there too)
+        record = {"give_back": GIVEN_FILES["interactor"][1], "limits": Limits(output=limits.output)} if checker is not None else {}
+        helper = Job(request.interactor.slug, wall_ms, files_of_interactor, command="exec", layer=interactor.name, pipes=(to_interactor[0], to_submission[1]), **record)
         try:
             ran, judged = self.runner.run_pair(submission, helper, gone)
         except SlotLost as error:
@@ -189,7 +200,18 @@ class Judge:
         message = cut(helper_result.stderr)
         if verdict is None:
             verdict = helper_verdict(helper_result)
+        if verdict == "AC" and checker is not None:
+            verdict, message = self._check_record(request, checker, stdin, helper_result.returned or b"", test, files, gone)
         return {"verdict": verdict, "exit_code": result.exit_code, "stdout": cut(result.stdout), "stderr": cut(result.stderr), "checker_message": message, "stats": stats(result)}
+
+    def _check_record(self, request: JudgeRequest, checker: Build, stdin: bytes, record: bytes, test: Test, files: FileStore | None, gone) -> tuple[str, str | None]:
+        """The checker on an interactor's record, in a slot of its own taken after the pair
+        (and given back at once: a worker holding it while it waits for its next pair could
+        leave too few slots for any pair)."""
+        if len(record) > request.limits.output:
+            return "OLE", f"kiln: the interactor's record is over the test's output limit ({request.limits.output} bytes)"
+        with self.runner.session(gone) as session:
+            return self._check(request, checker, (stdin, record, read(test.expected, files)), session)
 
     def _check(self, request: JudgeRequest, checker: Build, texts: tuple[bytes, bytes, bytes], session: Session) -> tuple[str, str]:
         """The checker's verdict on one test and its message (stdout then stderr, cut). It runs

@@ -57,8 +57,8 @@ class JudgeRequest:
     limits: TestLimits
     compile_timeout_ms: int
     stop_on_failure: bool
-    checker: Program | None = None  # compare "checker"
-    interactor: Program | None = None  # compare "interactor": it talks with the submission
+    checker: Program | None = None  # compare "checker" (with an interactor: it judges the interactor's record)
+    interactor: Program | None = None  # it talks with the submission; compare "interactor" without a checker
 
     @property
     def file_ids(self) -> tuple[str, ...]:

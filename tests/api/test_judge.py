@@ -540,6 +540,85 @@ def test_an_interactor_with_compare_is_a_400(server):
     assert answer.status_code == 400 and answer.json()["error"] == "interactor is given: compare must not be (the interactor gives the verdict)"
 
 
+# --- an interactor and a checker together (Polygon's model) -------------------------------------
+
+# it only talks and writes a record: the sum the submission answered, whatever it is
+RECORDER = (
+    "import sys\n"
+    "a, b = open(sys.argv[1]).read().split()\n"
+    "print(a, b, flush=True)\n"
+    "said = sys.stdin.readline()\n"
+    "if not said:\n    print('said nothing', file=sys.stderr); sys.exit(2)\n"
+    "open(sys.argv[2], 'w').write(said)\n"
+    "print('recorded', file=sys.stderr)\n"
+)
+# the problem's checker judges the record: input, the record, the expected answer
+RECORD_CHECKER = (
+    "import sys\n"
+    "given, record, answer = (open(path).read() for path in sys.argv[1:4])\n"
+    "a, b = map(int, given.split())\n"
+    "print('record', record.split(), 'answer', answer.split())\n"
+    "sys.exit(0 if record.split() == [str(a + b)] else 1)\n"
+)
+
+
+SUM = "a, b = map(int, input().split())\nprint(a + b, flush=True)\n"  # it answers before its input's end
+
+
+def with_recorder(interactor=RECORDER, **fields) -> dict:
+    return {"interactor": {"lang_slug": "python", "source": interactor}, "checker": {"lang_slug": "python", "source": RECORD_CHECKER}, **fields}
+
+
+def test_an_interactor_and_a_checker_together_the_checker_judges_the_interactors_record(server):
+    tests = [{"stdin": "1 2", "expected": "3"}, {"stdin": "5 5"}]
+    right = judge(server, SUM, tests, **with_recorder()).json()
+    assert verdicts(right) == ["AC", "AC"], right
+    assert [t["checker_message"] for t in right["tests"]] == ["record ['3'] answer ['3']\n", "record ['10'] answer []\n"]
+    assert right["tests"][0]["stdout"] == "3\n"  # what the submission wrote
+    wrong = judge(server, SUM.replace("a + b", "a - b"), tests, **with_recorder(compare="checker")).json()
+    assert verdicts(wrong) == ["WA", "WA"], wrong  # the interactor exited 0: its record was wrong
+    assert wrong["tests"][0]["checker_message"] == "record ['-1'] answer ['3']\n"
+
+
+def test_with_a_checker_the_submissions_verdict_comes_first_then_the_interactors(server):
+    crashes = judge(server, "import os\nos.kill(os.getpid(), 9)\n", [{"stdin": "1 2"}], **with_recorder()).json()
+    assert verdicts(crashes) == ["RE"], crashes
+    silent = judge(server, "pass\n", [{"stdin": "1 2"}], **with_recorder()).json()
+    assert verdicts(silent) == ["PE"] and silent["tests"][0]["checker_message"] == "said nothing\n", silent
+    failing = judge(server, SUM, [{"stdin": "1 2"}], **with_recorder(RECORDER + "sys.exit(3)\n")).json()
+    assert verdicts(failing) == ["IE"], failing
+
+
+def test_an_interactors_record_past_the_tests_output_limit_is_OLE(server):
+    writes = "import sys\nopen(sys.argv[2], 'w').write('3 ' * 1000)\nprint(1, 2, flush=True)\ninput()\n"
+    body = judge(server, SUM, [{"stdin": "1 2"}], **with_recorder(writes, limits={"output": "1k"})).json()
+    assert verdicts(body) == ["OLE"], body
+    within = judge(server, SUM, [{"stdin": "1 2"}], **with_recorder(writes.replace("1000", "400"), limits={"output": "1k"})).json()
+    assert verdicts(within) == ["WA"], within  # the checker saw the whole record
+
+
+def test_with_a_checker_the_interactor_still_says_more_than_the_output_limit_to_the_submission(server):
+    # the interactor's output limit is the test's (its record's bound), not what it says: 5 KB
+    # to a submission whose own output limit is 1k
+    talks = "import sys\nprint('x' * 5000, flush=True)\nsaid = input()\nopen(sys.argv[2], 'w').write(said)\n"
+    counts = "print(len(input()), flush=True)\n"
+    body = judge(server, counts, [{"stdin": "5000"}], interactor={"lang_slug": "python", "source": talks},
+                 checker={"lang_slug": "python", "source": "import sys\nsys.exit(0 if open(sys.argv[2]).read() == '5000' else 1)\n"}, limits={"output": "1k"}).json()  # fmt: skip
+    assert verdicts(body) == ["AC"], body
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        (with_recorder(compare="tokens"), "interactor and checker are given: compare must be checker or omitted (got tokens)"),
+        ({"interactor": {"lang_slug": "python", "source": RECORDER}, "compare": "checker"}, "checker is required when compare is checker"),
+    ],
+)
+def test_an_interactor_with_a_checker_and_another_compare_is_a_400(server, fields, error):
+    answer = judge(server, SUM, [{"stdin": "1 2"}], **fields)
+    assert answer.status_code == 400 and answer.json()["error"] == error, answer.json()
+
+
 # --- bad requests --------------------------------------------------------------------------------
 
 
