@@ -96,6 +96,12 @@ class Config:
     def default_timeout_ms(self) -> int:
         return min(30_000, self.timeout_max_ms)
 
+    @property
+    def judge_part_max(self) -> int:
+        """A judge job's file or stdin, and a build's files together: a request's own text, or
+        a file of the store (kiln-init's bound, written in its recipe)."""
+        return max(self.judge_input_max, self.file_max)
+
     def prestarts(self, slug: str) -> bool:
         """Whether RUN_PRESTART lets `slug`'s slots be prestarted (if its workspace can)."""
         return self.prestart is None or slug in self.prestart

@@ -27,6 +27,7 @@ from kiln.judge.builds import Builds
 from kiln.judge.files import UnknownFile
 from kiln.judge.builds import NoRoom
 from kiln.judge.judge import DoesNotBuild, Judge, cut
+from kiln.judge.sources import TooMuchSource
 from kiln.log import Log
 from kiln.run.pool import Busy, NoWarmSlot, ShuttingDown, SlotPool
 from kiln.run.runner import Cancelled, Ran, Runner, SlotLost
@@ -186,8 +187,11 @@ class App:
         try:
             with files.pinned(request.file_ids, owner) if files else contextlib.nullcontext():
                 answer = self.judge.run(request, files, watch.gone)
-        except UnknownFile as unknown:
-            raise ApiError(400, f"unknown file {unknown}") from None  # DESIGN.md's words: upload it and retry
+        except UnknownFile as unknown:  # DESIGN.md's words: upload it and retry; a `files` object's, with its field
+            field = request.named_files().get(unknown.file_id)
+            raise ApiError(400, f"{field}: unknown file {unknown}" if field else f"unknown file {unknown}") from None
+        except TooMuchSource as large:
+            raise ApiError(400, str(large)) from None
         except DoesNotBuild as failed:
             info.update(outcome=f"{failed.what} does not build")
             return json_response(400, {"error": str(failed), "detail": cut(failed.detail.encode())})

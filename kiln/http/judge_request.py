@@ -9,7 +9,7 @@ import math
 from kiln.http.validate import ApiError, count_field, decode_json_object, duration_field, size_field, utf8
 from kiln.judge.compare import MODES
 from kiln.judge.files import FILE_ID
-from kiln.judge.request import FILE_NAME, JudgeRequest, Program, Source, Test, TestLimits
+from kiln.judge.request import FILE_NAME, GIVEN_FILES, JudgeRequest, Program, Source, Test, TestLimits
 from kiln.runtime import Runtime
 from kiln.units import format_duration_ms
 
@@ -32,9 +32,14 @@ def parse_judge(raw: bytes, runtime: Runtime) -> JudgeRequest:
     interactor = _program(body.get("interactor"), "interactor", runtime)
     if interactor is not None and config.concurrency < 2:
         raise ApiError(400, "interactor: this server runs one slot (RUN_CONCURRENCY=1); an interactive test needs two at once")
-    if interactor is not None and body.get("compare") is not None:
+    # an interactor alone gives the verdict; with a checker (Polygon's model), the checker judges
+    # the interactor's record: compare is then checker, said or not
+    with_checker, given = body.get("checker") is not None, body.get("compare")
+    if interactor is not None and with_checker and given not in (None, "checker"):
+        raise ApiError(400, f"interactor and checker are given: compare must be checker or omitted (got {str(given)[:40]})")
+    if interactor is not None and given not in (None, "checker"):
         raise ApiError(400, "interactor is given: compare must not be (the interactor gives the verdict)")
-    compare = _optional(body, "compare", str, "interactor" if interactor else "tokens")
+    compare = _optional(body, "compare", str, "checker" if interactor and with_checker else "interactor" if interactor else "tokens")
     if compare not in MODES and not interactor:
         raise ApiError(400, f"compare must be one of {', '.join(MODES)} (got {compare[:40]!r})")
     checker = _program(body.get("checker"), "checker", runtime)
@@ -42,7 +47,7 @@ def parse_judge(raw: bytes, runtime: Runtime) -> JudgeRequest:
         raise ApiError(400, "checker is required when compare is checker" if checker is None else f"checker is given: compare must be checker (got {compare})")
     epsilon = _epsilon(body.get("epsilon"))
     judge_file = workload.language.judge_file
-    files = ((judge_file, utf8("solution_text", solution)), *_files(body.get("files"), judge_file))
+    files = ((judge_file, Source(text=utf8("solution_text", solution))), *_files(body.get("files"), judge_file))
     tests = _tests(body.get("tests"), config.judge_tests_max, expected_needed=compare not in ("none", "checker", "interactor"))
     return JudgeRequest(
         slug=slug,
@@ -59,7 +64,7 @@ def parse_judge(raw: bytes, runtime: Runtime) -> JudgeRequest:
 
 
 def _program(value, field: str, runtime: Runtime) -> Program | None:
-    """A checker's (or an interactor's) {"lang_slug", "source"}."""
+    """A checker's (or an interactor's) {"lang_slug", "source", "files"}."""
     if value is None:
         return None
     if type(value) is not dict:
@@ -71,7 +76,9 @@ def _program(value, field: str, runtime: Runtime) -> Program | None:
         raise ApiError(400, f"{field}.lang_slug: unsupported lang_slug")
     if not workload.judges:
         raise ApiError(400, f"{field}.lang_slug {slug} cannot judge")
-    return Program(slug, ((workload.language.judge_file, utf8(f"{field}.source", source)),))
+    judge_file = workload.language.judge_file
+    files = _files(value.get("files"), judge_file, f"{field}.", GIVEN_FILES[field])
+    return Program(field, slug, ((judge_file, Source(text=utf8(f"{field}.source", source))), *files))
 
 
 def _required(body: dict, field: str, kind: type, where: str = ""):
@@ -106,23 +113,38 @@ def _epsilon(value) -> float:
         return math.inf
 
 
-def _files(value, judge_file: str) -> list[tuple[str, bytes]]:
+def _files(value, judge_file: str, where: str = "", given: tuple[str, ...] = ()) -> list[tuple[str, Source]]:
+    """A `files` object (the submission's, or `where` a checker's or an interactor's): name ->
+    text, or {"file": id} naming a file of the store (DESIGN.md, round 2). `given`: the names of
+    the files kiln writes beside a checker's or an interactor's build for each test."""
+    field = f"{where}files"
     if value is None:
         return []
     if type(value) is not dict:
-        raise ApiError(400, "files must be an object of file name -> text")
+        raise ApiError(400, f'{field} must be an object of file name -> text or {{"file": id}}')
     if len(value) > FILES_MAX:
-        raise ApiError(400, f"files: at most {FILES_MAX} files")
+        raise ApiError(400, f"{field}: at most {FILES_MAX} files")
     files = []
-    for name, text in value.items():
+    for name, content in value.items():
         if not FILE_NAME.fullmatch(name):
-            raise ApiError(400, f"files: {name[:120]!r} is not a file name ([A-Za-z0-9_][A-Za-z0-9_.-]{{0,99}}: no '/', no '..', no leading '.')")
+            raise ApiError(400, f"{field}: {name[:120]!r} is not a file name ([A-Za-z0-9_][A-Za-z0-9_.-]{{0,99}}: no '/', no '..', no leading '.')")
         if name == judge_file:
-            raise ApiError(400, f"files: {name!r} is the judge file's name (solution_text is written there)")
-        if type(text) is not str:
-            raise ApiError(400, f"files.{name} must be a string")
-        files.append((name, utf8(f"files.{name}", text)))
+            raise ApiError(400, f"{field}: {name!r} is the judge file's name ({where}source is written there)" if where else f"{field}: {name!r} is the judge file's name (solution_text is written there)")
+        if name in given:
+            raise ApiError(400, f"{field}: {name!r} is the name of a file kiln gives the {where[:-1]} for each test ({', '.join(given)})")
+        files.append((name, _file_content(content, f"{field}.{name}")))
     return files
+
+
+def _file_content(content, field: str) -> Source:
+    if type(content) is str:
+        return Source(text=utf8(field, content))
+    if type(content) is not dict or set(content) != {"file"}:
+        raise ApiError(400, f'{field} must be a string or {{"file": "sha256:..."}} (a file POST /files stored)')
+    file_id = content["file"]
+    if type(file_id) is not str or not FILE_ID.fullmatch(file_id):
+        raise ApiError(400, f"{field}.file must be a file id sha256:<64 lowercase hex> (POST /files answers it)")
+    return Source(file_id=file_id)
 
 
 def _tests(value, tests_max: int, expected_needed: bool) -> tuple[Test, ...]:

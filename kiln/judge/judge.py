@@ -12,9 +12,14 @@ each test whose run gave no verdict of its own, in a sandbox of its own on its o
 input, the test's output and the expected answer as three files given as its arguments
 (testlib's convention: exit 0 AC, 1 WA, 2 PE, anything else or any other end IE).
 
+With an interactor, each test is the submission and the interactor at once, in a pair of slots;
+with a checker too (Polygon's model), the interactor's record comes back with its result and the
+checker judges it after the interactor's AC, as it would a test's output.
+
 Failures that end the request are exceptions: Busy, NoWarmSlot, ShuttingDown (no slot for a
 build), Cancelled (the client left: the tests not started never start, those running are
-cancelled), UnknownFile (a test names a file the store lacks), DoesNotBuild (the checker).
+cancelled), UnknownFile (a test names a file the store lacks), DoesNotBuild (the checker or the
+interactor), TooMuchSource (a build's stored files past what a build job carries).
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ import gevent.event
 from kiln.judge import compare
 from kiln.judge.builds import Build, Builds
 from kiln.judge.files import FileStore
-from kiln.judge.request import JudgeRequest, Source, Test, TestLimits
+from kiln.judge.request import GIVEN_FILES, JudgeRequest, Source, Test, TestLimits
+from kiln.judge.sources import read, read_build_files
 from kiln.log import Log
 from kiln.run.runner import Cancelled, Runner, Session, SlotLost
 from kiln.runtime import Runtime
@@ -38,7 +44,6 @@ from kiln.zygote.protocol import Job, Limits, ProtocolError, RunResult
 VERDICTS = ("SK", "TLE", "MLE", "OLE", "SV", "RE", "AC", "WA", "PE", "IE")
 CUT = 4096  # bytes of a test's or the compile's stdout and stderr in the answer
 CHECKER_WALL_MS = 10_000  # a checker's; an interactor's at least its test's wall time + 1 s; never past RUN_TIMEOUT_MAX
-CHECKER_FILES = ("input", "output", "answer")  # its arguments, in this order
 CHECKER_VERDICTS = {0: "AC", 1: "WA", 2: "PE"}  # testlib's exit codes; any other: IE
 
 
@@ -60,19 +65,23 @@ class Judge:
 
     def run(self, request: JudgeRequest, files: FileStore | None, gone: gevent.event.Event | None = None) -> dict:
         started = time.monotonic()
+        # every build's files read first (a stored one may be too large: a 400 before any build)
+        limit = self.runtime.config.judge_part_max
+        programs = [program for program in (request.checker, request.interactor) if program is not None]
+        helper_sources = [read_build_files(p.files, files, limit, f"{p.role}.files") for p in programs]
+        sources = read_build_files(request.files, files, limit, "files")
         with contextlib.ExitStack() as held:
-            helper = None  # the checker's or the interactor's build
-            what, program = ("checker", request.checker) if request.checker else ("interactor", request.interactor)
-            if program is not None:
-                helper, answer = self._build(program.slug, program.files, request.compile_timeout_ms, gone)
+            helpers: dict[str, Build] = {}  # the checker's and the interactor's builds, by role
+            for program, program_sources in zip(programs, helper_sources):
+                helper, answer = self._build(program.slug, program_sources, request.compile_timeout_ms, gone)
                 if helper is None:
-                    raise DoesNotBuild(what, answer["stdout"] + answer["stderr"])
-                held.enter_context(self.builds.held(helper))
-            build, compile_answer = self._build(request.slug, request.files, request.compile_timeout_ms, gone)
+                    raise DoesNotBuild(program.role, answer["stdout"] + answer["stderr"])
+                helpers[program.role] = held.enter_context(self.builds.held(helper))
+            build, compile_answer = self._build(request.slug, sources, request.compile_timeout_ms, gone)
             if build is None:  # a compile error: nothing runs
                 return _answer("CE", compile_answer, [_skipped() for _ in request.tests], started)
             held.enter_context(self.builds.held(build))
-            tests = self._tests(request, build, helper, files, gone)
+            tests = self._tests(request, build, helpers, files, gone)
         return _answer(next((t["verdict"] for t in tests if t["verdict"] not in ("AC", "SK")), "AC"), compile_answer, tests, started)
 
     # -- the build ------------------------------------------------------------------------------
@@ -92,16 +101,16 @@ class Judge:
         job = Job(slug, timeout_ms, sources, command="build")
         result = self.runner.run(job, gone).result
         answer = {"exit_code": result.exit_code, "stdout": cut(result.stdout), "stderr": cut(result.stderr), "cached": False, "stats": stats(result)}
-        if result.outcome != "exited" or result.exit_code != 0 or result.layer is None:
+        if result.outcome != "exited" or result.exit_code != 0 or result.returned is None:
             return None, answer
         try:
-            return self.builds.put(key, result.layer, answer), answer
+            return self.builds.put(key, result.returned, answer), answer
         except ProtocolError as error:
             self.log.error("a build's layer is unusable", lang=slug, error=str(error))
             raise SlotLost(str(error)) from None
 
     # -- the tests ------------------------------------------------------------------------------
-    def _tests(self, request: JudgeRequest, build: Build, helper: Build | None, files: FileStore | None, gone) -> list[dict]:
+    def _tests(self, request: JudgeRequest, build: Build, helpers: dict[str, Build], files: FileStore | None, gone) -> list[dict]:
         """Workers take the tests in index order, each test in a fresh sandbox, on at most
         RUN_JUDGE_PARALLEL slots at a time: a worker keeps its slot from one test to the next
         where the slot can (a Session); an interactive test takes a pair of slots of its own, so
@@ -118,9 +127,9 @@ class Judge:
                     if index > failed_at[0]:
                         return
                     if request.interactor:
-                        answer = self._interactive_test(request, build, helper, test, files, gone)
+                        answer = self._interactive_test(request, build, helpers, test, files, gone)
                     else:
-                        answer = self._test(request, build, helper, test, files, gone, session)
+                        answer = self._test(request, build, helpers.get("checker"), test, files, gone, session)
                     answers[index] = answer
                     if request.stop_on_failure and answer["verdict"] != "AC":
                         failed_at[0] = min(failed_at[0], index)
@@ -136,7 +145,7 @@ class Judge:
 
     def _test(self, request: JudgeRequest, build: Build, checker: Build | None, test: Test, files: FileStore | None, gone, session: Session) -> dict:
         limits = request.limits
-        stdin = _read(test.stdin, files)
+        stdin = read(test.stdin, files)
         job = Job(
             request.slug,
             limits.wall_time_ms,
@@ -153,28 +162,34 @@ class Judge:
             return _not_run("IE")
         verdict, message = run_verdict(result, limits.time_ms, limits.memory), None
         if verdict is None and checker is not None:
-            verdict, message = self._check(request, checker, (stdin, result.stdout, _read(test.expected, files)), session)
+            verdict, message = self._check(request, checker, (stdin, result.stdout, read(test.expected, files)), session)
         elif verdict is None:
             verdict = _compared(request, result.stdout, test.expected, files)
         return {"verdict": verdict, "exit_code": result.exit_code, "stdout": cut(result.stdout), "stderr": cut(result.stderr), "checker_message": message, "stats": stats(result)}
 
-    def _interactive_test(self, request: JudgeRequest, build: Build, interactor: Build | None, test: Test, files: FileStore | None, gone) -> dict:
+    def _interactive_test(self, request: JudgeRequest, build: Build, helpers: dict[str, Build], test: Test, files: FileStore | None, gone) -> dict:
         """The submission and its interactor at once, each in its own slot: the submission's
         stdout is the interactor's stdin and the reverse (two pipes, passed on by their inits).
-        The submission's own verdict if it has one, else the interactor's exit code."""
-        assert request.interactor is not None and interactor is not None
+        The submission's own verdict if it has one, else the interactor's exit code; with a
+        checker (Polygon's model), an interactor's AC goes on to the checker, which judges the
+        record the interactor wrote (its second argument, given back by its init) as a test's
+        output: bounded by the test's `output`, past it OLE."""
+        assert request.interactor is not None
+        interactor, checker = helpers["interactor"], helpers.get("checker")
         limits = request.limits
         to_interactor, to_submission = os.pipe2(os.O_CLOEXEC), os.pipe2(os.O_CLOEXEC)
         submission = Job(
             request.slug, limits.wall_time_ms, (), command="exec", layer=build.name, pipes=(to_submission[0], to_interactor[1]),
             limits=_job_limits(limits),
         )  # fmt: skip
+        stdin = read(test.stdin, files)
         # testlib's interactor arguments: input, record (it may write it), answer when the test has one
-        files_of_interactor = (("input", _read(test.stdin, files)), ("record", b""))
-        if test.expected is not None:
-            files_of_interactor += (("answer", _read(test.expected, files)),)
+        given = (stdin, b"") + ((read(test.expected, files),) if test.expected is not None else ())
+        files_of_interactor = tuple(zip(GIVEN_FILES["interactor"], given))
         wall_ms = min(max(CHECKER_WALL_MS, limits.wall_time_ms + 1000), self.runtime.config.timeout_max_ms)
-        helper = Job(request.interactor.slug, wall_ms, files_of_interactor, command="exec", layer=interactor.name, pipes=(to_interactor[0], to_submission[1]))
+        # with a checker, its record comes back, within the test's output limit (its stderr is cut there too)
+        record = {"give_back": GIVEN_FILES["interactor"][1], "limits": Limits(output=limits.output)} if checker is not None else {}
+        helper = Job(request.interactor.slug, wall_ms, files_of_interactor, command="exec", layer=interactor.name, pipes=(to_interactor[0], to_submission[1]), **record)
         try:
             ran, judged = self.runner.run_pair(submission, helper, gone)
         except SlotLost as error:
@@ -185,7 +200,18 @@ class Judge:
         message = cut(helper_result.stderr)
         if verdict is None:
             verdict = helper_verdict(helper_result)
+        if verdict == "AC" and checker is not None:
+            verdict, message = self._check_record(request, checker, stdin, helper_result.returned or b"", test, files, gone)
         return {"verdict": verdict, "exit_code": result.exit_code, "stdout": cut(result.stdout), "stderr": cut(result.stderr), "checker_message": message, "stats": stats(result)}
+
+    def _check_record(self, request: JudgeRequest, checker: Build, stdin: bytes, record: bytes, test: Test, files: FileStore | None, gone) -> tuple[str, str | None]:
+        """The checker on an interactor's record, in a slot of its own taken after the pair
+        (and given back at once: a worker holding it while it waits for its next pair could
+        leave too few slots for any pair)."""
+        if len(record) > request.limits.output:
+            return "OLE", f"kiln: the interactor's record is over the test's output limit ({request.limits.output} bytes)"
+        with self.runner.session(gone) as session:
+            return self._check(request, checker, (stdin, record, read(test.expected, files)), session)
 
     def _check(self, request: JudgeRequest, checker: Build, texts: tuple[bytes, bytes, bytes], session: Session) -> tuple[str, str]:
         """The checker's verdict on one test and its message (stdout then stderr, cut). It runs
@@ -194,7 +220,7 @@ class Judge:
         limits: nothing of the test is left there but the three files it is given."""
         assert request.checker is not None
         wall_ms = min(CHECKER_WALL_MS, self.runtime.config.timeout_max_ms)
-        job = Job(request.checker.slug, wall_ms, tuple(zip(CHECKER_FILES, texts)), command="exec", layer=checker.name)
+        job = Job(request.checker.slug, wall_ms, tuple(zip(GIVEN_FILES["checker"], texts)), command="exec", layer=checker.name)
         try:
             result = session.run(job).result
         except SlotLost as error:
@@ -235,16 +261,7 @@ def _compared(request: JudgeRequest, output: bytes, expected: Source | None, fil
     if request.compare == "none":
         return "AC"
     # a large comparison gives the other requests their turns (gevent.sleep(): a yield to the hub)
-    return "AC" if compare.same(request.compare, output, _read(expected, files), request.epsilon, pause=gevent.sleep) else "WA"
-
-
-def _read(source: Source | None, files: FileStore | None) -> bytes:
-    if source is None:
-        return b""
-    if source.file_id is None:
-        return source.text or b""
-    assert files is not None  # the request's files are pinned in the store
-    return files.read(source.file_id)
+    return "AC" if compare.same(request.compare, output, read(expected, files), request.epsilon, pause=gevent.sleep) else "WA"
 
 
 def _not_run(verdict: str) -> dict:

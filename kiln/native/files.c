@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -107,6 +108,36 @@ int give_judge_files(const struct slot *s, const struct job *job, char paths[][F
         snprintf(paths[i], FILE_NAME_MAX + 64, "%s/%s", dir, job->part_names[i]);
         if (write_file(s, paths[i], job->blob[i], job->blob_len[i])) return fail(err, "write the request's files", paths[i]);
     }
+    return 0;
+}
+
+/* The file an exec job gives back (job->give_back: an interactor's record), as the task left it
+ * in the judge dir: at most max + 1 bytes (one more than max says it was longer), read beneath
+ * /sandbox without following anything. A file the task removed or made anything but a regular
+ * file (a FIFO that would block, a link) gives back nothing: it is the task's own doing. */
+int read_given_back(const struct slot *s, const struct job *job, size_t max, char **data, size_t *len, char *err) {
+    char path[FILE_NAME_MAX + 64];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", s->recipe.judge_dir, job->part_names[job->give_back]);
+    *len = 0;
+    if (!(*data = malloc(1))) return fail(err, "give back a file", path);
+    int fd = openat2_beneath(s->sandbox, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+    if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        if (fd >= 0) close(fd);
+        return 0;
+    }
+    size_t want = (size_t)st.st_size < max ? (size_t)st.st_size + 1 : max + 1;
+    char *grown = realloc(*data, want);
+    if (!grown) return close(fd), fail(err, "give back a file", path);
+    *data = grown;
+    while (*len < want) {
+        ssize_t n = read(fd, *data + *len, want - *len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return close(fd), fail(err, "give back a file", path);
+        if (n == 0) break;
+        *len += n;
+    }
+    close(fd);
     return 0;
 }
 

@@ -209,6 +209,8 @@ int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, c
     if (expect(&c, ",\"pipes\":")) goto form;
     if (!expect(&c, "true")) job->has_pipes = 1;
     else if (expect(&c, "false")) goto form;
+    char give_back[FILE_NAME_MAX + 1];
+    if (expect(&c, ",\"give_back\":") || word(&c, give_back, sizeof give_back)) goto form;
     if (!expect(&c, ",\"blobs\":[")) /* absent when the job carries none (protocol.encode) */
         while (expect(&c, "]")) {
             if ((nblobs && expect(&c, ",")) || nblobs == MAX_PARTS || number(&c, &sizes[nblobs])) goto form;
@@ -221,6 +223,10 @@ int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, c
     if (job->timeout_ms <= 0 || job->timeout_ms > r->timeout_max_ms)
         return snprintf(err, errlen, "bad timeout_ms %lld", job->timeout_ms), -1;
     if (check_limits(r, job, err, errlen) || check_files(r, job, nfiles, names, err, errlen)) return -1;
+    job->give_back = -1;
+    for (int i = 0; *give_back && i < nfiles; i++)
+        if (!strcmp(give_back, names[i])) job->give_back = i;
+    if (*give_back && (job->give_back < 0 || job->command != CMD_EXEC)) return snprintf(err, errlen, "give_back names no file of an exec job"), -1;
     if (nblobs != nfiles + job->has_stdin) return snprintf(err, errlen, "blob count does not match the job"), -1;
     long long blob_max = job->command == CMD_TEST ? r->input_max : r->judge_part_max;
     size_t offset = 4 + head_size;

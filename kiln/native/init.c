@@ -162,7 +162,9 @@ static void supervise_and_answer(struct slot *s, struct run *run, const struct j
     size_t layer_len = 0;
     int built = job->command == CMD_BUILD && run->has_status && WIFEXITED(run->status) && WEXITSTATUS(run->status) == 0 && !run->timed_out && !run->overflow;
     if (built && collect_layer(s, &layer, &layer_len, err)) return send_failure(s, err);
+    if (job->give_back >= 0 && read_given_back(s, job, run->output_max, &layer, &layer_len, err)) return send_failure(s, err);
     send_result_of(s, run, started, cpu_limit_s(s, w, job->timeout_ms, job->cpu_ms) * 1000, cpu_before_ms, layer, layer_len);
+    free(layer);
 }
 
 /* A judge's test in a plain slot that can run several: a copy of the slot's warm mount namespace

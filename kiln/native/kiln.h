@@ -163,6 +163,8 @@ int write_parts(const struct slot *s, struct span w, const struct job *job, char
  * arguments) written in the judge dir, their paths below /sandbox in paths[] */
 int give_judge_files(const struct slot *s, const struct job *job, char paths[][FILE_NAME_MAX + 64], char *err);
 int open_stdin(const struct job *job); /* a sealed memfd, or /dev/null */
+/* an exec job's give_back file after its run: at most max + 1 bytes in *data (malloc'd) */
+int read_given_back(const struct slot *s, const struct job *job, size_t max, char **data, size_t *len, char *err);
 
 /* --- limits.c: rlimits and cgroup limits -------------------------------------------------- */
 
@@ -234,13 +236,17 @@ struct job {
     /* an interactive test's: the frame came with two descriptors, the task's stdin and where
      * its stdout goes on to (init forwards it as it comes, and keeps it for the result) */
     int has_pipes, pipe_fds[2];
+    /* an exec job's file whose content the task leaves goes back with the result (an
+     * interactor's record, for the problem's checker): its index in the files, -1 none */
+    int give_back;
 };
 #define MAX_JOB_FDS 2
 int read_frame(int fd, size_t max, char **body, size_t *len, int *fds, int *nfds, char *err, size_t errlen);
 int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, char *err, size_t errlen);
 int send_json(int fd, const char *json, int pass_fd);
 void json_escape(char *out, size_t cap, const char *text);
-/* the result's fields, then its blobs: stdout, stderr, and a build's layer when `layer` is not NULL */
+/* the result's fields, then its blobs: stdout, stderr, and a build's layer (or the file an exec
+ * job gives back) when `layer` is not NULL */
 int send_result(int fd, const char *header_fields, const char *out, size_t out_len, const char *err, size_t err_len, const char *layer, size_t layer_len);
 void send_error(int fd, const char *op, const char *error); /* {"op": op, "error": error} */
 

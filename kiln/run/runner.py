@@ -68,6 +68,7 @@ class Runner:
         self.queue_wait_ms = runtime.config.queue_wait_ms
         self.result_limit = 2 * runtime.config.output_max + protocol.MAX_HEADER + 64
         self.build_result_limit = self.result_limit + protocol.LAYER_MAX
+        self.given_back_limit = self.result_limit + runtime.config.output_max + 1  # an exec job's give_back file
         self.log = log
         self.prestart_broken: set[str] = set()  # languages whose prestart command died unreleased
 
@@ -165,7 +166,8 @@ class Runner:
                     protocol.send_frame(slot.sock, *protocol.encode_job(job), fds=job.pipes or ())
                 finally:
                     _close_pipes(job)  # the slot has its own copies: the other side's end-of-file needs ours gone
-                frame = protocol.recv_frame(slot.sock, self.build_result_limit if job.command == "build" else self.result_limit)
+                limit = self.build_result_limit if job.command == "build" else self.given_back_limit if job.give_back else self.result_limit
+                frame = protocol.recv_frame(slot.sock, limit)
         except (OSError, ProtocolError, gevent.Timeout) as error:
             failure = error
         finally:

@@ -129,7 +129,7 @@ def send_frame(sock: socket.socket, header: dict, blobs: tuple[bytes, ...] | lis
 
 # --- one job, one result: the front <-> kiln-init contract ------------------------------------
 
-JOB_KEYS = ("op", "slug", "command", "timeout_ms", "limits", "layer", "files", "stdin", "pipes")  # then "blobs" (encode): frames.c's order
+JOB_KEYS = ("op", "slug", "command", "timeout_ms", "limits", "layer", "files", "stdin", "pipes", "give_back")  # then "blobs" (encode): frames.c's order
 PARTS = ("solution", "checker", "asserts")  # the files a test job may carry (frames.c PART_NAMES)
 # what a job runs (frames.c COMMAND_NAMES): the workspace's test command (POST /run), or a
 # judge's build of its files (answered with the build's layer) or one test on that layer
@@ -163,6 +163,9 @@ class Job:
     # an interactive test's exec job: two descriptors sent with the frame, the task's stdin and
     # where its stdout goes on to (kiln-init passes it on as it comes)
     pipes: tuple[int, int] | None = None
+    # an exec job's file (one of `files`) whose content the task leaves comes back with the
+    # result (RunResult.returned), at most its output limit and one byte: an interactor's record
+    give_back: str = ""
 
 
 @dataclass(frozen=True)
@@ -176,7 +179,9 @@ class RunResult:
     output_overflow: bool  # killed at once for output over RUN_OUTPUT_MAX (or the job's own)
     stdout: bytes
     stderr: bytes
-    layer: bytes | None = None  # a build job that exited 0: what it left (LAYER entries)
+    # the result's third blob: a build job that exited 0, what it left (LAYER entries); an exec
+    # job with give_back, that file's content (one byte past its output limit says it was longer)
+    returned: bytes | None = None
     next: bool = False  # the slot can run another judge test (exec job) after this one
 
 
@@ -187,7 +192,7 @@ class PrestartFailed(Exception):
 def encode_job(job: Job) -> tuple[dict, list[bytes]]:
     """The job frame's header and blobs (send_frame adds the blob sizes; the job's pipes go as
     the frame's descriptors)."""
-    values = ("job", job.slug, job.command, job.timeout_ms, job.limits.as_list(), job.layer, [name for name, _ in job.files], job.stdin is not None, job.pipes is not None)
+    values = ("job", job.slug, job.command, job.timeout_ms, job.limits.as_list(), job.layer, [name for name, _ in job.files], job.stdin is not None, job.pipes is not None, job.give_back)
     header = dict(zip(JOB_KEYS, values))
     blobs = [content for _, content in job.files] + ([job.stdin] if job.stdin is not None else [])
     return header, blobs
@@ -209,7 +214,7 @@ def decode_result(frame: tuple[dict, list[bytes]]) -> RunResult:
     wrong = [key for key, types in _RESULT_TYPES.items() if key not in header or type(header[key]) not in types]
     if wrong or header["outcome"] not in OUTCOMES:
         raise ProtocolError(f"the slot's result has a bad {', '.join(wrong) or 'outcome'}: {header!r}")
-    return RunResult(**{key: header[key] for key in _RESULT_TYPES}, stdout=blobs[0], stderr=blobs[1], layer=blobs[2] if len(blobs) == 3 else None)
+    return RunResult(**{key: header[key] for key in _RESULT_TYPES}, stdout=blobs[0], stderr=blobs[1], returned=blobs[2] if len(blobs) == 3 else None)
 
 
 # --- a build's layer: what a judge's build job left in the workspace (kiln-init's layer.c) -----

@@ -308,3 +308,20 @@ def test_a_file_is_its_uploaders_where_api_keys_are_configured(start_server):
         assert not (Path(store) / "sha256" / sha(data)[7:]).exists()  # gone with its last owner
     finally:
         shutil.rmtree(store, ignore_errors=True)
+
+
+def test_a_judge_requests_files_resolve_only_the_requesting_keys_files(start_server):
+    """A `{"file": id}` in a checker's (or any) `files` is the requester's file or a 400 naming
+    the field, as a test's input is: another key's upload is no such file."""
+    env = {"RUN_LANGS": "python", "RUN_CONCURRENCY": "1", "RUN_API_KEYS": "alice-key,bob-key"}
+    alice, bob = {"Authorization": "Bearer alice-key"}, {"Authorization": "Bearer bob-key"}
+    srv = start_server(**env)
+    lib = b"def verdict(output):\n    return 0 if output.split() == ['YES'] else 1\n"
+    assert srv.client.post("/files", content=lib, headers=alice).status_code == 201
+    checker = "import sys\nfrom checklib import verdict\nsys.exit(verdict(open(sys.argv[2]).read()))\n"
+    request = {"lang_slug": "python", "solution_text": "print(input())", "tests": [{"stdin": "YES"}, {"stdin": "NO"}], "compare": "checker",
+               "checker": {"lang_slug": "python", "source": checker, "files": {"checklib.py": {"file": sha(lib)}}}}  # fmt: skip
+    judged = srv.client.post("/judge", headers=bob, json=request)
+    assert (judged.status_code, judged.json()) == (400, {"error": f"checker.files.checklib.py: unknown file {sha(lib)}"})
+    judged = srv.client.post("/judge", headers=alice, json=request)
+    assert [t["verdict"] for t in judged.json()["tests"]] == ["AC", "WA"], judged.text

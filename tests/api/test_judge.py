@@ -362,6 +362,81 @@ def test_a_bad_checker_is_a_400_that_names_the_field(server, fields, error):
     assert answer.status_code == 400 and answer.json()["error"] == error
 
 
+# --- files of a checker or an interactor, and stored files in every `files` ----------------------
+
+# a stand-in for testlib.h (never in the project): a header the checker's #include must find
+CHECKERLIB = "#pragma once\n#include <fstream>\ninline long read_long(const char *path) { std::ifstream in(path); long x = 0; in >> x; return x; }\n#define SAYS \"%s\"\n"
+LIB_CHECKER = (
+    '#include "checkerlib.h"\n#include <cstdio>\n'
+    "int main(int argc, char **argv) {\n"
+    "  long a = read_long(argv[1]), got = read_long(argv[2]);\n"
+    "  std::printf(SAYS, got == 3 ? \"ok\" : \"no\");\n"
+    "  return got == 3 ? 0 : 1;\n}\n"
+)
+
+
+def checker_with(files) -> dict:
+    return {"compare": "checker", "checker": {"lang_slug": "cpp", "source": LIB_CHECKER, "files": files}}
+
+
+def test_a_checker_brings_its_header_inline_or_from_the_file_store_and_it_is_part_of_the_build(server):
+    tests = [{"stdin": "1 2"}, {"stdin": "2 2"}]
+    inline = judge(server, AB, tests, **checker_with({"checkerlib.h": CHECKERLIB % "inline %s"})).json()
+    assert verdicts(inline) == ["AC", "WA"], inline
+    assert [t["checker_message"] for t in inline["tests"]] == ["inline ok", "inline no"]
+    # uploaded once, named by id: the same source with another header is another build
+    stored = server.client.post("/files", content=(CHECKERLIB % "stored %s").encode()).json()["id"]
+    body = judge(server, AB, tests, **checker_with({"checkerlib.h": {"file": stored}})).json()
+    assert verdicts(body) == ["AC", "WA"], body
+    assert [t["checker_message"] for t in body["tests"]] == ["stored ok", "stored no"]
+
+
+def test_an_interactor_brings_its_files(server):
+    interactor = "import sys\nfrom rules import reply\nprint(reply(open(sys.argv[1]).read()), flush=True)\nsys.exit(0 if input() == 'thanks' else 1)\n"
+    rules = server.client.post("/files", content=b"def reply(given):\n    return given.strip().upper()\n").json()["id"]
+    solution = "print('thanks' if input() == 'HELLO' else 'what', flush=True)\n"
+    body = judge(server, solution, [{"stdin": "hello"}, {"stdin": "bye"}], interactor={"lang_slug": "python", "source": interactor, "files": {"rules.py": {"file": rules}}}).json()
+    assert verdicts(body) == ["AC", "WA"], body
+
+
+def test_a_submissions_files_may_be_stored_files(server):
+    helper = server.client.post("/files", content=b"def add(a, b):\n    return a + b\n").json()["id"]
+    body = judge(server, "from helper import add\nprint(add(*map(int, input().split())))\n", files={"helper.py": {"file": helper}}).json()
+    assert body["verdict"] == "AC", body
+
+
+MISSING = "sha256:" + "1" * 64
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        (checker_with({"../testlib.h": ""}), "checker.files: '../testlib.h' is not a file name"),
+        (checker_with({"main.cpp": ""}), "checker.files: 'main.cpp' is the judge file's name"),
+        (checker_with({"answer": ""}), "checker.files: 'answer' is the name of a file kiln gives the checker"),
+        (checker_with({"testlib.h": 3}), 'checker.files.testlib.h must be a string or {"file": "sha256:..."}'),
+        (checker_with({"testlib.h": {"file": "sha256:ABC"}}), "checker.files.testlib.h.file must be a file id sha256:<64 lowercase hex>"),
+        (checker_with({"testlib.h": {"file": MISSING, "more": 1}}), 'checker.files.testlib.h must be a string or {"file": "sha256:..."}'),
+        (checker_with({"testlib.h": {"file": MISSING}}), f"checker.files.testlib.h: unknown file {MISSING}"),
+        (checker_with([]), "checker.files must be an object of file name -> text or {\"file\": id}"),
+        ({"interactor": {"lang_slug": "python", "source": "", "files": {"record": ""}}}, "interactor.files: 'record' is the name of a file kiln gives the interactor"),
+        ({"files": {"helper.py": {"file": MISSING}}}, f"files.helper.py: unknown file {MISSING}"),
+    ],
+)
+def test_bad_files_of_a_checker_or_interactor_are_a_400_that_names_the_field(server, fields, error):
+    answer = judge(server, AB, [{"stdin": "1 2", "expected": "3"}], **fields)
+    assert answer.status_code == 400 and answer.json()["error"].startswith(error), answer.json()
+
+
+def test_a_builds_stored_files_past_what_a_build_job_carries_are_a_400_before_any_build(start_server):
+    # each file within RUN_FILE_MAX, together past max(RUN_JUDGE_INPUT_MAX, RUN_FILE_MAX)
+    srv = start_server(RUN_LANGS="python", RUN_CONCURRENCY="1", RUN_FILE_MAX="64k", RUN_JUDGE_INPUT_MAX="32k")
+    ids = [srv.client.post("/files", content=f"# {i}\n".encode() + b"x = 1\n" * 6000).json()["id"] for i in range(2)]
+    answer = judge(srv, files={f"m{i}.py": {"file": file_id} for i, file_id in enumerate(ids)})
+    size = 2 * len(b"# 0\n" + b"x = 1\n" * 6000) + len(AB)
+    assert answer.status_code == 400 and answer.json()["error"].startswith(f"files: {size} bytes in all with the source, above the maximum of 65536"), answer.json()
+
+
 # --- interactors ----------------------------------------------------------------------------------
 
 INTERACTOR = (
@@ -465,6 +540,85 @@ def test_interactive_tests_take_at_most_RUN_JUDGE_PARALLEL_slots_at_a_time(start
 def test_an_interactor_with_compare_is_a_400(server):
     answer = judge(server, SEARCH, [{"stdin": "1"}], compare="tokens", interactor={"lang_slug": "python", "source": INTERACTOR})
     assert answer.status_code == 400 and answer.json()["error"] == "interactor is given: compare must not be (the interactor gives the verdict)"
+
+
+# --- an interactor and a checker together (Polygon's model) -------------------------------------
+
+# it only talks and writes a record: the sum the submission answered, whatever it is
+RECORDER = (
+    "import sys\n"
+    "a, b = open(sys.argv[1]).read().split()\n"
+    "print(a, b, flush=True)\n"
+    "said = sys.stdin.readline()\n"
+    "if not said:\n    print('said nothing', file=sys.stderr); sys.exit(2)\n"
+    "open(sys.argv[2], 'w').write(said)\n"
+    "print('recorded', file=sys.stderr)\n"
+)
+# the problem's checker judges the record: input, the record, the expected answer
+RECORD_CHECKER = (
+    "import sys\n"
+    "given, record, answer = (open(path).read() for path in sys.argv[1:4])\n"
+    "a, b = map(int, given.split())\n"
+    "print('record', record.split(), 'answer', answer.split())\n"
+    "sys.exit(0 if record.split() == [str(a + b)] else 1)\n"
+)
+
+
+SUM = "a, b = map(int, input().split())\nprint(a + b, flush=True)\n"  # it answers before its input's end
+
+
+def with_recorder(interactor=RECORDER, **fields) -> dict:
+    return {"interactor": {"lang_slug": "python", "source": interactor}, "checker": {"lang_slug": "python", "source": RECORD_CHECKER}, **fields}
+
+
+def test_an_interactor_and_a_checker_together_the_checker_judges_the_interactors_record(server):
+    tests = [{"stdin": "1 2", "expected": "3"}, {"stdin": "5 5"}]
+    right = judge(server, SUM, tests, **with_recorder()).json()
+    assert verdicts(right) == ["AC", "AC"], right
+    assert [t["checker_message"] for t in right["tests"]] == ["record ['3'] answer ['3']\n", "record ['10'] answer []\n"]
+    assert right["tests"][0]["stdout"] == "3\n"  # what the submission wrote
+    wrong = judge(server, SUM.replace("a + b", "a - b"), tests, **with_recorder(compare="checker")).json()
+    assert verdicts(wrong) == ["WA", "WA"], wrong  # the interactor exited 0: its record was wrong
+    assert wrong["tests"][0]["checker_message"] == "record ['-1'] answer ['3']\n"
+
+
+def test_with_a_checker_the_submissions_verdict_comes_first_then_the_interactors(server):
+    crashes = judge(server, "import os\nos.kill(os.getpid(), 9)\n", [{"stdin": "1 2"}], **with_recorder()).json()
+    assert verdicts(crashes) == ["RE"], crashes
+    silent = judge(server, "pass\n", [{"stdin": "1 2"}], **with_recorder()).json()
+    assert verdicts(silent) == ["PE"] and silent["tests"][0]["checker_message"] == "said nothing\n", silent
+    failing = judge(server, SUM, [{"stdin": "1 2"}], **with_recorder(RECORDER + "sys.exit(3)\n")).json()
+    assert verdicts(failing) == ["IE"], failing
+
+
+def test_an_interactors_record_past_the_tests_output_limit_is_OLE(server):
+    writes = "import sys\nopen(sys.argv[2], 'w').write('3 ' * 1000)\nprint(1, 2, flush=True)\ninput()\n"
+    body = judge(server, SUM, [{"stdin": "1 2"}], **with_recorder(writes, limits={"output": "1k"})).json()
+    assert verdicts(body) == ["OLE"], body
+    within = judge(server, SUM, [{"stdin": "1 2"}], **with_recorder(writes.replace("1000", "400"), limits={"output": "1k"})).json()
+    assert verdicts(within) == ["WA"], within  # the checker saw the whole record
+
+
+def test_with_a_checker_the_interactor_still_says_more_than_the_output_limit_to_the_submission(server):
+    # the interactor's output limit is the test's (its record's bound), not what it says: 5 KB
+    # to a submission whose own output limit is 1k
+    talks = "import sys\nprint('x' * 5000, flush=True)\nsaid = input()\nopen(sys.argv[2], 'w').write(said)\n"
+    counts = "print(len(input()), flush=True)\n"
+    body = judge(server, counts, [{"stdin": "5000"}], interactor={"lang_slug": "python", "source": talks},
+                 checker={"lang_slug": "python", "source": "import sys\nsys.exit(0 if open(sys.argv[2]).read() == '5000' else 1)\n"}, limits={"output": "1k"}).json()  # fmt: skip
+    assert verdicts(body) == ["AC"], body
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        (with_recorder(compare="tokens"), "interactor and checker are given: compare must be checker or omitted (got tokens)"),
+        ({"interactor": {"lang_slug": "python", "source": RECORDER}, "compare": "checker"}, "checker is required when compare is checker"),
+    ],
+)
+def test_an_interactor_with_a_checker_and_another_compare_is_a_400(server, fields, error):
+    answer = judge(server, SUM, [{"stdin": "1 2"}], **fields)
+    assert answer.status_code == 400 and answer.json()["error"] == error, answer.json()
 
 
 # --- bad requests --------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from kiln.http.api import App
 from kiln.http.validate import RUN_LIMITS
 from kiln.judge import compare, judge
 from kiln.judge.files import FILE_ID
+from kiln.judge.request import GIVEN_FILES
 from kiln.log import Log
 from kiln.run.pool import Busy, NoWarmSlot, WarmSlot
 from kiln.units import format_duration_ms, format_size
@@ -170,7 +171,9 @@ def test_judge_request_fields_are_exactly_the_contracts():
         "interactor": ["object", "null"],
     }
     assert fields["files"]["propertyNames"]["pattern"] == f"^{request.FILE_NAME.pattern}$"
-    assert fields["files"]["maxProperties"] == request.FILES_MAX and fields["files"]["additionalProperties"] == {"type": "string"}
+    content = {"$ref": "#/components/schemas/JudgeFileContent"}  # text, or {"file": id} of the store
+    assert fields["files"]["maxProperties"] == request.FILES_MAX and fields["files"]["additionalProperties"] == content
+    assert schemas["JudgeFileContent"]["oneOf"][1]["properties"]["file"]["pattern"] == f"^{FILE_ID.pattern}$"
     assert fields["tests"]["minItems"] == 1 and "maxItems" not in fields["tests"]  # RUN_JUDGE_TESTS_MAX is the server's
     assert fields["compare"]["enum"] == [*compare.MODES, None] and fields["compare"]["default"] == "tokens"
     assert (fields["epsilon"]["default"], fields["epsilon"]["minimum"]) == (request.DEFAULT_EPSILON, 0)
@@ -179,11 +182,14 @@ def test_judge_request_fields_are_exactly_the_contracts():
     assert fields["limits"]["anyOf"] == [{"$ref": "#/components/schemas/JudgeLimits"}, {"type": "null"}]
     for program in ("checker", "interactor"):  # served: the document says what they get and how they decide
         assert fields[program]["required"] == ["lang_slug", "source"]
-        assert set(fields[program]["properties"]) == {"lang_slug", "source"}
+        assert set(fields[program]["properties"]) == {"lang_slug", "source", "files"}
+        program_files = fields[program]["properties"]["files"]
+        assert (program_files["propertyNames"], program_files["maxProperties"], program_files["additionalProperties"]) == (fields["files"]["propertyNames"], request.FILES_MAX, content)
+        assert all(f"`{name}`" in program_files["description"] for name in GIVEN_FILES[program])
         assert "exit 0 `AC`, 1 `WA`, 2 `PE`" in fields[program]["description"] or "(0 `AC`, 1 `WA`, 2 `PE`" in fields[program]["description"]
     assert judge.CHECKER_VERDICTS == {0: "AC", 1: "WA", 2: "PE"}  # testlib's: anything else IE
-    assert "`judge/input judge/output judge/answer`" in fields["checker"]["description"] and judge.CHECKER_FILES == ("input", "output", "answer")
-    assert "`judge/input judge/record`" in fields["interactor"]["description"]
+    assert "`judge/input judge/output judge/answer`" in fields["checker"]["description"] and GIVEN_FILES["checker"] == ("input", "output", "answer")
+    assert "`judge/input judge/record`" in fields["interactor"]["description"] and GIVEN_FILES["interactor"] == ("input", "record", "answer")
     assert "not supported by this server yet" not in DOCUMENT_PATH.read_text().lower()
     test = schemas["JudgeTest"]
     assert set(test["properties"]) == {"stdin", "stdin_file", "expected", "expected_file"} and "required" not in test
@@ -646,7 +652,7 @@ def test_judge_checker_answers_are_documented(make_app, observed):
     assert (checker_build[0]["command"], checker_build[0]["files"], checker_build[1]) == ("build", ["main.py"], [CHECKER["source"].encode()])
     assert (build[0]["command"], build[1]) == ("build", [JUDGE["solution_text"].encode()])
     run_0, checker_0 = runs[0], runs[1]
-    assert (checker_0[0]["command"], checker_0[0]["slug"], checker_0[0]["files"], checker_0[0]["stdin"]) == ("exec", "python", list(judge.CHECKER_FILES), False)
+    assert (checker_0[0]["command"], checker_0[0]["slug"], checker_0[0]["files"], checker_0[0]["stdin"]) == ("exec", "python", list(GIVEN_FILES["checker"]), False)
     assert checker_0[1] == [b"0\n", b"3\n", b"3\n"]  # the test's input, the submission's output, the expected answer
     assert checker_0[0]["layer"] != run_0[0]["layer"] and checker_0[0]["limits"] == [0, 0, 0, 0]  # its own build, its language's limits
     no_answer = runs[-2]  # the checker of the test without an answer

@@ -185,7 +185,9 @@ def valid_jobs(draw, served: tuple[str, ...], rt=None):
     limits = [draw(st.integers(0, TIMEOUT_MAX_MS)), draw(st.integers(0, 16 << 20)), draw(st.integers(0, 8)), draw(st.integers(0, OUTPUT_MAX))]
     layer = draw(st.from_regex(LAYER, fullmatch=True)) if command == "exec" else ""
     pipes = command == "exec" and not stdin and draw(st.booleans())
-    header = {"op": "job", "slug": slug, "command": command, "timeout_ms": draw(st.integers(1, TIMEOUT_MAX_MS)), "limits": limits, "layer": layer, "files": names, "stdin": stdin, "pipes": pipes}
+    # an exec job's file given back: one of its files, named in the form the front writes
+    give_back = draw(st.sampled_from(["", *(n for n in names if re.fullmatch(r"[a-z0-9_+-]+", n))])) if command == "exec" else ""
+    header = {"op": "job", "slug": slug, "command": command, "timeout_ms": draw(st.integers(1, TIMEOUT_MAX_MS)), "limits": limits, "layer": layer, "files": names, "stdin": stdin, "pipes": pipes, "give_back": give_back}
     blob_max = INPUT_MAX if command == "test" else JUDGE_INPUT_MAX
     return header, draw(st.lists(st.binary(max_size=blob_max), min_size=len(names) + stdin, max_size=len(names) + stdin))
 
@@ -264,7 +266,7 @@ def test_every_valid_job_is_accepted(rt, recipe_fd, data):
 
 
 def job_header(**overrides) -> dict:
-    header = {"op": "job", "slug": "python", "command": "test", "timeout_ms": 1000, "limits": [0, 0, 0, 0], "layer": "", "files": ["solution"], "stdin": False, "pipes": False}
+    header = {"op": "job", "slug": "python", "command": "test", "timeout_ms": 1000, "limits": [0, 0, 0, 0], "layer": "", "files": ["solution"], "stdin": False, "pipes": False, "give_back": ""}
     return {**header, **overrides}
 
 
@@ -298,6 +300,9 @@ def job_header(**overrides) -> dict:
         (job_header(pipes=True), [b""], "pipes for a job other than an exec job without stdin"),
         (job_header(command="exec", files=[], layer="a" * 64, stdin=True, pipes=True), [b""], "pipes for a job other than"),
         (job_header(command="build", files=[]), [], "a build job without files"),
+        (job_header(command="exec", files=["input"], layer="a" * 64, give_back="record"), [b""], "give_back names no file of an exec job"),
+        (job_header(command="build", files=["record"], give_back="record"), [b""], "give_back names no file of an exec job"),
+        (job_header(command="exec", files=["a.txt"], layer="a" * 64, give_back="a.txt"), [b""], "not in the form"),
         (job_header(command="build", files=["../x"]), [b""], "not in the form"),
         (job_header(command="build", files=["main.py", "main.py"]), [b"", b""], "bad files"),
         (job_header(command="build", files=["main.py"], stdin=True), [b"", b""], "a build job with stdin"),

@@ -1,0 +1,38 @@
+"""What a judge request's texts are made of, read for a job: a test's input or answer, or a
+build's source files (the submission's, the checker's, the interactor's), each given inline or as
+a file of the store (`{"file": id}` in a `files` object, `stdin_file` and `expected_file` in a
+test). The front pins the store's files a request names before the judge reads any
+(kiln/http/api.py `on_judge`), so every id here is there, and the requester's."""
+
+from __future__ import annotations
+
+from kiln.judge.files import FileStore
+from kiln.judge.request import Source
+
+
+class TooMuchSource(Exception):
+    """A build's files, read from the store, are more than one build job may carry: str() says
+    which field and the maximum (a 400)."""
+
+
+def read(source: Source | None, store: FileStore | None) -> bytes:
+    if source is None:
+        return b""
+    if source.file_id is None:
+        return source.text or b""
+    assert store is not None  # the request's files are pinned in the store
+    return store.read(source.file_id)
+
+
+def read_build_files(files: tuple[tuple[str, Source], ...], store: FileStore | None, limit: int, field: str) -> tuple[tuple[str, bytes], ...]:
+    """A build's files as (name, content), at most `limit` bytes in all (a build job's frame
+    carries them together: kiln-init's judge_part_max), else TooMuchSource naming `field`."""
+    size = sum(len(s.text or b"") if s.file_id is None else _stored_size(s.file_id, store) for _, s in files)
+    if size > limit:
+        raise TooMuchSource(f"{field}: {size} bytes in all with the source, above the maximum of {limit} (RUN_JUDGE_INPUT_MAX or RUN_FILE_MAX, the larger)")
+    return tuple((name, read(source, store)) for name, source in files)
+
+
+def _stored_size(file_id: str, store: FileStore | None) -> int:
+    assert store is not None
+    return store.size(file_id)
