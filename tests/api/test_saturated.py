@@ -66,12 +66,16 @@ def test_an_honest_submission_within_its_cpu_time_is_accepted_on_a_saturated_hos
 
 
 def test_a_memory_bomb_on_a_saturated_host_is_out_of_memory_not_out_of_time(busy):
-    # 512 MiB written take ~0.35 s of CPU, more than a 1 s timeout gives at a tenth of the CPUs
+    # its timeout is twice what it takes alone to reach its limit: alone it is out of memory in
+    # time; at a tenth of the CPUs it needs five times as long, and is TLE if its deadline did not move
     bomb = "x = []\nwhile True:\n    x.append(bytearray(8 << 20))\n"
+    alone = busy.run("python", bomb, limits={"memory": "256m"}, timeout="60s").json()["stats"]
+    assert alone["outcome"] == "out_of_memory", alone
+    timeout_ms = max(500, int(2 * alone["wall_ms"]))
     with saturated(busy):
-        stats = busy.run("python", bomb, limits={"memory": "512m"}, timeout="1s").json()["stats"]
-    assert stats["outcome"] == "out_of_memory", stats
-    assert stats["wall_ms"] > 1000, f"it was not starved past its timeout: the test proves nothing here: {stats}"
+        stats = busy.run("python", bomb, limits={"memory": "256m"}, timeout=f"{timeout_ms}ms").json()["stats"]
+    assert stats["outcome"] == "out_of_memory", (timeout_ms, stats)
+    assert stats["wall_ms"] > timeout_ms, f"it was not starved past its timeout: the test proves nothing here: {timeout_ms} {stats}"
 
 
 def test_a_run_whose_own_threads_outnumber_the_cpus_is_not_given_their_waits(busy):
