@@ -58,3 +58,18 @@ def test_a_compile_error_is_CE_with_the_toolchains_words(lang, lang_server):
 def test_the_language_says_it_judges(lang, lang_server):
     [served] = [l for l in lang_server.client.get("/languages").json()["languages"] if l["slug"] == lang.slug]
     assert (served["judge"], served["judge_file"]) == (True, langs.LANGUAGES[lang.slug].judge_file)
+
+
+# A build that exits 0 and leaves nothing runnable (a Go package not named main, a class without
+# main) is CE with the reason in compile.stderr, never a test's IE (DESIGN.md, round 2). The
+# programs are `norun`, for the languages whose toolchain can build something that is no program.
+NORUN = [slug for slug in LANGS if (PROGRAMS / slug / "norun").is_dir()]
+
+
+@pytest.mark.parametrize("slug", NORUN, scope="session")
+def test_a_build_that_leaves_nothing_runnable_is_CE_never_IE(lang, lang_server):
+    body = judge(lang_server, lang.slug, "norun", TESTS[:1])
+    assert (body["verdict"], [t["verdict"] for t in body["tests"]]) == ("CE", ["SK"]), body
+    assert body["compile"]["stderr"].strip(), body["compile"]
+    if lang.slug == "golang":  # the compiler's own words
+        assert "main package" in body["compile"]["stderr"], body["compile"]
