@@ -73,3 +73,15 @@ def test_a_build_that_leaves_nothing_runnable_is_CE_never_IE(lang, lang_server):
     assert body["compile"]["stderr"].strip(), body["compile"]
     if lang.slug == "golang":  # the compiler's own words
         assert "main package" in body["compile"]["stderr"], body["compile"]
+
+
+# The class run is named by the source, as Kattis, DMOJ, Codeforces and DOMjudge name it
+# (DESIGN.md, round 2): `named` declares a public class other than Main, `unnamed` none (the class
+# declaring main runs). The programs, for the languages where a class name matters.
+NAMED = [(slug, name) for slug in LANGS for name in ("named", "unnamed") if (PROGRAMS / slug / name).is_dir()]
+
+
+@pytest.mark.parametrize(("slug", "name"), NAMED, scope="session")
+def test_the_class_run_is_the_one_the_source_names(lang, lang_server, name):
+    body = judge(lang_server, lang.slug, name)
+    assert (body["verdict"], body["passed"]) == ("AC", 3), body
