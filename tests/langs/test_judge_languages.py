@@ -92,8 +92,9 @@ def test_the_class_run_is_the_one_the_source_names(lang, lang_server, name):
 
 # /judge builds as judges do (DESIGN.md, round 2, "Judge-grade builds"), not as /run's Codebattle
 # builds: `grade` prints what its build was. C++: -O2 and ONLINE_JUDGE, no kiln prelude (Codeforces'
-# flags); Rust: optimized, an i32 overflow wraps where the dev profile panics, ONLINE_JUDGE.
-GRADE = {"cpp": ("", "judge-grade"), "rust": ("100000", "1410065408 judge-grade")}
+# flags); Rust: optimized, an i32 overflow wraps where the dev profile panics, ONLINE_JUDGE; Java and
+# Kotlin: the JVM as DOMjudge runs it (ONLINE_JUDGE, both JIT tiers, a 64 MiB stack).
+GRADE = {"cpp": ("", "judge-grade"), "rust": ("100000", "1410065408 judge-grade"), "java": ("", "judge-grade"), "kotlin": ("", "judge-grade")}
 
 
 @pytest.mark.parametrize("slug", list(GRADE), scope="session")
@@ -102,4 +103,4 @@ def test_the_judge_builds_as_judges_do(lang, lang_server):
     body = judge(lang_server, lang.slug, "grade", [{"stdin": stdin, "expected": expected}])
     assert (body["verdict"], body["tests"][0]["stdout"].strip()) == ("AC", expected), body
     [served] = [l for l in lang_server.client.get("/languages").json()["languages"] if l["slug"] == lang.slug]
-    assert "-O" in served["judge_build"] and "ONLINE_JUDGE" in served["judge_build"], served
+    assert "ONLINE_JUDGE" in served["judge_build"] + served["judge_exec"], served
