@@ -93,8 +93,15 @@ def test_the_class_run_is_the_one_the_source_names(lang, lang_server, name):
 # /judge builds as judges do (DESIGN.md, round 2, "Judge-grade builds"), not as /run's Codebattle
 # builds: `grade` prints what its build was. C++: -O2 and ONLINE_JUDGE, no kiln prelude (Codeforces'
 # flags); Rust: optimized, an i32 overflow wraps where the dev profile panics, ONLINE_JUDGE; Java and
-# Kotlin: the JVM as DOMjudge runs it (ONLINE_JUDGE, both JIT tiers, a 64 MiB stack).
-GRADE = {"cpp": ("", "judge-grade"), "rust": ("100000", "1410065408 judge-grade"), "java": ("", "judge-grade"), "kotlin": ("", "judge-grade")}
+# Kotlin: the JVM as DOMjudge runs it (ONLINE_JUDGE, both JIT tiers, a 64 MiB stack); Haskell:
+# DOMjudge's -O -cpp -DONLINE_JUDGE.
+GRADE = {
+    "cpp": ("", "judge-grade"),
+    "rust": ("100000", "1410065408 judge-grade"),
+    "java": ("", "judge-grade"),
+    "kotlin": ("", "judge-grade"),
+    "haskell": ("10000000", "50000005000000 judge-grade"),
+}
 
 
 @pytest.mark.parametrize("slug", list(GRADE), scope="session")
