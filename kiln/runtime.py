@@ -4,6 +4,10 @@ root.
 
 The front is the process that built the Runtime; the zygote receives it pickled at its start
 (kiln/zygote/boot.py).
+
+Past 400 lines as one pass over the host at startup (workspaces and their commands, toolchains,
+paths, versions); the workspace commands' part (Commands to taking_arguments) is the piece to
+move out first if it grows.
 """
 
 from __future__ import annotations
