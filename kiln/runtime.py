@@ -4,6 +4,10 @@ root.
 
 The front is the process that built the Runtime; the zygote receives it pickled at its start
 (kiln/zygote/boot.py).
+
+Past 400 lines as one pass over the host at startup (workspaces and their commands, toolchains,
+paths, versions); the workspace commands' part (Commands to taking_arguments) is the piece to
+move out first if it grows.
 """
 
 from __future__ import annotations
@@ -48,6 +52,9 @@ class Workload:
     # the workspace's `build` and `exec` commands: a judge request's build, and each of its tests
     build_argv: tuple[str, ...] | None = None
     exec_argv: tuple[str, ...] | None = None
+    build_script: str | None = None  # the lines `make -n -s build` printed, as they run (/languages shows them)
+    exec_script: str | None = None
+    folder: str = ""  # the workspace on the host (the lower layer's source)
 
     @property
     def judges(self) -> bool:
@@ -353,6 +360,9 @@ def survey(config: Config, slugs) -> tuple[dict[str, Workload], list[Unserved]]:
             template_argv=task_argv(commands.template, config) if commands.template and config.prestarts(slug) and config.forks(slug) else None,
             build_argv=task_argv(commands.build, config) if commands.build else None,
             exec_argv=taking_arguments(task_argv(commands.exec, config)) if commands.exec else None,
+            build_script=commands.build,
+            exec_script=commands.exec,
+            folder=str(folder),
         )
     return workloads, unserved
 

@@ -235,6 +235,8 @@ class App:
                 "judge": w.judges,
                 "judge_file": w.language.judge_file if w.judges else None,
                 "judge_time": format_duration_ms(w.language.judge_time_ms) if w.judges else None,
+                "judge_build": w.build_script if w.judges else None,
+                "judge_exec": w.exec_script if w.judges else None,
             }
             for w in self.runtime.workloads.values()
         ]

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import gevent.event
 
-from kiln.zygote.protocol import LayerEntry, ProtocolError, read_layer
+from kiln.zygote.protocol import LayerEntry, ProtocolError
 
 ENTRY_OVERHEAD = 512  # bytes counted per directory entry besides its data
 
@@ -76,12 +76,11 @@ class Builds:
             build.users += 1
         return build
 
-    def put(self, key: str, layer: bytes, compile_answer: dict) -> Build:
-        """A new build from a build job's layer (raises ProtocolError for a malformed one), held
-        for the caller. Cached under `key` when the cache is on and it fits its bound; else
-        private to its request. While builds in use fill the cache, a new one is cached and
-        counted beyond the bound until enough of them are released."""
-        entries = read_layer(layer)
+    def put(self, key: str, entries: list[LayerEntry], compile_answer: dict) -> Build:
+        """A new build from a build job's layer (protocol.read_layer's entries), held for the
+        caller. Cached under `key` when the cache is on and it fits its bound; else private to
+        its request. While builds in use fill the cache, a new one is cached and counted beyond
+        the bound until enough of them are released."""
         size = sum(len(e.data) + ENTRY_OVERHEAD for e in entries)
         if self.max_bytes:
             self._evict(room_for=size)
@@ -142,6 +141,28 @@ class Builds:
             self.size -= build.size
             build.cached = False
             shutil.rmtree(build.path, ignore_errors=True)
+
+
+def not_runnable(exec_argv: tuple[str, ...], entries: list[LayerEntry], workspace: str) -> str | None:
+    """Why a build that exited 0 left nothing the exec command can run (None: it did). The
+    judge's own rule, whatever the language (DESIGN.md: such a build is CE, never a test's IE):
+    an exec command whose program is a path relative to /sandbox (judge/main,
+    target/release/main) runs what the build made, so that path must be an executable regular
+    file of the build's layer, or of the workspace below it. A program on the sandbox's PATH
+    (java, python3, sh) is the toolchain's; what it needs of the build, the build checks."""
+    program = exec_argv[0] if exec_argv else ""
+    if not program or program.startswith("/"):
+        return None
+    made = next((e for e in entries if e.path == program), None)
+    if made is None:
+        shipped = os.path.join(workspace, program)
+        if os.path.isfile(shipped) and os.access(shipped, os.X_OK):
+            return None
+        return f"kiln: the build exited 0 but made no program to run: {program} does not exist\n"
+    if made.type != b"f" or not made.mode & 0o111:
+        what = "a directory" if made.type == b"d" else "a symbolic link" if made.type == b"l" else "not executable"
+        return f"kiln: the build exited 0 but made no program to run: {program} is {what} (a library, not a program?)\n"
+    return None
 
 
 def _write(folder: str, entries: list[LayerEntry]) -> None:

@@ -31,14 +31,14 @@ import gevent
 import gevent.event
 
 from kiln.judge import compare
-from kiln.judge.builds import Build, Builds
+from kiln.judge.builds import Build, Builds, not_runnable
 from kiln.judge.files import FileStore
 from kiln.judge.request import GIVEN_FILES, JudgeRequest, Source, Test, TestLimits
 from kiln.judge.sources import read, read_build_files
 from kiln.log import Log
 from kiln.run.runner import Cancelled, Runner, Session, SlotLost
 from kiln.runtime import Runtime
-from kiln.zygote.protocol import Job, Limits, ProtocolError, RunResult
+from kiln.zygote.protocol import Job, Limits, ProtocolError, RunResult, read_layer
 
 # verdicts of a test, in the order the first that applies is given (DESIGN.md)
 VERDICTS = ("SK", "TLE", "MLE", "OLE", "SV", "RE", "AC", "WA", "PE", "IE")
@@ -104,7 +104,16 @@ class Judge:
         if result.outcome != "exited" or result.exit_code != 0 or result.returned is None:
             return None, answer
         try:
-            return self.builds.put(key, result.returned, answer), answer
+            entries = read_layer(result.returned)
+        except ProtocolError as error:
+            self.log.error("a build's layer is unusable", lang=slug, error=str(error))
+            raise SlotLost(str(error)) from None
+        workload = self.runtime.workloads[slug]
+        reason = not_runnable(workload.exec_argv or (), entries, workload.folder)
+        if reason is not None:  # CE: the submission's fault, said as the compiler's words are
+            return None, {**answer, "stderr": cut(reason.encode() + result.stderr)}
+        try:
+            return self.builds.put(key, entries, answer), answer
         except ProtocolError as error:
             self.log.error("a build's layer is unusable", lang=slug, error=str(error))
             raise SlotLost(str(error)) from None

@@ -19,7 +19,7 @@ fingerprint() {
     } | sha256sum | cut -d' ' -f1
 }
 
-if command -v g++ >/dev/null 2>&1 && command -v ld.mold >/dev/null 2>&1 && [ -f /usr/include/nlohmann/json.hpp ] && [ -f prelude/kiln.hpp.gch ] && [ -f prelude/libkiln.a ] \
+if command -v g++ >/dev/null 2>&1 && command -v ld.mold >/dev/null 2>&1 && [ -f /usr/include/nlohmann/json.hpp ] && [ -f prelude/kiln.hpp.gch ] && [ -f prelude/libkiln.a ] && [ -f judge-pch/bits/stdc++.h.gch ] \
     && [ "$(cat "$stamp" 2>/dev/null || true)" = "$(fingerprint)" ]; then
     exit 0
 fi
@@ -36,7 +36,8 @@ if ! command -v g++ >/dev/null 2>&1 || ! command -v ld.mold >/dev/null 2>&1 || [
 fi
 
 echo "langs/cpp/install.sh: precompiling prelude/kiln.hpp, building prelude/libkiln.a"
-rm -f prelude/kiln.hpp.gch prelude/libkiln.a prelude/nlohmann-json.hpp "$stamp"
+rm -rf prelude/kiln.hpp.gch prelude/libkiln.a prelude/nlohmann-json.hpp judge-pch "$stamp"
 make -s prelude
-chmod a+r prelude/kiln.hpp.gch prelude/libkiln.a
+make -s judge-pch
+chmod a+r prelude/kiln.hpp.gch prelude/libkiln.a judge-pch/bits/stdc++.h.gch
 fingerprint > "$stamp"

@@ -7,7 +7,7 @@ cd "$(dirname "$0")"
 
 packages="openjdk-17-jdk-headless libgoogle-gson-java"
 stamp=runner/.kiln-stamp
-want=$(cat Makefile runner/Run.java runner/warmup/*.java | sha256sum | cut -d' ' -f1)
+want=$(cat Makefile runner/Run.java runner/Build.java runner/warmup/*.java | sha256sum | cut -d' ' -f1)
 
 ready() {
     command -v javac >/dev/null 2>&1 && command -v jar >/dev/null 2>&1 && [ -f /usr/share/java/gson.jar ]

@@ -12,7 +12,7 @@ KOTLIN_VERSION=1.9.25
 home=/usr/local/lib/node_modules/kotlin-compiler
 packages="openjdk-17-jdk-headless libgoogle-gson-java"
 stamp=runner/.kiln-stamp
-want=$( (cat Makefile runner/Run.java runner/warmup/*.kt; echo "$KOTLIN_VERSION") | sha256sum | cut -d' ' -f1)
+want=$( (cat Makefile runner/Run.java runner/Build.java runner/warmup/*.kt; echo "$KOTLIN_VERSION") | sha256sum | cut -d' ' -f1)
 
 jdk_ready() {
     command -v javac >/dev/null 2>&1 && command -v jar >/dev/null 2>&1 && [ -f /usr/share/java/gson.jar ]

@@ -643,6 +643,8 @@ def test_an_interactor_with_a_checker_and_another_compare_is_a_400(server, field
         ({"files": {f"f{i}.py": "" for i in range(65)}}, "files: at most 64 files"),
         ({"limits": {"time": "11s"}}, "limits.time 11s is above its maximum of 10s"),
         ({"limits": {"memory": "2g"}}, "limits.memory 2g is above its maximum of 1g"),
+        ({"limits": {"memory": "1023k"}}, "limits.memory must be at least 1m"),
+        ({"limits": {"memory": 1}}, "limits.memory must be at least 1m"),
         ({"limits": {"pids": 100000}}, "limits.pids 100000 is above its maximum of 256"),
         ({"limits": {"time": "2s", "wall_time": "1s"}}, "limits.wall_time (1s) is below limits.time (2s)"),
         ({"limits": {"time": 5}}, 'limits.time must be a duration string such as "500ms", "2s" or "1m"'),
@@ -717,6 +719,7 @@ def test_run_takes_less_memory_pids_or_output_than_the_servers(server):
     ("limits", "error"),
     [
         ({"memory": "2g"}, "limits.memory 2g is above its maximum of 1g"),
+        ({"memory": "512k"}, "limits.memory must be at least 1m"),
         ({"time": "1s"}, "limits.time: /run takes only memory, pids and output (a time limit is its timeout)"),
         ({"output": 0}, "limits.output must be at least 1"),
         ("64m", "limits must be an object (memory, pids, output)"),

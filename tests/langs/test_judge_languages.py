@@ -58,3 +58,56 @@ def test_a_compile_error_is_CE_with_the_toolchains_words(lang, lang_server):
 def test_the_language_says_it_judges(lang, lang_server):
     [served] = [l for l in lang_server.client.get("/languages").json()["languages"] if l["slug"] == lang.slug]
     assert (served["judge"], served["judge_file"]) == (True, langs.LANGUAGES[lang.slug].judge_file)
+    # the exact command lines, the workspace's build and exec targets, and the compiler's version
+    assert "judge" in served["judge_build"] and "judge" in served["judge_exec"], served
+    assert served["version"] and not served["version"].startswith("unknown"), served
+
+
+# A build that exits 0 and leaves nothing runnable (a Go package not named main, a class without
+# main) is CE with the reason in compile.stderr, never a test's IE (DESIGN.md, round 2). The
+# programs are `norun`, for the languages whose toolchain can build something that is no program.
+NORUN = [slug for slug in LANGS if (PROGRAMS / slug / "norun").is_dir()]
+
+
+@pytest.mark.parametrize("slug", NORUN, scope="session")
+def test_a_build_that_leaves_nothing_runnable_is_CE_never_IE(lang, lang_server):
+    body = judge(lang_server, lang.slug, "norun", TESTS[:1])
+    assert (body["verdict"], [t["verdict"] for t in body["tests"]]) == ("CE", ["SK"]), body
+    assert body["compile"]["stderr"].strip(), body["compile"]
+    if lang.slug == "golang":  # the compiler's own words
+        assert "main package" in body["compile"]["stderr"], body["compile"]
+
+
+# The class run is named by the source, as Kattis, DMOJ, Codeforces and DOMjudge name it
+# (DESIGN.md, round 2): `named` declares a public class other than Main, `unnamed` none (the class
+# declaring main runs). The programs, for the languages where a class name matters.
+NAMED = [(slug, name) for slug in LANGS for name in ("named", "unnamed") if (PROGRAMS / slug / name).is_dir()]
+
+
+@pytest.mark.parametrize(("slug", "name"), NAMED, scope="session")
+def test_the_class_run_is_the_one_the_source_names(lang, lang_server, name):
+    body = judge(lang_server, lang.slug, name)
+    assert (body["verdict"], body["passed"]) == ("AC", 3), body
+
+
+# /judge builds as judges do (DESIGN.md, round 2, "Judge-grade builds"), not as /run's Codebattle
+# builds: `grade` prints what its build was. C++: -O2 and ONLINE_JUDGE, no kiln prelude (Codeforces'
+# flags); Rust: optimized, an i32 overflow wraps where the dev profile panics, ONLINE_JUDGE; Java and
+# Kotlin: the JVM as DOMjudge runs it (ONLINE_JUDGE, both JIT tiers, a 64 MiB stack); Haskell:
+# DOMjudge's -O -cpp -DONLINE_JUDGE.
+GRADE = {
+    "cpp": ("", "judge-grade"),
+    "rust": ("100000", "1410065408 judge-grade"),
+    "java": ("", "judge-grade"),
+    "kotlin": ("", "judge-grade"),
+    "haskell": ("10000000", "50000005000000 judge-grade"),
+}
+
+
+@pytest.mark.parametrize("slug", list(GRADE), scope="session")
+def test_the_judge_builds_as_judges_do(lang, lang_server):
+    stdin, expected = GRADE[lang.slug]
+    body = judge(lang_server, lang.slug, "grade", [{"stdin": stdin, "expected": expected}])
+    assert (body["verdict"], body["tests"][0]["stdout"].strip()) == ("AC", expected), body
+    [served] = [l for l in lang_server.client.get("/languages").json()["languages"] if l["slug"] == lang.slug]
+    assert "ONLINE_JUDGE" in served["judge_build"] + served["judge_exec"], served

@@ -9,16 +9,22 @@ import stat
 
 import pytest
 
-from kiln.judge.builds import ENTRY_OVERHEAD, Builds, NoRoom
+from kiln.judge.builds import ENTRY_OVERHEAD, Builds, NoRoom, not_runnable
 from kiln.log import Log
-from kiln.zygote.protocol import LAYER_ENTRY, ProtocolError
+from kiln.zygote.protocol import LAYER_ENTRY, LayerEntry, ProtocolError, read_layer
 
 
-def layer(*entries: tuple[bytes, str, bytes, int]) -> bytes:
+def layer(*entries: tuple[bytes, str, bytes, int]) -> list[LayerEntry]:
+    """A build job's layer of these entries, as the judge reads it before Builds.put."""
+    return read_layer(packed(*entries))
+
+
+def packed(*entries: tuple[bytes, str, bytes, int]) -> bytes:
     return b"".join(LAYER_ENTRY.pack(kind, mode, len(path.encode()), len(data)) + path.encode() + data for kind, path, data, mode in entries)
 
 
-BINARY = layer((b"d", "judge", b"", 0o700), (b"f", "judge/main", b"\x7fELF" + b"x" * 1000, 0o4700), (b"l", "judge/link", b"main", 0o777), (b"f", "judge/notes.txt", b"hi", 0o600))
+BINARY_ENTRIES = ((b"d", "judge", b"", 0o700), (b"f", "judge/main", b"\x7fELF" + b"x" * 1000, 0o4700), (b"l", "judge/link", b"main", 0o777), (b"f", "judge/notes.txt", b"hi", 0o600))
+BINARY = layer(*BINARY_ENTRIES)
 COMPILE = {"exit_code": 0, "stdout": "", "stderr": "", "cached": False, "stats": {}}
 
 
@@ -54,7 +60,7 @@ def test_the_cache_hits_and_misses_by_key(builds):
 
 
 def test_the_least_recently_used_build_goes_first_never_one_in_use(tmp_path):
-    one = len(BINARY) + 4 * ENTRY_OVERHEAD  # about what one build of BINARY counts
+    one = len(packed(*BINARY_ENTRIES)) + 4 * ENTRY_OVERHEAD  # about what one build of BINARY counts
     builds = Builds(str(tmp_path), 2 * one + 10, Log("logfmt", False))
     with builds.held(builds.put("1" * 64, BINARY, COMPILE)) as first:
         pass
@@ -69,7 +75,7 @@ def test_the_least_recently_used_build_goes_first_never_one_in_use(tmp_path):
 
 
 def test_every_build_on_disk_counts_and_one_that_finds_no_room_is_refused_never_evicted_in_use(tmp_path):
-    one = len(BINARY) + 4 * ENTRY_OVERHEAD
+    one = len(packed(*BINARY_ENTRIES)) + 4 * ENTRY_OVERHEAD
     builds = Builds(str(tmp_path), one + 10, Log("logfmt", False))
     other = builds.put("1" * 64, BINARY, COMPILE)  # another client's request holds it
     with pytest.raises(NoRoom, match="builds in use hold"):
@@ -83,7 +89,7 @@ def test_every_build_on_disk_counts_and_one_that_finds_no_room_is_refused_never_
 
 
 def test_a_private_build_counts_until_its_request_ends(tmp_path):
-    one = len(BINARY) + 4 * ENTRY_OVERHEAD
+    one = len(packed(*BINARY_ENTRIES)) + 4 * ENTRY_OVERHEAD
     builds = Builds(str(tmp_path), 3 * one, Log("logfmt", False))
     with builds.held(builds.put("1" * 64, BINARY, COMPILE)):
         with builds.held(builds.put("1" * 64, BINARY, COMPILE)) as private:  # the key is cached: this one is the request's own
@@ -106,3 +112,27 @@ def test_a_malformed_layer_writes_nothing(builds, tmp_path):
     with pytest.raises(ProtocolError):
         builds.put("6" * 64, layer((b"d", "d", b"", 0o755), (b"d", "d", b"", 0o755)), COMPILE)  # made twice
     assert os.listdir(tmp_path) == [] and not (tmp_path.parent / "escape").exists()
+
+
+# -- the judge's rule: a build that exits 0 and leaves nothing runnable is CE (not_runnable) ----
+
+
+@pytest.mark.parametrize(
+    ("exec_argv", "entries", "reason"),
+    [
+        (("judge/main",), BINARY_ENTRIES, None),  # an executable the build made
+        (("/usr/bin/python3", "-B", "judge/main.py"), (), None),  # the toolchain's program: the build checks
+        (("shipped/run",), (), None),  # an executable of the workspace below the build
+        (("judge/main",), ((b"d", "judge", b"", 0o755),), "judge/main does not exist"),
+        (("judge/main",), ((b"d", "judge", b"", 0o755), (b"f", "judge/main", b"!<arch>\n", 0o644)), "judge/main is not executable"),  # Go's archive of a package not named main
+        (("judge/main",), ((b"d", "judge", b"", 0o755), (b"d", "judge/main", b"", 0o755)), "judge/main is a directory"),
+        (("judge/main",), ((b"d", "judge", b"", 0o755), (b"l", "judge/main", b"/bin/sh", 0o777)), "judge/main is a symbolic link"),
+        (("shipped/data",), (), "shipped/data does not exist"),
+    ],
+)
+def test_a_build_that_left_no_program_for_the_exec_command_says_why(tmp_path, exec_argv, entries, reason):
+    (tmp_path / "shipped").mkdir()
+    (tmp_path / "shipped" / "run").write_text("#!/bin/sh\n")
+    (tmp_path / "shipped" / "run").chmod(0o755)
+    said = not_runnable(exec_argv, layer(*entries), str(tmp_path))
+    assert (said is None) if reason is None else (said is not None and reason in said and said.startswith("kiln: the build exited 0")), said

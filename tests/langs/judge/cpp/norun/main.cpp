@@ -1,0 +1,2 @@
+// No main function.
+long add(long a, long b) { return a + b; }

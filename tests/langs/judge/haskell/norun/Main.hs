@@ -1,0 +1,5 @@
+-- A module without main.
+module Adder where
+
+add :: Integer -> Integer -> Integer
+add a b = a + b
