@@ -1,4 +1,5 @@
-"""Soak: 16 clients for a while, mixing normal runs with every kind of misbehaviour.
+"""Soak: 16 clients for a while, mixing normal runs and judge requests (cached and new builds,
+checker, interactor, both, big stored files) with every kind of misbehaviour.
 
 `make test` runs it for 60 s; `make soak` for 10 minutes (`--soak-seconds`). Afterwards every
 request must have had the answer its scenario calls for, every slot must be warm again, nothing
@@ -15,6 +16,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import httpx
 import psutil
@@ -33,7 +35,9 @@ AB_JS = "module.exports = (a, b) => a + b;\n"
 @dataclass(frozen=True)
 class Scenario:
     name: str
-    payload: dict | str | None  # None: a client that hangs up mid-run; "half-close": see half_close
+    # None: a client that hangs up mid-run; "half-close": see half_close; a function of the
+    # client's random numbers and the stored files' ids: a payload made afresh for each request
+    payload: dict | str | None | Callable[[random.Random, dict], dict]
     expect: callable
     weight: int = 1
     path: str = "/run"
@@ -65,14 +69,16 @@ def _status(status: int, error: str):
 
 HUGE = "#" * 900_000 + "\nprint(len(open(__file__).read()))\n"
 # the supervisor starved as a run once could (tests/security/test_supervisor.py): idle-scheduled
-# and pinned to the CPU its spinners keep busy, while the program works on past its timeout
+# and pinned to the CPU its spinners keep busy, while the program works on past its timeout. On
+# this saturated host its deadline moves by the time it is starved of CPU by the other runs, up to
+# 3 times its timeout (kiln-init's starve.c): it sleeps past even that
 ESCAPE = (
     "import os, time\n"
     "for call, args in ((os.sched_setscheduler, (1, os.SCHED_IDLE, os.sched_param(0))), (os.sched_setaffinity, (1, {0}))):\n"
     "    try:\n        call(*args)\n    except OSError:\n        pass\n"
     "for _ in range(24):\n"
     "    if os.fork() == 0:\n        while True:\n            pass\n"
-    "time.sleep(3)\n"
+    "time.sleep(5)\n"
     "print('outlived its timeout', flush=True)\n"
 )
 JUDGED = "import sys\nn = int(sys.stdin.read())\nif n < 0:\n    x = bytearray(200 << 20)\nprint(n * 2)\n"
@@ -80,6 +86,29 @@ JUDGE_TESTS = [{"stdin": "1", "expected": "2"}, {"stdin": "2", "expected": "5"},
 JUDGE_VERDICTS = ["AC", "WA", "MLE", "AC", "AC"]
 # says a number to the submission and expects the next one back
 INTERACTOR = "import sys\nn = int(open(sys.argv[1]).read())\nprint(n, flush=True)\nsys.exit(0 if int(sys.stdin.readline()) == n + 1 else 1)\n"
+# a checker in testlib's convention: AC, WA, or PE for an empty answer
+CHECKER = (
+    "import sys\n"
+    "given, said, answer = (open(path).read().split() for path in sys.argv[1:4])\n"
+    "sys.exit(2 if not said else 0 if said == answer else 1)\n"
+)
+# an interactor that only talks and records what it heard; the problem's checker judges the record
+RECORDER = "import sys\na, b = open(sys.argv[1]).read().split()\nprint(a, b, flush=True)\nopen(sys.argv[2], 'w').write(sys.stdin.readline())\n"
+RECORD_CHECKER = "import sys\ngiven, record = (open(path).read().split() for path in sys.argv[1:3])\nsys.exit(0 if record == [str(int(given[0]) + int(given[1]))] else 1)\n"
+SUMS = "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n"  # of a stored file of ones
+CPP_DOUBLES = "#include <cstdio>\nint main() { long n; if (scanf(\"%ld\", &n) != 1) return 3; printf(\"%ld\\n\", 2 * n); }\n"
+STORED_ONES = 1 << 20  # "1 " times this: a 2 MiB input, uploaded once to the file store
+
+
+def uncached(source: str, comment: str):
+    """A payload whose source differs on every request (a new comment): its build is never cached."""
+    return lambda rng, stored: {**PAYLOADS[source], "solution_text": PAYLOADS[source]["solution_text"] + f"{comment} {rng.getrandbits(64)}\n"}
+
+
+PAYLOADS = {
+    "python": {"lang_slug": "python", "solution_text": JUDGED, "tests": JUDGE_TESTS, "limits": {"memory": "64m"}},
+    "cpp": {"lang_slug": "cpp", "solution_text": CPP_DOUBLES, "tests": [{"stdin": "21", "expected": "42"}, {"stdin": "x", "expected": "0"}, {"stdin": "5", "expected": "11"}]},
+}
 SCENARIOS = [
     Scenario("python a+b", {"lang_slug": "python", "solution_text": AB, "asserts": AB_ARGS}, _ok_json([3, 7]), 6),
     Scenario("js a+b", {"lang_slug": "js", "solution_text": AB_JS, "asserts": AB_ARGS}, _ok_json([3, 7]), 3),
@@ -101,6 +130,17 @@ SCENARIOS = [
     Scenario("judge", {"lang_slug": "python", "solution_text": JUDGED, "tests": JUDGE_TESTS, "limits": {"memory": "64m"}}, _verdicts(JUDGE_VERDICTS), 2, "/judge"),
     Scenario("interactive judge", {"lang_slug": "python", "solution_text": "print(int(input()) + 1, flush=True)\n", "tests": [{"stdin": "41"}, {"stdin": "1"}],
                                    "interactor": {"lang_slug": "python", "source": INTERACTOR}}, _verdicts(["AC", "AC"]), 1, "/judge"),
+    # builds that miss the cache, each its own: a python one and a compiled one
+    Scenario("judge, new build", uncached("python", "#"), _verdicts(JUDGE_VERDICTS), 1, "/judge"),
+    Scenario("judge, new C++ build", uncached("cpp", "//"), _verdicts(["AC", "RE", "WA"]), 1, "/judge"),
+    Scenario("judge, checker", {"lang_slug": "python", "solution_text": "n = input()\nif n != '0':\n    print(n)\n", "compare": "checker", "checker": {"lang_slug": "python", "source": CHECKER},
+                                "tests": [{"stdin": "7", "expected": "7"}, {"stdin": "8", "expected": "9"}, {"stdin": "0", "expected": "0"}]}, _verdicts(["AC", "WA", "PE"]), 1, "/judge"),
+    Scenario("judge, interactor and checker", {"lang_slug": "python", "solution_text": "a, b = map(int, input().split())\nprint(a + b if a != 5 else a - b, flush=True)\n",
+                                               "tests": [{"stdin": "1 2"}, {"stdin": "5 5"}], "interactor": {"lang_slug": "python", "source": RECORDER},
+                                               "checker": {"lang_slug": "python", "source": RECORD_CHECKER}}, _verdicts(["AC", "WA"]), 1, "/judge"),
+    # tests whose input and answers are big files of the store
+    Scenario("judge, stored files", lambda rng, stored: {"lang_slug": "python", "solution_text": SUMS, "tests": [
+        {"stdin_file": stored["ones"], "expected_file": stored["count"]}, {"stdin_file": stored["ones"], "expected": "0"}]}, _verdicts(["AC", "WA"]), 1, "/judge"),
 ]
 
 
@@ -144,7 +184,7 @@ def hang_up(port: int) -> None:
         time.sleep(0.2)
 
 
-def client(server: Server, seed: int, stop_at: float, tally: Tally) -> None:
+def client(server: Server, seed: int, stop_at: float, tally: Tally, stored: dict) -> None:
     rng = random.Random(seed)
     weights = [s.weight for s in SCENARIOS]
     with httpx.Client(base_url=server.url, timeout=60) as http:
@@ -160,7 +200,8 @@ def client(server: Server, seed: int, stop_at: float, tally: Tally) -> None:
                     failure = half_close(server.port)
                     tally.record(scenario.name, "unexpected" if failure else "as expected", time.monotonic() - started, failure)
                     continue
-                response = http.post(scenario.path, json=scenario.payload)
+                payload = scenario.payload(rng, stored) if callable(scenario.payload) else scenario.payload
+                response = http.post(scenario.path, json=payload)
             except httpx.HTTPError as error:
                 tally.record(scenario.name, "transport error", time.monotonic() - started, f"{scenario.name}: {error!r}")
                 continue
@@ -186,19 +227,20 @@ def test_soak(request, tmp_path):
         mounts_before = len(Path("/proc/self/mountinfo").read_text().splitlines())
         tmp_before = set(Path("/tmp").iterdir())
         tally = Tally()
+        stored = {name: server.client.post("/files", content=data).json()["id"] for name, data in (("ones", b"1 " * STORED_ONES), ("count", b"%d\n" % STORED_ONES))}
         # a first stretch so that the front's and zygote's lazy allocations happen before measuring:
         # long enough that the allocator has met the load's peaks (up to 16 answers of 2 x 256 KiB
         # output at once) — a 60 s run after a 10 s warm-up once measured a one-off 5.3 MiB step
         # where 240 s runs measure 1.3 MiB: arenas, not a leak
         warm_up_until = time.monotonic() + min(20.0, seconds / 3)
-        threads = [threading.Thread(target=client, args=(server, i, warm_up_until, tally)) for i in range(CLIENTS)]
+        threads = [threading.Thread(target=client, args=(server, i, warm_up_until, tally, stored)) for i in range(CLIENTS)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
         rss_before = {name: rss(pid) for name, pid in pids.items()}
         stop_at = time.monotonic() + seconds
-        threads = [threading.Thread(target=client, args=(server, 100 + i, stop_at, tally)) for i in range(CLIENTS)]
+        threads = [threading.Thread(target=client, args=(server, 100 + i, stop_at, tally, stored)) for i in range(CLIENTS)]
         for t in threads:
             t.start()
         for t in threads:
@@ -253,9 +295,9 @@ def template_languages(server: Server) -> int:
 
 
 def print_summary(tally: Tally) -> None:
-    print(f"\n{'scenario':<18} {'answer':<18} {'runs':>6} {'p50 ms':>8} {'p99 ms':>8}")
+    print(f"\n{'scenario':<30} {'answer':<26} {'runs':>6} {'p50 ms':>8} {'p99 ms':>8}")
     for (scenario, outcome), n in sorted(tally.counts.items()):
         lat = sorted(tally.latencies[scenario])
         p50, p99 = lat[len(lat) // 2] * 1000, lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
-        print(f"{scenario:<18} {outcome:<18} {n:>6} {p50:>8.1f} {p99:>8.1f}")
+        print(f"{scenario:<30} {outcome:<26} {n:>6} {p50:>8.1f} {p99:>8.1f}")
     print(f"errors: {len(tally.failures)}")
