@@ -10,6 +10,7 @@ from kiln.http.validate import ApiError, count_field, decode_json_object, durati
 from kiln.judge.compare import MODES
 from kiln.judge.files import FILE_ID
 from kiln.judge.request import FILE_NAME, GIVEN_FILES, JudgeRequest, Program, Source, Test, TestLimits
+from kiln.judge.scoring import SCORINGS, Group, Scoring
 from kiln.runtime import Runtime
 from kiln.units import format_duration_ms
 
@@ -49,6 +50,7 @@ def parse_judge(raw: bytes, runtime: Runtime) -> JudgeRequest:
     judge_file = workload.language.judge_file
     files = ((judge_file, Source(text=utf8("solution_text", solution))), *_files(body.get("files"), judge_file))
     tests = _tests(body.get("tests"), config.judge_tests_max, expected_needed=compare not in ("none", "checker", "interactor"))
+    points = tuple(_points(test, f"tests[{i}]") for i, test in enumerate(body["tests"]))
     return JudgeRequest(
         slug=slug,
         files=files,
@@ -60,6 +62,7 @@ def parse_judge(raw: bytes, runtime: Runtime) -> JudgeRequest:
         stop_on_failure=_optional(body, "stop_on_failure", bool, False),
         checker=checker,
         interactor=interactor,
+        scoring=Scoring(points, _groups(body.get("groups"), len(tests))),
     )
 
 
@@ -165,7 +168,58 @@ def _test(index: int, test, expected_needed: bool) -> Test:
     expected = _source(test, where, "expected")
     if expected is None and expected_needed:
         raise ApiError(400, f"{where}: expected or expected_file is required (unless compare is checker or none, or an interactor is given)")
-    return Test(stdin or Source(text=b""), expected)
+    return Test(stdin or Source(text=b""), expected, index)
+
+
+def _points(test: dict, where: str) -> float | None:
+    value = test.get("points")
+    if value is None:
+        return None
+    if type(value) not in (int, float) or not 0 <= value < math.inf:
+        raise ApiError(400, f"{where}.points must be a number >= 0")
+    return float(value)
+
+
+def _groups(value, count: int) -> tuple[Group, ...]:
+    """`groups` (IOI subtasks, Polygon's groups): each {"name", "tests" (indexes into tests, from
+    0), "points", "scoring", "depends" (names of groups given before it)}; a test in one at most."""
+    if value is None:
+        return ()
+    if type(value) is not list:
+        raise ApiError(400, 'groups must be an array of {"name", "tests", "points", "scoring", "depends"}')
+    groups: list[Group] = []
+    grouped: dict[int, str] = {}
+    for i, group in enumerate(value):
+        where = f"groups[{i}]"
+        if type(group) is not dict:
+            raise ApiError(400, f"{where} must be an object")
+        unknown = sorted(set(group) - {"name", "tests", "points", "scoring", "depends"})
+        if unknown:
+            raise ApiError(400, f"{where}.{unknown[0][:40]}: not a field of a group (name, tests, points, scoring, depends)")
+        name = _required(group, "name", str, f"{where}.")
+        if not 1 <= len(name) <= 100 or any(g.name == name for g in groups):
+            raise ApiError(400, f"{where}.name must be 1 to 100 characters, each group's its own")
+        tests = group.get("tests")
+        if type(tests) is not list or not tests or any(type(t) is not int or not 0 <= t < count for t in tests):
+            raise ApiError(400, f"{where}.tests must be a non-empty array of test indexes (0 to {count - 1})")
+        for t in tests:
+            if t in grouped:
+                raise ApiError(400, f"{where}.tests: test {t} is already in group {grouped[t]!r} (a test is in one group at most)")
+            grouped[t] = name
+        scoring = group.get("scoring", "all")
+        if type(scoring) is not str or scoring not in SCORINGS:
+            raise ApiError(400, f"{where}.scoring must be one of {', '.join(SCORINGS)}")
+        points = group.get("points", 0 if scoring == "sum" else None)
+        if type(points) not in (int, float) or not 0 <= points < math.inf:
+            raise ApiError(400, f"{where}.points must be a number >= 0" + (" (the group's points)" if scoring != "sum" else ""))
+        depends = group.get("depends", [])
+        if type(depends) is not list or any(type(d) is not str for d in depends):
+            raise ApiError(400, f"{where}.depends must be an array of group names")
+        for d in depends:
+            if not any(g.name == d for g in groups):
+                raise ApiError(400, f"{where}.depends: {d[:100]!r} names no group given before it")
+        groups.append(Group(name, tuple(sorted(set(tests))), float(points), scoring, tuple(dict.fromkeys(depends))))
+    return tuple(groups)
 
 
 def _source(test: dict, where: str, field: str) -> Source | None:

@@ -30,7 +30,7 @@ import time
 import gevent
 import gevent.event
 
-from kiln.judge import compare
+from kiln.judge import compare, scoring
 from kiln.judge.builds import Build, Builds, not_runnable
 from kiln.judge.files import FileStore
 from kiln.judge.request import GIVEN_FILES, JudgeRequest, Source, Test, TestLimits
@@ -41,7 +41,7 @@ from kiln.runtime import Runtime
 from kiln.zygote.protocol import Job, Limits, ProtocolError, RunResult, read_layer
 
 # verdicts of a test, in the order the first that applies is given (DESIGN.md)
-VERDICTS = ("SK", "TLE", "MLE", "OLE", "SV", "RE", "AC", "WA", "PE", "IE")
+VERDICTS = ("SK", "TLE", "MLE", "OLE", "SV", "RE", "AC", "PT", "WA", "PE", "IE")
 CUT = 4096  # bytes of a test's or the compile's stdout and stderr in the answer
 CHECKER_WALL_MS = 10_000  # a checker's; an interactor's at least its test's wall time + 1 s; never past RUN_TIMEOUT_MAX
 CHECKER_VERDICTS = {0: "AC", 1: "WA", 2: "PE"}  # testlib's exit codes; any other: IE
@@ -79,10 +79,18 @@ class Judge:
                 helpers[program.role] = held.enter_context(self.builds.held(helper))
             build, compile_answer = self._build(request.slug, sources, request.compile_timeout_ms, gone)
             if build is None:  # a compile error: nothing runs
-                return _answer("CE", compile_answer, [_skipped() for _ in request.tests], started)
-            held.enter_context(self.builds.held(build))
-            tests = self._tests(request, build, helpers, files, gone)
-        return _answer(next((t["verdict"] for t in tests if t["verdict"] not in ("AC", "SK")), "AC"), compile_answer, tests, started)
+                verdict, tests = "CE", [_skipped() for _ in request.tests]
+            else:
+                held.enter_context(self.builds.held(build))
+                tests = self._tests(request, build, helpers, files, gone)
+                verdict = None
+        scored: dict = {}
+        if request.scoring.scored:
+            scored, tests = scoring.score_answer(request.scoring, tests)
+        for test in tests:
+            test.pop("partial", None)  # a checker's score: the test's "score" says it where points are asked for
+        verdict = verdict or next((t["verdict"] for t in tests if t["verdict"] not in ("AC", "SK")), "AC")
+        return _answer(verdict, compile_answer, tests, started, scored)
 
     # -- the build ------------------------------------------------------------------------------
     def _build(self, slug: str, sources: tuple[tuple[str, bytes], ...], timeout_ms: int, gone) -> tuple[Build | None, dict]:
@@ -125,6 +133,7 @@ class Judge:
         where the slot can (a Session); an interactive test takes a pair of slots of its own, so
         half as many workers run those (one at least: RUN_CONCURRENCY=1 refuses interactors)."""
         answers: list[dict | None] = [None] * len(request.tests)
+        scored = request.scoring.scored
         failed_at = [len(request.tests)]  # the first test (by index) known not to be AC
         upcoming = iter(enumerate(request.tests))
 
@@ -135,13 +144,16 @@ class Judge:
                         raise Cancelled
                     if index > failed_at[0]:
                         return
+                    if scored and scoring.not_to_run(request.scoring, index, answers, request.stop_on_failure):
+                        answers[index] = _skipped()
+                        continue
                     if request.interactor:
                         answer = self._interactive_test(request, build, helpers, test, files, gone)
                     else:
                         answer = self._test(request, build, helpers.get("checker"), test, files, gone, session)
                     answers[index] = answer
-                    if request.stop_on_failure and answer["verdict"] != "AC":
-                        failed_at[0] = min(failed_at[0], index)
+                    if request.stop_on_failure and not scored and answer["verdict"] != "AC":
+                        failed_at[0] = min(failed_at[0], index)  # with points or groups: per group (not_to_run)
 
         slots_a_test = 2 if request.interactor else 1
         workers = [gevent.spawn(worker) for _ in range(min(max(1, self.parallel // slots_a_test), len(request.tests)))]
@@ -169,12 +181,12 @@ class Judge:
         except SlotLost as error:
             self.log.error("a judge test's slot was lost", lang=request.slug, error=str(error))
             return _not_run("IE")
-        verdict, message = run_verdict(result, limits.time_ms, limits.memory), None
+        verdict, message, partial = run_verdict(result, limits.time_ms, limits.memory), None, None
         if verdict is None and checker is not None:
-            verdict, message = self._check(request, checker, (stdin, result.stdout, read(test.expected, files)), session)
+            verdict, message, partial = self._check(request, checker, (stdin, result.stdout, read(test.expected, files)), session, request.scoring.full(test.index))
         elif verdict is None:
             verdict = _compared(request, result.stdout, test.expected, files)
-        return {"verdict": verdict, "exit_code": result.exit_code, "stdout": cut(result.stdout), "stderr": cut(result.stderr), "checker_message": message, "stats": stats(result)}
+        return _test_answer(verdict, result, message, partial)
 
     def _interactive_test(self, request: JudgeRequest, build: Build, helpers: dict[str, Build], test: Test, files: FileStore | None, gone) -> dict:
         """The submission and its interactor at once, each in its own slot: the submission's
@@ -209,21 +221,23 @@ class Judge:
         message = cut(helper_result.stderr)
         if verdict is None:
             verdict = helper_verdict(helper_result)
+        partial = None
         if verdict == "AC" and checker is not None:
-            verdict, message = self._check_record(request, checker, stdin, helper_result.returned or b"", test, files, gone)
-        return {"verdict": verdict, "exit_code": result.exit_code, "stdout": cut(result.stdout), "stderr": cut(result.stderr), "checker_message": message, "stats": stats(result)}
+            verdict, message, partial = self._check_record(request, checker, stdin, helper_result.returned or b"", test, files, gone)
+        return _test_answer(verdict, result, message, partial)
 
-    def _check_record(self, request: JudgeRequest, checker: Build, stdin: bytes, record: bytes, test: Test, files: FileStore | None, gone) -> tuple[str, str | None]:
+    def _check_record(self, request: JudgeRequest, checker: Build, stdin: bytes, record: bytes, test: Test, files: FileStore | None, gone) -> tuple[str, str | None, float | None]:
         """The checker on an interactor's record, in a slot of its own taken after the pair
         (and given back at once: a worker holding it while it waits for its next pair could
         leave too few slots for any pair)."""
         if len(record) > request.limits.output:
-            return "OLE", f"kiln: the interactor's record is over the test's output limit ({request.limits.output} bytes)"
+            return "OLE", f"kiln: the interactor's record is over the test's output limit ({request.limits.output} bytes)", None
         with self.runner.session(gone) as session:
-            return self._check(request, checker, (stdin, record, read(test.expected, files)), session)
+            return self._check(request, checker, (stdin, record, read(test.expected, files)), session, request.scoring.full(test.index))
 
-    def _check(self, request: JudgeRequest, checker: Build, texts: tuple[bytes, bytes, bytes], session: Session) -> tuple[str, str]:
-        """The checker's verdict on one test and its message (stdout then stderr, cut). It runs
+    def _check(self, request: JudgeRequest, checker: Build, texts: tuple[bytes, bytes, bytes], session: Session, full: float) -> tuple[str, str, float | None]:
+        """The checker's verdict on one test, its message (stdout then stderr, cut) and the score
+        it gave (testlib's quitp, exit 7: PT, or AC at the test's `full` points, WA at 0). It runs
         in the test's slot where the slot can take another job, each in a fresh sandbox as a
         test is (a slot of its own cost as much CPU as the test), with its own language's
         limits: nothing of the test is left there but the three files it is given."""
@@ -234,11 +248,16 @@ class Judge:
             result = session.run(job).result
         except SlotLost as error:
             self.log.error("a checker's slot was lost", lang=request.checker.slug, error=str(error))
-            return "IE", "kiln: the checker's sandbox was lost"
+            return "IE", "kiln: the checker's sandbox was lost", None
         message = cut(result.stdout + result.stderr)
         if result.outcome != "exited":
             message = message or f"kiln: the checker ended {result.outcome}"
-        return helper_verdict(result), message
+        if result.outcome == "exited" and result.exit_code == scoring.POINTS_EXIT_CODE:
+            score = scoring.checker_score(message)
+            if score is None:  # testlib's points without a score: the checker failed
+                return "IE", message, None
+            return scoring.partial_verdict(score, full), message, score
+        return helper_verdict(result), message, None
 
 
 def helper_verdict(result: RunResult) -> str:
@@ -273,6 +292,13 @@ def _compared(request: JudgeRequest, output: bytes, expected: Source | None, fil
     return "AC" if compare.same(request.compare, output, read(expected, files), request.epsilon, pause=gevent.sleep) else "WA"
 
 
+def _test_answer(verdict: str, result: RunResult, message: str | None, partial: float | None) -> dict:
+    answer = {"verdict": verdict, "exit_code": result.exit_code, "stdout": cut(result.stdout), "stderr": cut(result.stderr), "checker_message": message, "stats": stats(result)}
+    if partial is not None:
+        answer["partial"] = partial
+    return answer
+
+
 def _not_run(verdict: str) -> dict:
     """A test's answer when nothing of its run is known: SK, or IE when its slot was lost."""
     return {"verdict": verdict, "exit_code": None, "stdout": "", "stderr": "", "checker_message": None, "stats": None}
@@ -287,13 +313,18 @@ def _job_limits(limits: TestLimits) -> Limits:
     return Limits(cpu_ms=limits.time_ms, memory=limits.memory, pids=limits.pids, output=limits.output)
 
 
-def _answer(verdict: str, compile_answer: dict, tests: list[dict], started: float) -> dict:
+def _answer(verdict: str, compile_answer: dict, tests: list[dict], started: float, scored: dict | None = None) -> dict:
+    """The answer in the contract's key order; with points or groups, "score" and "max_score"
+    after "total", and "groups" after "tests"."""
+    scored = scored or {}
     return {
         "verdict": verdict,
         "passed": sum(t["verdict"] == "AC" for t in tests),
         "total": len(tests),
+        **{key: scored[key] for key in ("score", "max_score") if key in scored},
         "compile": {key: compile_answer[key] for key in ("exit_code", "stdout", "stderr", "cached", "stats")},
         "tests": tests,
+        **({"groups": scored["groups"]} if "groups" in scored else {}),
         "stats": {"wall_ms": round((time.monotonic() - started) * 1000, 1)},
     }
 

@@ -4,7 +4,9 @@ kiln/http/judge_request.py (which checks every field), read by kiln/judge/judge.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from kiln.judge.scoring import Scoring
 
 # a file beside the judge file: frames.c file_name() checks the same in kiln-init
 FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
@@ -26,6 +28,7 @@ class Source:
 class Test:
     stdin: Source
     expected: Source | None
+    index: int = 0  # its place in the request's tests
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ class JudgeRequest:
     stop_on_failure: bool
     checker: Program | None = None  # compare "checker" (with an interactor: it judges the interactor's record)
     interactor: Program | None = None  # it talks with the submission; compare "interactor" without a checker
+    scoring: Scoring = field(default_factory=lambda: Scoring(points=()))  # points and groups, where given
 
     @property
     def file_ids(self) -> tuple[str, ...]:

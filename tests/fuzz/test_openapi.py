@@ -38,7 +38,7 @@ from kiln.http import api
 from kiln.http import judge_request as request
 from kiln.http.api import App
 from kiln.http.validate import RUN_LIMITS
-from kiln.judge import compare, judge
+from kiln.judge import compare, judge, scoring
 from kiln.judge.files import FILE_ID
 from kiln.judge.request import GIVEN_FILES
 from kiln.log import Log
@@ -169,6 +169,7 @@ def test_judge_request_fields_are_exactly_the_contracts():
         "stop_on_failure": ["boolean", "null"],
         "checker": ["object", "null"],
         "interactor": ["object", "null"],
+        "groups": ["array", "null"],
     }
     assert fields["files"]["propertyNames"]["pattern"] == f"^{request.FILE_NAME.pattern}$"
     content = {"$ref": "#/components/schemas/JudgeFileContent"}  # text, or {"file": id} of the store
@@ -192,7 +193,9 @@ def test_judge_request_fields_are_exactly_the_contracts():
     assert "`judge/input judge/record`" in fields["interactor"]["description"] and GIVEN_FILES["interactor"] == ("input", "record", "answer")
     assert "not supported by this server yet" not in DOCUMENT_PATH.read_text().lower()
     test = schemas["JudgeTest"]
-    assert set(test["properties"]) == {"stdin", "stdin_file", "expected", "expected_file"} and "required" not in test
+    assert set(test["properties"]) == {"stdin", "stdin_file", "expected", "expected_file", "points"} and "required" not in test
+    group = schemas["JudgeGroup"]
+    assert set(group["properties"]) == {"name", "tests", "points", "scoring", "depends"} and group["properties"]["scoring"]["enum"] == list(scoring.SCORINGS)
     for name in ("stdin_file", "expected_file"):
         assert test["properties"][name]["pattern"] == f"^{FILE_ID.pattern}$" == DOC["components"]["parameters"]["FileId"]["schema"]["pattern"]
     limits = schemas["JudgeLimits"]["properties"]
