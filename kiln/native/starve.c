@@ -58,9 +58,16 @@ static void sample(struct slot *s, struct starve *c, double now) {
     if (c->psi_ms < 0 && thread_times(&c->ran_ns, &c->waited_ns)) c->ran_ns = c->waited_ns = 0;
 }
 
+/* At the run's start, on the request's path, so no walk of /proc: the cgroup's figure (one read of
+ * a kept file), and
+ * for the threads' estimate a baseline of nothing (the task has just been spawned or released: its
+ * threads' sums are those of the run; a prestarted task's warm-up counts in the first interval at
+ * most, and never more than that interval less what it ran) */
 void starve_begin(struct slot *s, struct starve *c, double now) {
     c->starved_s = 0;
-    sample(s, c, now);
+    c->at = now;
+    c->psi_ms = cgroup_figure(s, "cpu_starved");
+    c->ran_ns = c->waited_ns = 0;
 }
 
 /* the starved time so far; the figures are read every STARVE_EVERY_S at most */
