@@ -284,7 +284,7 @@ class Front:
         self.runtime = runtime
         self.zygote_pid = zygote_pid
         self.log = log
-        self.pool = SlotPool(zygote, runtime.config.concurrency, log, self._zygote_lost, queue_max=runtime.config.queue_max)
+        self.pool = SlotPool(zygote, runtime.config.concurrency, log, self._zygote_lost, queue_max=runtime.config.queue_max, judge_max=runtime.config.judge_max)
         self.app = App(runtime, self.pool, log, self.shutdown, no_cgroups_reason)
         listener = gevent.socket.socket(fileno=listener.detach())  # cooperative accept()
         self.server = Server(

@@ -71,6 +71,7 @@ class Judge:
         helper_sources = [read_build_files(p.files, files, limit, f"{p.role}.files") for p in programs]
         sources = read_build_files(request.files, files, limit, "files")
         with contextlib.ExitStack() as held:
+            held.enter_context(self.runner.admitted(gone))  # RUN_JUDGE_MAX at once, the others wait their turn
             helpers: dict[str, Build] = {}  # the checker's and the interactor's builds, by role
             for program, program_sources in zip(programs, helper_sources):
                 helper, answer = self._build(program.slug, program_sources, request.compile_timeout_ms, gone)

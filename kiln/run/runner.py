@@ -104,6 +104,18 @@ class Runner:
         return runs[0].value, runs[1].value
 
     @contextlib.contextmanager
+    def admitted(self, gone: gevent.event.Event | None = None) -> Iterator[None]:
+        """A judge request's admission, held while it is judged: RUN_JUDGE_MAX at once, one more
+        waits its turn as a /run waits for a slot (RUN_QUEUE_WAIT, then Busy), so that the tests
+        of the requests admitted are what may queue for runs' turns, never an unbounded number."""
+        with _gone_is_cancelled():
+            self.pool.judges.take(self.queue_wait_ms / 1000, gone)
+        try:
+            yield
+        finally:
+            self.pool.judges.give_back()
+
+    @contextlib.contextmanager
     def session(self, gone: gevent.event.Event | None = None) -> Iterator["Session"]:
         """A plain slot kept for a judge request's tests, run one after another (patient jobs)."""
         session = Session(self, gone)
@@ -184,15 +196,19 @@ class Runner:
 
 class Session:
     """A judge request's tests in one plain slot, one after another, while the slot says it can
-    take another (its result's `next`: kiln-init runs each in a fresh sandbox); else, or when the
-    slot is lost between two tests, the next test takes a fresh slot. The slot is released at the
-    end. A test that cannot run here is the Runner's failures as `run` gives them."""
+    take another (its result's `next`: kiln-init runs each in a fresh sandbox) and nobody waits
+    for a turn: each test is a turn, so with anyone queued the slot is given back (its turn to
+    whoever waited longest) and the next test queues for a fresh one behind them. Else, or when
+    the slot is lost between two tests, the next test takes a fresh slot. The slot is released at
+    the end. A test that cannot run here is the Runner's failures as `run` gives them."""
 
     def __init__(self, runner: Runner, gone: gevent.event.Event | None):
         self.runner, self.gone = runner, gone
         self.slot: WarmSlot | None = None  # kept from the last test, which said `next`
 
     def run(self, job: Job) -> Ran:
+        if self.slot is not None and self.runner.pool.queue:  # its turn is over: the next test queues
+            self.close()
         if self.slot is not None:
             slot, self.slot = self.slot, None
             try:

@@ -43,6 +43,7 @@ from kiln.judge.files import FILE_ID
 from kiln.judge.request import GIVEN_FILES
 from kiln.log import Log
 from kiln.run.pool import Busy, NoWarmSlot, WarmSlot
+from kiln.run.turns import Turns
 from kiln.units import format_duration_ms, format_size
 from kiln.zygote import protocol
 from kilntest import Server
@@ -260,6 +261,8 @@ class Pool:
         self.warm_count = 4
         self.warm: list = []  # the warm slots /metrics counts by language (none here)
         self.queue: list = []
+        self.turns = Turns(1 << 16, 0)  # its queue wait observed by /metrics; never queues
+        self.judges = Turns(1 << 16, 0)  # every judge request admitted at once
         self.next: Exception | tuple | list | None = None  # a list: one answer per slot taken, in turn
         self.released = 0
         self.slots: list[Slot] = []  # every slot taken, in turn: each has the job it was sent

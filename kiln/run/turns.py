@@ -1,0 +1,124 @@
+"""Turns: a bounded number of holders at once, and the one queue of those waiting for a place.
+
+    turns.take(wait_s, gone)   # a place now, or queued for one (Busy, ClientGone, ShuttingDown)
+    turns.give_back()          # the place to whoever waited longest, else free
+
+The slot pool's turns are runs in flight (RUN_CONCURRENCY): every run takes one, a /run, a judge's
+build, each test of a judge request, and gives it back when it ends, so a place freed by a test
+goes to whoever waited longest, never back to the same request ahead of them. A judge request's
+admission is turns of their own (RUN_JUDGE_MAX requests judged at once), so that the tests queued
+for a run's turn are bounded: RUN_JUDGE_MAX x RUN_JUDGE_PARALLEL at most.
+
+A request that may wait (`wait_s`) waits up to that long, in a queue of at most `queue_max` such
+requests; past either it is refused (Busy: 429). A patient one (`wait_s` None: a judge's test,
+whose request was admitted) waits as long as it takes and does not count against `queue_max`:
+the judge's admission bounds those. A request of `needs` places (an interactive test's pair)
+takes them together: what is free when it comes first in line is kept for it, and nobody behind it
+overtakes it, so half-taken pairs never hold every place.
+"""
+
+from __future__ import annotations
+
+import time
+
+import gevent
+import gevent.event
+
+
+class Busy(Exception):
+    """No turn for the request: every place was taken and the queue was full ("queue full",
+    or "no queue" with a wait of 0), or its turn did not come in time ("queue wait")."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ClientGone(Exception):
+    """The request's client left while it waited for its turn (or for a slot)."""
+
+
+class ShuttingDown(Exception):
+    """The service began to shut down while the request was queued."""
+
+
+class _Turn:
+    """A queued request's place: its event set once it was `granted` the places it `needs`
+    (passed on by holders, one at a time), or refused."""
+
+    __slots__ = ("event", "granted", "needs", "patient")
+
+    def __init__(self, needs: int, patient: bool):
+        self.event = gevent.event.Event()
+        self.granted = 0
+        self.needs = needs
+        self.patient = patient  # waits as long as it takes, outside queue_max
+
+
+class Turns:
+    def __init__(self, capacity: int, queue_max: int):
+        self.capacity = capacity
+        self.queue_max = queue_max  # of the requests that may be refused; patient ones apart
+        self.held = 0  # places taken (a pool's: runs in flight, and slots being killed)
+        self.queue: list[_Turn] = []  # requests waiting for their turn, first come first
+        self.waiting = 0  # ... of them, those counted against queue_max (not patient)
+        self.closing = False  # shutting down: nobody is queued any more
+        self.on_queued = lambda seconds: None  # /metrics: how long queued requests waited
+
+    def take(self, wait_s: float | None, gone: gevent.event.Event | None = None, needs: int = 1) -> None:
+        """Hold `needs` places, at once if they are free and nobody is queued ahead, else once
+        holders give theirs back (give_back). `wait_s`: how long it may wait (None: patient)."""
+        if self.held + needs <= self.capacity and not self.queue:
+            self.held += needs
+            return
+        if needs > self.capacity:
+            raise ValueError(f"{needs} places at once of {self.capacity}")
+        if wait_s is not None and (wait_s <= 0 or self.waiting >= self.queue_max):
+            raise Busy("no queue" if wait_s <= 0 or not self.queue_max else "queue full")
+        turn = _Turn(needs, patient=wait_s is None)
+        if not self.queue:  # first in line: what is free now is its own
+            turn.granted = max(0, self.capacity - self.held)
+            self.held += turn.granted
+        self.queue.append(turn)
+        self.waiting += not turn.patient
+        started = time.monotonic()
+        try:
+            gevent.wait([turn.event] + ([gone] if gone is not None else []), timeout=wait_s, count=1)
+        finally:
+            if not turn.event.is_set():
+                self._leave(turn)
+            self.on_queued(time.monotonic() - started)
+        left = gone is not None and gone.is_set()
+        if turn.granted == turn.needs and not left:
+            return
+        for _ in range(turn.granted):  # refused or left with places granted: the next one's
+            self.give_back()
+        if self.closing:
+            raise ShuttingDown
+        if left:
+            raise ClientGone
+        raise Busy("queue wait")
+
+    def give_back(self) -> None:
+        """A place, free again: to the first queued request, else no longer held."""
+        if self.queue:
+            turn = self.queue[0]
+            turn.granted += 1
+            if turn.granted == turn.needs:
+                self._leave(turn)
+                turn.event.set()
+        else:
+            self.held -= 1
+
+    def _leave(self, turn: _Turn) -> None:
+        self.queue.remove(turn)
+        self.waiting -= not turn.patient
+
+    def close(self) -> None:
+        """Shutting down: every queued request is refused (ShuttingDown), none is queued again;
+        a patient one (a judge's test: its request is in flight) keeps its place."""
+        self.closing = True
+        self.queue_max = 0
+        for turn in [turn for turn in self.queue if not turn.patient]:
+            self._leave(turn)
+            turn.event.set()
