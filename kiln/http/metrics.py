@@ -18,7 +18,7 @@ class Metrics:
         self.run_seconds = Histogram("kiln_run_duration_seconds", "Wall time of a run's test command, by language", ["lang"], buckets=RUN_BUCKETS, registry=registry)
         self.busy_refusals = Counter(
             "kiln_busy_refusals",
-            "Requests refused with 429, by reason: every slot was running and the queue was full (queue full; no queue with RUN_QUEUE_WAIT=0 or RUN_QUEUE_MAX=0), or the request waited RUN_QUEUE_WAIT (queue wait)",
+            "Requests refused with 429, by reason: every slot was running and the queue was full (queue full; no queue with RUN_QUEUE_WAIT=0 or RUN_QUEUE_MAX=0), the request waited RUN_QUEUE_WAIT (queue wait), or another client took its place in a full queue (queue share: its client held the most)",
             ["reason"],
             registry=registry,
         )

@@ -54,13 +54,17 @@ class Handler(WSGIHandler):
 
     read_deadline = 0.0
     _reading: gevent.Timeout | None = None  # the request line's and headers' share of the deadline
+    peer = ""  # the client's address (a Unix socket's: ""), as REMOTE_ADDR: the connections' and the queue's shares
+    idle = True  # waiting for a request's first byte: a connection the cap's shares may close (Server.admit)
 
     def handle(self):
         # headers and body leave in separate writes: without NODELAY, Nagle holds the body back
         # until the client's delayed ACK (40 ms) on every keep-alive request after the first
         if self.socket.family in (socket.AF_INET, socket.AF_INET6):
             self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if not self.server.admit():
+        if isinstance(self.client_address, tuple):
+            self.peer = str(self.client_address[0])
+        if not self.server.admit(self):
             try:
                 self.socket.sendall(_canned(*TOO_MANY_CONNECTIONS))
             except OSError:
@@ -70,7 +74,7 @@ class Handler(WSGIHandler):
         try:
             return super().handle()
         finally:
-            self.server.leave()
+            self.server.leave(self)
 
     def _answer_unread(self, answer: bytes) -> None:
         """An error answered before its request was read whole; then what the client sent past
@@ -97,13 +101,15 @@ class Handler(WSGIHandler):
 
     def handle_one_request(self):
         started = b""
+        self.idle = True
         with gevent.Timeout(self.server.idle_timeout_s, False):
             try:
                 started = self.rfile.peek(1)  # buffered already, or the next byte from the client
             except OSError:
                 pass
         if not started:
-            return None  # idle past its time, or closed: nothing was asked
+            return None  # idle past its time, closed, or closed for another address (Server.admit): nothing was asked
+        self.idle = False
         self.read_deadline = time.monotonic() + self.server.read_timeout_s
         direct = self._direct_run()
         if direct is not False:
@@ -145,6 +151,7 @@ class Handler(WSGIHandler):
         self.wsgi_input = environ["wsgi.input"] = Input(self.rfile, int(environ["CONTENT_LENGTH"]))
         environ["kiln.socket"] = self.socket
         environ["kiln.read_deadline"] = self.read_deadline
+        environ["REMOTE_ADDR"] = self.peer  # as pywsgi's environ has it: the client, for the queue's shares
         answer, sent = self.server.application.answer(environ, "run")
         try:
             self._send_answer(answer)
@@ -221,9 +228,10 @@ class Handler(WSGIHandler):
 
 
 class Server(WSGIServer):
-    """Counts its connections (past RUN_CONNECTIONS_MAX a new one is answered 503 and closed),
-    and keeps one descriptor in reserve: out of descriptors, it still accepts a connection,
-    answers 503 overloaded and closes it, instead of leaving clients hanging in the backlog."""
+    """Counts its connections (past RUN_CONNECTIONS_MAX a new one is answered 503 and closed,
+    unless an address holding more takes its turn: `admit`), and keeps one descriptor in
+    reserve: out of descriptors, it still accepts a connection, answers 503 overloaded and
+    closes it, instead of leaving clients hanging in the backlog."""
 
     def __init__(self, *args, config, on_overload, on_unread, **kwargs):
         super().__init__(*args, **kwargs)
@@ -233,17 +241,46 @@ class Server(WSGIServer):
         self.idle_timeout_s = config.idle_timeout_ms / 1000
         self.connections_max = config.connections_max
         self.connections = 0
+        self.connections_of: dict[str, set[Handler]] = {}  # by peer address
         self._reserve = _open_reserve()
 
-    def admit(self) -> bool:
-        if self.connections >= self.connections_max:
+    def admit(self, handler: Handler) -> bool:
+        """A new connection counted, or refused at the cap. The cap is shared: one address may
+        hold every connection while no other wants one; at the cap, a connection from an
+        address holding fewer than the address holding the most, less one (else the two would
+        only trade places), is admitted in place of one of that address's idle connections,
+        closed as an idle one past RUN_IDLE_TIMEOUT is (HTTP lets a server close an idle
+        connection at any time). Behind a balancer every connection is the balancer's, whose
+        own maxconn per host (deploy/haproxy.cfg) keeps them below the cap."""
+        if self.connections >= self.connections_max and not self._make_room_for(handler.peer):
             self.on_overload("too many connections")
             return False
         self.connections += 1
+        self.connections_of.setdefault(handler.peer, set()).add(handler)
         return True
 
-    def leave(self) -> None:
+    def leave(self, handler: Handler) -> None:
+        held = self.connections_of.get(handler.peer)
+        if held is None or handler not in held:
+            return  # closed for another address's connection: counted out then
+        held.remove(handler)
+        if not held:
+            del self.connections_of[handler.peer]
         self.connections -= 1
+
+    def _make_room_for(self, peer: str) -> bool:
+        heaviest = max(self.connections_of.values(), key=len)
+        if len(heaviest) < len(self.connections_of.get(peer, ())) + 2:
+            return False
+        idle = next((handler for handler in heaviest if handler.idle), None)
+        if idle is None:
+            return False  # all busy with requests (bounded by the read timeout and the queue's shares)
+        self.leave(idle)
+        try:
+            idle.socket.shutdown(socket.SHUT_RDWR)  # its handler reads end-of-file and ends quietly
+        except OSError:
+            pass
+        return True
 
     def do_read(self):
         try:

@@ -85,13 +85,13 @@ class SlotPool:
         self.asked = WarmWhenAsked(self)
         self.reader = gevent.spawn(self._read_zygote)
 
-    def acquire(self, want: str | None = None, wait_s: float | None = 0.0, gone: gevent.event.Event | None = None) -> WarmSlot:
+    def acquire(self, want: str | None = None, wait_s: float | None = 0.0, gone: gevent.event.Event | None = None, client: str = "") -> WarmSlot:
         """A warm slot for a request that a slot prestarted for `want` can serve (None: the
         request needs a plain slot). `wait_s`: how long it may queue for its turn (None: as long
         as it takes, whatever RUN_QUEUE_MAX: a judge's test, whose request was admitted with its
-        build); `gone`: set when its client leaves. Raises Busy, NoWarmSlot, ClientGone or
-        ShuttingDown."""
-        self.turns.take(wait_s, gone)
+        build); `gone`: set when its client leaves; `client`: whose it is (the queue's shares).
+        Raises Busy, NoWarmSlot, ClientGone or ShuttingDown."""
+        self.turns.take(wait_s, gone, client=client)
         return self._slot_for(want, gone)
 
     def acquire_pair(self, gone: gevent.event.Event | None = None) -> tuple[WarmSlot, WarmSlot]:
@@ -180,6 +180,10 @@ class SlotPool:
         self.judges.close()
 
     # what the rest of the front reads of the turns (/metrics, /health, the shutdown's wait)
+    @property
+    def concurrency(self) -> int:
+        return self.turns.capacity
+
     @property
     def in_flight(self) -> int:
         return self.turns.held

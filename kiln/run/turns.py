@@ -15,6 +15,13 @@ whose request was admitted) waits as long as it takes and does not count against
 the judge's admission bounds those. A request of `needs` places (an interactive test's pair)
 takes them together: what is free when it comes first in line is kept for it, and nobody behind it
 overtakes it, so half-taken pairs never hold every place.
+
+Shares: the queue is every client's (the API key's owner where keys are configured, else the peer
+address; kiln/http/api.py `App._client`). A client may fill it while nobody else wants it; when it
+is full, a request whose client holds fewer places in it than the client holding the most takes
+that client's newest place, which is refused (Busy "queue share"), so one client's burst never
+makes another's request 429 at once. Behind a balancer every request is the balancer's address
+(one client): its own queue (deploy/haproxy.cfg, maxconn per host) does that part there.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ class Busy(Exception):
 
     def __init__(self, reason: str):
         super().__init__(reason)
-        self.reason = reason
+        self.reason = reason  # "no queue", "queue full", "queue wait", "queue share"
 
 
 class ClientGone(Exception):
@@ -46,13 +53,15 @@ class _Turn:
     """A queued request's place: its event set once it was `granted` the places it `needs`
     (passed on by holders, one at a time), or refused."""
 
-    __slots__ = ("event", "granted", "needs", "patient")
+    __slots__ = ("client", "displaced", "event", "granted", "needs", "patient")
 
-    def __init__(self, needs: int, patient: bool):
+    def __init__(self, needs: int, patient: bool, client: str):
         self.event = gevent.event.Event()
         self.granted = 0
         self.needs = needs
         self.patient = patient  # waits as long as it takes, outside queue_max
+        self.client = client
+        self.displaced = False  # its place taken by another client's request (a full queue's share)
 
 
 class Turns:
@@ -62,25 +71,31 @@ class Turns:
         self.held = 0  # places taken (a pool's: runs in flight, and slots being killed)
         self.queue: list[_Turn] = []  # requests waiting for their turn, first come first
         self.waiting = 0  # ... of them, those counted against queue_max (not patient)
+        self.waiting_of: dict[str, int] = {}  # ... and those by client
         self.closing = False  # shutting down: nobody is queued any more
         self.on_queued = lambda seconds: None  # /metrics: how long queued requests waited
 
-    def take(self, wait_s: float | None, gone: gevent.event.Event | None = None, needs: int = 1) -> None:
+    def take(self, wait_s: float | None, gone: gevent.event.Event | None = None, needs: int = 1, client: str = "") -> None:
         """Hold `needs` places, at once if they are free and nobody is queued ahead, else once
-        holders give theirs back (give_back). `wait_s`: how long it may wait (None: patient)."""
+        holders give theirs back (give_back). `wait_s`: how long it may wait (None: patient);
+        `client`: whose request it is (the queue's shares)."""
         if self.held + needs <= self.capacity and not self.queue:
             self.held += needs
             return
         if needs > self.capacity:
             raise ValueError(f"{needs} places at once of {self.capacity}")
-        if wait_s is not None and (wait_s <= 0 or self.waiting >= self.queue_max):
-            raise Busy("no queue" if wait_s <= 0 or not self.queue_max else "queue full")
-        turn = _Turn(needs, patient=wait_s is None)
+        if wait_s is not None and (wait_s <= 0 or not self.queue_max):
+            raise Busy("no queue")
+        if wait_s is not None and self.waiting >= self.queue_max and not self._make_room_for(client):
+            raise Busy("queue full")
+        turn = _Turn(needs, wait_s is None, client)
         if not self.queue:  # first in line: what is free now is its own
             turn.granted = max(0, self.capacity - self.held)
             self.held += turn.granted
         self.queue.append(turn)
-        self.waiting += not turn.patient
+        if not turn.patient:
+            self.waiting += 1
+            self.waiting_of[client] = self.waiting_of.get(client, 0) + 1
         started = time.monotonic()
         try:
             gevent.wait([turn.event] + ([gone] if gone is not None else []), timeout=wait_s, count=1)
@@ -97,7 +112,7 @@ class Turns:
             raise ShuttingDown
         if left:
             raise ClientGone
-        raise Busy("queue wait")
+        raise Busy("queue share" if turn.displaced else "queue wait")
 
     def give_back(self) -> None:
         """A place, free again: to the first queued request, else no longer held."""
@@ -112,7 +127,24 @@ class Turns:
 
     def _leave(self, turn: _Turn) -> None:
         self.queue.remove(turn)
-        self.waiting -= not turn.patient
+        if not turn.patient:
+            self.waiting -= 1
+            self.waiting_of[turn.client] -= 1
+            if not self.waiting_of[turn.client]:
+                del self.waiting_of[turn.client]
+
+    def _make_room_for(self, client: str) -> bool:
+        """The queue is full: when `client` holds fewer places in it than the client holding the
+        most, less one (else the two would only trade places), that client's newest request is
+        refused and its place is `client`'s. Whether it was."""
+        most, heaviest = max((count, holder) for holder, count in self.waiting_of.items())
+        if most < self.waiting_of.get(client, 0) + 2:
+            return False
+        newest = next(turn for turn in reversed(self.queue) if not turn.patient and turn.client == heaviest)
+        self._leave(newest)
+        newest.displaced = True
+        newest.event.set()
+        return True
 
     def close(self) -> None:
         """Shutting down: every queued request is refused (ShuttingDown), none is queued again;

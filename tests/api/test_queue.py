@@ -9,6 +9,7 @@ import socket
 import threading
 
 import httpx
+import pytest
 
 from kilntest import burst, wait_until
 
@@ -158,3 +159,45 @@ def test_a_judge_request_past_RUN_JUDGE_MAX_waits_its_turn_then_is_refused_or_ju
     assert wait_until(lambda: metric(srv, "kiln_runs_in_flight") == 0, timeout=30)
     judged = httpx.post(f"{srv.url}/judge", json=one_test, timeout=60)
     assert judged.status_code == 200 and judged.json()["verdict"] == "AC"
+
+
+# --- one client's share of the queue ---------------------------------------------------------
+
+
+def run_on_a_socket(srv, source: str, key: str | None, solution: str) -> socket.socket:
+    """A /run from `source` (with bearer `key`), answered on a socket the server then closes."""
+    body = json.dumps({"lang_slug": "python", "solution_text": solution}).encode()
+    auth = b"Authorization: Bearer %s\r\n" % key.encode() if key else b""
+    conn = socket.create_connection(("127.0.0.1", srv.port), source_address=(source, 0), timeout=60)
+    conn.sendall(b"POST /run HTTP/1.1\r\nHost: q\r\nConnection: close\r\n%sContent-Length: %d\r\n\r\n%s" % (auth, len(body), body))
+    return conn
+
+
+def status_of(conn: socket.socket) -> int:
+    data = b""
+    while chunk := conn.recv(65536):
+        data += chunk
+    conn.close()
+    return int(data.split(b" ", 2)[1])
+
+
+@pytest.mark.parametrize("by", ["address", "key"])
+def test_one_clients_full_queue_gives_another_client_a_place_not_an_immediate_429(start_server, by):
+    """A client is its API key where keys are configured, else its peer address. One client
+    fills the queue (RUN_QUEUE_MAX 4, behind a 3 s run); another client's run takes the newest
+    of those places (that one is refused, 429 "queue share") and is served in its turn."""
+    keyed = by == "key"
+    srv = start_server(RUN_LANGS="python", RUN_CONCURRENCY="1", RUN_QUEUE_MAX="4", RUN_QUEUE_WAIT="30s", **({"RUN_API_KEYS": "alpha,beta"} if keyed else {}))
+    heavy = ("127.0.0.1", "alpha") if keyed else ("127.0.0.2", None)
+    long_run = run_on_a_socket(srv, *heavy, SLEEPER.format(seconds=3))
+    assert wait_until(lambda: metric(srv, "kiln_runs_in_flight") == 1)
+    queued_runs = []
+    for i in range(4):
+        queued_runs.append(run_on_a_socket(srv, *heavy, f"print({i})"))
+        assert wait_until(lambda: queued(srv) == i + 1)  # in this order
+    headers = {"Authorization": "Bearer beta"} if keyed else {}
+    other = httpx.post(f"{srv.url}/run", json={"lang_slug": "python", "solution_text": "print('other')"}, headers=headers, timeout=60)
+    assert other.status_code == 200 and other.json()["stdout"] == "other\n"
+    assert status_of(long_run) == 200
+    assert [status_of(conn) for conn in queued_runs] == [200, 200, 200, 429]  # its newest gave its place
+    assert 'kiln_busy_refusals_total{reason="queue share"} 1.0' in srv.client.get("/metrics").text
