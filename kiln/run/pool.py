@@ -34,7 +34,7 @@ import gevent.socket
 
 from kiln.log import Log
 from kiln.run.asked import WarmWhenAsked
-from kiln.run.turns import Busy, ClientGone, ShuttingDown, Turns
+from kiln.run.turns import Admissions, Busy, ClientGone, ShuttingDown, Turns
 from kiln.zygote import protocol
 from kiln.zygote.protocol import ProtocolError
 
@@ -62,7 +62,7 @@ class SlotPool:
     def __init__(self, zygote: stdlib_socket.socket, concurrency: int, log: Log, on_zygote_lost, queue_max: int = 0, judge_max: int = 1):
         self.zygote = gevent.socket.socket(fileno=zygote.detach())
         self.turns = Turns(concurrency, queue_max)  # runs in flight, and slots being killed until they are gone
-        self.judges = Turns(judge_max, queue_max)  # judge requests admitted (kiln.run.runner.Runner.admitted)
+        self.judges = Admissions(judge_max, queue_max)  # judge requests admitted (kiln.run.runner.Runner.admitted)
         self.log = log
         self.on_zygote_lost = on_zygote_lost
         self.warm: list[WarmSlot] = []  # in arrival order

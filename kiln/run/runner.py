@@ -114,7 +114,7 @@ class Runner:
         try:
             yield
         finally:
-            self.pool.judges.give_back()
+            self.pool.judges.give_back(client)
 
     @contextlib.contextmanager
     def session(self, gone: gevent.event.Event | None = None) -> Iterator["Session"]:

@@ -21,15 +21,19 @@ address; kiln/http/api.py `App._client`). A client may fill it while nobody else
 is full, a request whose client holds fewer places in it than the client holding the most takes
 that client's newest place, which is refused (Busy "queue share"), so one client's burst never
 makes another's request 429 at once. Behind a balancer every request is the balancer's address
-(one client): its own queue (deploy/haproxy.cfg, maxconn per host) does that part there.
+(one client): its own queue (deploy/haproxy.cfg, maxconn per host) does that part there. A judge
+request's admission is held for all its tests, so it is given back by client (`Admissions`).
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import gevent
 import gevent.event
+
+SERVED_KEPT = 4096  # clients whose last admission Admissions remembers (the oldest forgotten first)
 
 
 class Busy(Exception):
@@ -114,16 +118,21 @@ class Turns:
             raise ClientGone
         raise Busy("queue share" if turn.displaced else "queue wait")
 
-    def give_back(self) -> None:
-        """A place, free again: to the first queued request, else no longer held."""
+    def give_back(self, client: str = "") -> None:
+        """A place, free again: to the next queued request (`_next`), else no longer held.
+        `client`: whose place it was (Admissions counts them)."""
         if self.queue:
-            turn = self.queue[0]
+            turn = self._next()
             turn.granted += 1
             if turn.granted == turn.needs:
                 self._leave(turn)
                 turn.event.set()
         else:
             self.held -= 1
+
+    def _next(self) -> _Turn:
+        """Who gets a place given back: whoever waited longest."""
+        return self.queue[0]
 
     def _leave(self, turn: _Turn) -> None:
         self.queue.remove(turn)
@@ -154,3 +163,37 @@ class Turns:
         for turn in [turn for turn in self.queue if not turn.patient]:
             self._leave(turn)
             turn.event.set()
+
+
+class Admissions(Turns):
+    """Judge requests admitted (RUN_JUDGE_MAX at once). A request holds its place for all its
+    tests, minutes maybe, so first come first served would let one client's requests sent
+    together keep every place for their whole length while another client's waited out their
+    turn: a place given back goes to the waiting request of the client holding the fewest places,
+    among those the client admitted longest ago, then to whoever waited longest."""
+
+    def __init__(self, capacity: int, queue_max: int):
+        super().__init__(capacity, queue_max)
+        self.held_of: dict[str, int] = {}
+        self.admitted_at: dict[str, int] = {}  # client -> the ticket of its last admission, oldest first
+        self._tickets = itertools.count(1)
+
+    def take(self, wait_s: float | None, gone: gevent.event.Event | None = None, needs: int = 1, client: str = "") -> None:
+        super().take(wait_s, gone, needs, client)
+        self.held_of[client] = self.held_of.get(client, 0) + needs
+        self.admitted_at.pop(client, None)  # (re-inserted last: the dict stays oldest first)
+        self.admitted_at[client] = next(self._tickets)
+        if len(self.admitted_at) > SERVED_KEPT:
+            del self.admitted_at[next(iter(self.admitted_at))]
+
+    def give_back(self, client: str = "") -> None:
+        held = self.held_of.get(client)
+        if held is not None:  # (None: a place granted to a request that left before it knew)
+            if held > 1:
+                self.held_of[client] = held - 1
+            else:
+                del self.held_of[client]
+        super().give_back(client)
+
+    def _next(self) -> _Turn:
+        return min(self.queue, key=lambda turn: (self.held_of.get(turn.client, 0), self.admitted_at.get(turn.client, 0)))

@@ -201,3 +201,24 @@ def test_one_clients_full_queue_gives_another_client_a_place_not_an_immediate_42
     assert status_of(long_run) == 200
     assert [status_of(conn) for conn in queued_runs] == [200, 200, 200, 429]  # its newest gave its place
     assert 'kiln_busy_refusals_total{reason="queue share"} 1.0' in srv.client.get("/metrics").text
+
+
+def test_a_judge_admission_given_back_goes_to_the_client_served_longest_ago(start_server):
+    """RUN_JUDGE_MAX 1: one client's judge requests sent together (a short one, then two of 1000
+    tests) would hold the admission for minutes each, first come first served; another client's
+    request, queued after them, is admitted when the short one ends, ahead of them."""
+    srv = start_server(RUN_LANGS="python", RUN_CONCURRENCY="2", RUN_JUDGE_MAX="1", RUN_QUEUE_WAIT="30s")
+    heavy = [judge_on_a_socket(srv, 5)]
+    assert wait_until(lambda: len(srv.busy_slots()) >= 1, timeout=30)
+    heavy += [judge_on_a_socket(srv, 1000) for _ in range(2)]
+    try:
+        assert wait_until(lambda: metric(srv, "kiln_judge_queue_length") == 2, timeout=30)
+        one_test = {"lang_slug": "python", "solution_text": "print(1)", "tests": [{"stdin": "", "expected": "1"}]}
+        other = httpx.post(f"{srv.url}/judge", json=one_test, timeout=60)
+        assert other.status_code == 200 and other.json()["verdict"] == "AC"
+        assert b" 200 " in answered(heavy[0], 30)  # the short one was judged first
+        assert [answered(conn, 0.01) for conn in heavy[1:]] == [b"", b""]  # one judged, one waiting
+    finally:
+        for conn in heavy:
+            conn.close()
+    assert wait_until(lambda: metric(srv, "kiln_runs_in_flight") == 0, timeout=30)
