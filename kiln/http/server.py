@@ -15,6 +15,7 @@ from gevent.pywsgi import Input, WSGIHandler, WSGIServer, format_date_time
 
 from kiln import systemd
 from kiln.http.api import App
+from kiln.http.connections import Connections
 from kiln.http.head import direct_run_environ
 from kiln.http.responses import Answer, ReadTimeout, error_response
 from kiln.log import ACCESS_BATCH_S, Log
@@ -55,7 +56,7 @@ class Handler(WSGIHandler):
     read_deadline = 0.0
     _reading: gevent.Timeout | None = None  # the request line's and headers' share of the deadline
     peer = ""  # the client's address (a Unix socket's: ""), as REMOTE_ADDR: the connections' and the queue's shares
-    idle = True  # waiting for a request's first byte: a connection the cap's shares may close (Server.admit)
+    idle = True  # waiting for a request's first byte: a connection the cap's shares may close (connections.py)
 
     def handle(self):
         # headers and body leave in separate writes: without NODELAY, Nagle holds the body back
@@ -108,7 +109,7 @@ class Handler(WSGIHandler):
             except OSError:
                 pass
         if not started:
-            return None  # idle past its time, closed, or closed for another address (Server.admit): nothing was asked
+            return None  # idle past its time, closed, or closed for another address (connections.py): nothing was asked
         self.idle = False
         self.read_deadline = time.monotonic() + self.server.read_timeout_s
         direct = self._direct_run()
@@ -229,7 +230,7 @@ class Handler(WSGIHandler):
 
 class Server(WSGIServer):
     """Counts its connections (past RUN_CONNECTIONS_MAX a new one is answered 503 and closed,
-    unless an address holding more takes its turn: `admit`), and keeps one descriptor in
+    unless an address holding more gives up an idle one: connections.py), and keeps one descriptor in
     reserve: out of descriptors, it still accepts a connection, answers 503 overloaded and
     closes it, instead of leaving clients hanging in the backlog."""
 
@@ -239,48 +240,17 @@ class Server(WSGIServer):
         self.on_unread = on_unread
         self.read_timeout_s = config.read_timeout_ms / 1000
         self.idle_timeout_s = config.idle_timeout_ms / 1000
-        self.connections_max = config.connections_max
-        self.connections = 0
-        self.connections_of: dict[str, set[Handler]] = {}  # by peer address
+        self.connections = Connections(config.connections_max)
         self._reserve = _open_reserve()
 
     def admit(self, handler: Handler) -> bool:
-        """A new connection counted, or refused at the cap. The cap is shared: one address may
-        hold every connection while no other wants one; at the cap, a connection from an
-        address holding fewer than the address holding the most, less one (else the two would
-        only trade places), is admitted in place of one of that address's idle connections,
-        closed as an idle one past RUN_IDLE_TIMEOUT is (HTTP lets a server close an idle
-        connection at any time). Behind a balancer every connection is the balancer's, whose
-        own maxconn per host (deploy/haproxy.cfg) keeps them below the cap."""
-        if self.connections >= self.connections_max and not self._make_room_for(handler.peer):
-            self.on_overload("too many connections")
-            return False
-        self.connections += 1
-        self.connections_of.setdefault(handler.peer, set()).add(handler)
-        return True
+        if self.connections.admit(handler):
+            return True
+        self.on_overload("too many connections")
+        return False
 
     def leave(self, handler: Handler) -> None:
-        held = self.connections_of.get(handler.peer)
-        if held is None or handler not in held:
-            return  # closed for another address's connection: counted out then
-        held.remove(handler)
-        if not held:
-            del self.connections_of[handler.peer]
-        self.connections -= 1
-
-    def _make_room_for(self, peer: str) -> bool:
-        heaviest = max(self.connections_of.values(), key=len)
-        if len(heaviest) < len(self.connections_of.get(peer, ())) + 2:
-            return False
-        idle = next((handler for handler in heaviest if handler.idle), None)
-        if idle is None:
-            return False  # all busy with requests (bounded by the read timeout and the queue's shares)
-        self.leave(idle)
-        try:
-            idle.socket.shutdown(socket.SHUT_RDWR)  # its handler reads end-of-file and ends quietly
-        except OSError:
-            pass
-        return True
+        self.connections.leave(handler)
 
     def do_read(self):
         try:

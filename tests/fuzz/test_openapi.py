@@ -268,7 +268,7 @@ class Pool:
         self.slots: list[Slot] = []  # every slot taken, in turn: each has the job it was sent
         self.wants: list[str | None] = []  # the prestarted language each acquire asked for
 
-    def acquire(self, want: str | None = None, wait_s: float | None = 0.0, gone=None) -> WarmSlot:
+    def acquire(self, want: str | None = None, wait_s: float | None = 0.0, gone=None, client: str = "") -> WarmSlot:
         self.wants.append(want)
         answer = self.next.pop(0) if isinstance(self.next, list) else self.next
         if isinstance(answer, Exception):
