@@ -222,3 +222,20 @@ def test_a_judge_admission_given_back_goes_to_the_client_served_longest_ago(star
         for conn in heavy:
             conn.close()
     assert wait_until(lambda: metric(srv, "kiln_runs_in_flight") == 0, timeout=30)
+
+
+def test_a_judge_request_waiting_for_admission_is_refused_when_kiln_shuts_down(start_server):
+    """A queued judge request is new work, as a queued run is: 503 at shutdown (a balancer sends
+    it elsewhere); the request being judged finishes or, its client gone, is cancelled."""
+    srv = start_server(RUN_LANGS="python", RUN_CONCURRENCY="2", RUN_JUDGE_MAX="1", RUN_QUEUE_WAIT="30s", ALLOW_SHUTDOWN="true")
+    first = judge_on_a_socket(srv, 1000)
+    try:
+        assert wait_until(lambda: metric(srv, "kiln_judge_requests_admitted") == 1, timeout=30)
+        waiting = judge_on_a_socket(srv, 1)
+        assert wait_until(lambda: metric(srv, "kiln_judge_queue_length") == 1, timeout=30)
+        assert srv.client.post("/shutdown").status_code == 200
+        answer = answered(waiting, 30)
+        assert b" 503 " in answer and answer.endswith(b'{"error":"shutting down"}')
+    finally:
+        first.close()
+    assert srv.proc.wait(60) == 0
