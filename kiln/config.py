@@ -82,6 +82,7 @@ class Config:
     judge_tests_max: int
     judge_time_max_ms: int
     judge_parallel: int
+    judge_max: int
     build_cache_max: int  # 0: no build cache
     file_max: int
     file_store: pathlib.Path
@@ -171,6 +172,7 @@ class Config:
             "judge_tests_max": self.judge_tests_max,
             "judge_time_max": duration(self.judge_time_max_ms),
             "judge_parallel": self.judge_parallel,
+            "judge_max": self.judge_max,
             "build_cache_max": size(self.build_cache_max) if self.build_cache_max else "off",
             "file_max": size(self.file_max),
             "file_store": str(self.file_store),
@@ -433,6 +435,11 @@ _SETTINGS = (
     _Setting("RUN_JUDGE_TESTS_MAX", "judge_tests_max", _whole_number(1, 100_000), "1000"),
     _Setting("RUN_JUDGE_TIME_MAX", "judge_time_max_ms", _duration(1), "10s"),
     _Setting("RUN_JUDGE_PARALLEL", "judge_parallel", _whole_number(1, 256), None),  # load(): RUN_CONCURRENCY / 2
+    # judge requests judged at once; one more waits its turn for admission as a run does for a
+    # slot (RUN_QUEUE_WAIT, RUN_QUEUE_MAX, then 429). Default RUN_CONCURRENCY / RUN_JUDGE_PARALLEL,
+    # at least 1: the admitted requests' tests then ask for at most RUN_CONCURRENCY turns at once,
+    # so a /run queued behind them waits about one round of tests, never their whole requests
+    _Setting("RUN_JUDGE_MAX", "judge_max", _whole_number(1, 65536), None),
     _Setting("RUN_BUILD_CACHE_MAX", "build_cache_max", _size(0, note="; 0 turns the build cache off"), "512m"),
     # the file store (/files): one file's size, where the files are kept, their total
     _Setting("RUN_FILE_MAX", "file_max", _size(0), "64m"),
@@ -499,6 +506,8 @@ def load(environ: Mapping[str, str], repo_root: pathlib.Path, pid: int = 0) -> C
         values["queue_max"] = 4 * values["concurrency"]
     if values["judge_parallel"] is None:
         values["judge_parallel"] = max(1, values["concurrency"] // 2)
+    if values["judge_max"] is None:
+        values["judge_max"] = max(1, values["concurrency"] // values["judge_parallel"])
     if values["file_store"] is None:
         values["file_store"] = pathlib.Path("/var/lib", values["instance"], "files")
     inherited = dict.fromkeys(INHERITED_ENV + values["env_allow"])

@@ -140,7 +140,7 @@ class App:
     # -- routes -----------------------------------------------------------------------------
     def on_run(self, environ, info) -> Answer:
         """parse -> run -> respond"""
-        self._authorize(environ)
+        owner = self._authorize(environ)
         raw = self._read_body(environ, info)
         info["bytes_in"] = len(raw)
         request = parse_run(raw, self.runtime)
@@ -149,7 +149,7 @@ class App:
             raise ApiError(503, "shutting down")
         watch = ClientWatch(environ)
         try:
-            ran = self.runner.run(request.job, watch.gone)
+            ran = self.runner.run(request.job, watch.gone, client=_client(owner, environ))
         except (Busy, NoWarmSlot, ShuttingDown, Cancelled, SlotLost) as failure:
             return self._run_failure(failure, info)
         finally:
@@ -186,7 +186,7 @@ class App:
         watch = ClientWatch(environ)
         try:
             with files.pinned(request.file_ids, owner) if files else contextlib.nullcontext():
-                answer = self.judge.run(request, files, watch.gone)
+                answer = self.judge.run(request, files, watch.gone, _client(owner, environ))
         except UnknownFile as unknown:  # DESIGN.md's words: upload it and retry; a `files` object's, with its field
             field = request.named_files().get(unknown.file_id)
             raise ApiError(400, f"{field}: unknown file {unknown}" if field else f"unknown file {unknown}") from None
@@ -268,7 +268,8 @@ class App:
     # -- helpers ----------------------------------------------------------------------------
     def _authorize(self, environ) -> str:
         """The client, as the file store names owners: "" where no API keys are configured, else
-        a digest of its key (never the key itself, which the store would keep on disk)."""
+        a digest of its key (never the key itself, which the store would keep on disk). The
+        queue's shares take it as the client, else (no keys) the peer address, REMOTE_ADDR."""
         keys = self.config.api_keys
         if not keys:
             return ""
@@ -329,6 +330,12 @@ class App:
             },
         }
         return json_response(200, body)
+
+
+def _client(owner: str, environ) -> str:
+    """Whose request it is, for the queue's shares (kiln/run/turns.py): its API key's owner where
+    keys are configured, else its peer address (behind a balancer, the balancer's)."""
+    return owner or environ.get("REMOTE_ADDR", "")
 
 
 def _request_id(given: str | None) -> str:

@@ -18,13 +18,17 @@ class Metrics:
         self.run_seconds = Histogram("kiln_run_duration_seconds", "Wall time of a run's test command, by language", ["lang"], buckets=RUN_BUCKETS, registry=registry)
         self.busy_refusals = Counter(
             "kiln_busy_refusals",
-            "Requests refused with 429, by reason: every slot was running and the queue was full (queue full; no queue with RUN_QUEUE_WAIT=0 or RUN_QUEUE_MAX=0), or the request waited RUN_QUEUE_WAIT (queue wait)",
+            "Requests refused with 429, by reason: every slot was running and the queue was full (queue full; no queue with RUN_QUEUE_WAIT=0 or RUN_QUEUE_MAX=0), the request waited RUN_QUEUE_WAIT (queue wait), or another client took its place in a full queue (queue share: its client held the most)",
             ["reason"],
             registry=registry,
         )
         self.queue_wait_seconds = Histogram("kiln_queue_wait_seconds", "Time requests waited in the queue for their turn (every slot running)", buckets=WARM_BUCKETS + (5, 10, 30), registry=registry)
         queued = Gauge("kiln_queue_length", "Requests waiting for their turn", registry=registry)
         queued.set_function(lambda: len(pool.queue))
+        judges_queued = Gauge("kiln_judge_queue_length", "Judge requests waiting for admission (RUN_JUDGE_MAX judged at once)", registry=registry)
+        judges_queued.set_function(lambda: len(pool.judges.queue))
+        judging = Gauge("kiln_judge_requests_admitted", "Judge requests admitted, being judged", registry=registry)
+        judging.set_function(lambda: pool.judges.held)
         self.overload_refusals = Counter(
             "kiln_overload_refusals", "Connections answered 503 and closed, by reason: out of file descriptors, or RUN_CONNECTIONS_MAX open", ["reason"], registry=registry
         )
@@ -52,7 +56,7 @@ class Metrics:
         registry.register(_PrestartedSlots(pool, prestarting))
         pool.on_warm = lambda seconds: self.slot_warmup_seconds.observe(seconds)
         pool.on_trade = self.prestart_trades.inc
-        pool.on_queued = self.queue_wait_seconds.observe
+        pool.turns.on_queued = self.queue_wait_seconds.observe
         pool.on_convert = lambda slug: self.slot_conversions.labels(slug or "plain").inc()
         # 0 from the start: an alert sees every language; kiln_prestarted_runs / kiln_runs gives
         # the prestarting languages' share

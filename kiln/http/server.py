@@ -15,6 +15,7 @@ from gevent.pywsgi import Input, WSGIHandler, WSGIServer, format_date_time
 
 from kiln import systemd
 from kiln.http.api import App
+from kiln.http.connections import Connections
 from kiln.http.head import direct_run_environ
 from kiln.http.responses import Answer, ReadTimeout, error_response
 from kiln.log import ACCESS_BATCH_S, Log
@@ -54,13 +55,17 @@ class Handler(WSGIHandler):
 
     read_deadline = 0.0
     _reading: gevent.Timeout | None = None  # the request line's and headers' share of the deadline
+    peer = ""  # the client's address (a Unix socket's: ""), as REMOTE_ADDR: the connections' and the queue's shares
+    idle = True  # waiting for a request's first byte: a connection the cap's shares may close (connections.py)
 
     def handle(self):
         # headers and body leave in separate writes: without NODELAY, Nagle holds the body back
         # until the client's delayed ACK (40 ms) on every keep-alive request after the first
         if self.socket.family in (socket.AF_INET, socket.AF_INET6):
             self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if not self.server.admit():
+        if isinstance(self.client_address, tuple):
+            self.peer = str(self.client_address[0])
+        if not self.server.admit(self):
             try:
                 self.socket.sendall(_canned(*TOO_MANY_CONNECTIONS))
             except OSError:
@@ -70,7 +75,7 @@ class Handler(WSGIHandler):
         try:
             return super().handle()
         finally:
-            self.server.leave()
+            self.server.leave(self)
 
     def _answer_unread(self, answer: bytes) -> None:
         """An error answered before its request was read whole; then what the client sent past
@@ -97,13 +102,15 @@ class Handler(WSGIHandler):
 
     def handle_one_request(self):
         started = b""
+        self.idle = True
         with gevent.Timeout(self.server.idle_timeout_s, False):
             try:
                 started = self.rfile.peek(1)  # buffered already, or the next byte from the client
             except OSError:
                 pass
         if not started:
-            return None  # idle past its time, or closed: nothing was asked
+            return None  # idle past its time, closed, or closed for another address (connections.py): nothing was asked
+        self.idle = False
         self.read_deadline = time.monotonic() + self.server.read_timeout_s
         direct = self._direct_run()
         if direct is not False:
@@ -145,6 +152,7 @@ class Handler(WSGIHandler):
         self.wsgi_input = environ["wsgi.input"] = Input(self.rfile, int(environ["CONTENT_LENGTH"]))
         environ["kiln.socket"] = self.socket
         environ["kiln.read_deadline"] = self.read_deadline
+        environ["REMOTE_ADDR"] = self.peer  # as pywsgi's environ has it: the client, for the queue's shares
         answer, sent = self.server.application.answer(environ, "run")
         try:
             self._send_answer(answer)
@@ -221,9 +229,10 @@ class Handler(WSGIHandler):
 
 
 class Server(WSGIServer):
-    """Counts its connections (past RUN_CONNECTIONS_MAX a new one is answered 503 and closed),
-    and keeps one descriptor in reserve: out of descriptors, it still accepts a connection,
-    answers 503 overloaded and closes it, instead of leaving clients hanging in the backlog."""
+    """Counts its connections (past RUN_CONNECTIONS_MAX a new one is answered 503 and closed,
+    unless an address holding more gives up an idle one: connections.py), and keeps one descriptor in
+    reserve: out of descriptors, it still accepts a connection, answers 503 overloaded and
+    closes it, instead of leaving clients hanging in the backlog."""
 
     def __init__(self, *args, config, on_overload, on_unread, **kwargs):
         super().__init__(*args, **kwargs)
@@ -231,19 +240,17 @@ class Server(WSGIServer):
         self.on_unread = on_unread
         self.read_timeout_s = config.read_timeout_ms / 1000
         self.idle_timeout_s = config.idle_timeout_ms / 1000
-        self.connections_max = config.connections_max
-        self.connections = 0
+        self.connections = Connections(config.connections_max)
         self._reserve = _open_reserve()
 
-    def admit(self) -> bool:
-        if self.connections >= self.connections_max:
-            self.on_overload("too many connections")
-            return False
-        self.connections += 1
-        return True
+    def admit(self, handler: Handler) -> bool:
+        if self.connections.admit(handler):
+            return True
+        self.on_overload("too many connections")
+        return False
 
-    def leave(self) -> None:
-        self.connections -= 1
+    def leave(self, handler: Handler) -> None:
+        self.connections.leave(handler)
 
     def do_read(self):
         try:
@@ -284,7 +291,7 @@ class Front:
         self.runtime = runtime
         self.zygote_pid = zygote_pid
         self.log = log
-        self.pool = SlotPool(zygote, runtime.config.concurrency, log, self._zygote_lost, queue_max=runtime.config.queue_max)
+        self.pool = SlotPool(zygote, runtime.config.concurrency, log, self._zygote_lost, queue_max=runtime.config.queue_max, judge_max=runtime.config.judge_max)
         self.app = App(runtime, self.pool, log, self.shutdown, no_cgroups_reason)
         listener = gevent.socket.socket(fileno=listener.detach())  # cooperative accept()
         self.server = Server(

@@ -63,7 +63,8 @@ class Judge:
         self.log = log
         self.parallel = parallel
 
-    def run(self, request: JudgeRequest, files: FileStore | None, gone: gevent.event.Event | None = None) -> dict:
+    def run(self, request: JudgeRequest, files: FileStore | None, gone: gevent.event.Event | None = None, client: str = "") -> dict:
+        """The request judged; `client` is whose it is (its admission's and its builds' turns)."""
         started = time.monotonic()
         # every build's files read first (a stored one may be too large: a 400 before any build)
         limit = self.runtime.config.judge_part_max
@@ -71,13 +72,14 @@ class Judge:
         helper_sources = [read_build_files(p.files, files, limit, f"{p.role}.files") for p in programs]
         sources = read_build_files(request.files, files, limit, "files")
         with contextlib.ExitStack() as held:
+            held.enter_context(self.runner.admitted(gone, client))  # RUN_JUDGE_MAX at once, the others wait their turn
             helpers: dict[str, Build] = {}  # the checker's and the interactor's builds, by role
             for program, program_sources in zip(programs, helper_sources):
-                helper, answer = self._build(program.slug, program_sources, request.compile_timeout_ms, gone)
+                helper, answer = self._build(program.slug, program_sources, request.compile_timeout_ms, gone, client)
                 if helper is None:
                     raise DoesNotBuild(program.role, answer["stdout"] + answer["stderr"])
                 helpers[program.role] = held.enter_context(self.builds.held(helper))
-            build, compile_answer = self._build(request.slug, sources, request.compile_timeout_ms, gone)
+            build, compile_answer = self._build(request.slug, sources, request.compile_timeout_ms, gone, client)
             if build is None:  # a compile error: nothing runs
                 verdict, tests = "CE", [_skipped() for _ in request.tests]
             else:
@@ -93,7 +95,7 @@ class Judge:
         return _answer(verdict, compile_answer, tests, started, scored)
 
     # -- the build ------------------------------------------------------------------------------
-    def _build(self, slug: str, sources: tuple[tuple[str, bytes], ...], timeout_ms: int, gone) -> tuple[Build | None, dict]:
+    def _build(self, slug: str, sources: tuple[tuple[str, bytes], ...], timeout_ms: int, gone, client: str) -> tuple[Build | None, dict]:
         """A build of these sources (None when it failed) and its compile answer."""
         workload = self.runtime.workloads[slug]
         key = Builds.key(slug, self.runtime.versions.get(slug), workload.build_argv or (), sources)
@@ -103,11 +105,11 @@ class Judge:
                 return cached, {**cached.compile, "cached": True}
             with self.builds.built_once(key) as mine:
                 if mine:
-                    return self._build_now(slug, key, sources, timeout_ms, gone)
+                    return self._build_now(slug, key, sources, timeout_ms, gone, client)
 
-    def _build_now(self, slug: str, key: str, sources: tuple[tuple[str, bytes], ...], timeout_ms: int, gone) -> tuple[Build | None, dict]:
+    def _build_now(self, slug: str, key: str, sources: tuple[tuple[str, bytes], ...], timeout_ms: int, gone, client: str) -> tuple[Build | None, dict]:
         job = Job(slug, timeout_ms, sources, command="build")
-        result = self.runner.run(job, gone).result
+        result = self.runner.run(job, gone, client=client).result
         answer = {"exit_code": result.exit_code, "stdout": cut(result.stdout), "stderr": cut(result.stderr), "cached": False, "stats": stats(result)}
         if result.outcome != "exited" or result.exit_code != 0 or result.returned is None:
             return None, answer

@@ -1,13 +1,13 @@
-"""The front's view of the slots: warm slots handed over by the zygote, and runs in flight.
+"""The front's view of the slots: warm slots handed over by the zygote, and who may run when.
 
-RUN_CONCURRENCY bounds the runs in flight. A request that finds them all in flight queues for its
-turn, first come first served, for up to RUN_QUEUE_WAIT (never past its own timeout) in a queue of
-at most RUN_QUEUE_MAX; past either it is refused (Busy: 429). One that has its turn but finds no
-warm slot waits for the replacement the zygote is warming: a slow warm-up under load never fails
-a request (up to WARM_WAIT_S), warm-ups that keep failing do, after WARM_FAILING_S (NoWarmSlot).
-A request whose client leaves while it waits leaves the queue (ClientGone). A pair of jobs
-that run at once (an interactive test) takes its two turns together: pairs never each hold one
-turn while waiting for a second, nor queue twice.
+RUN_CONCURRENCY bounds the runs in flight: each run takes its turn (kiln/run/turns.py: first come,
+first served, up to RUN_QUEUE_WAIT in a queue of RUN_QUEUE_MAX, then Busy: 429) and gives it back
+when it ends; a judge request is admitted first, against RUN_JUDGE_MAX judge requests at once
+(`judges`, turns of their own), and its tests then take their turns as patient runs. One that has
+its turn but finds no warm slot waits for the replacement the zygote is warming: a slow warm-up
+under load never fails a request (up to WARM_WAIT_S), warm-ups that keep failing do, after
+WARM_FAILING_S (NoWarmSlot). A request whose client leaves while it waits leaves the queue
+(ClientGone). A pair of jobs that run at once (an interactive test) takes its two turns together.
 
 A slot is plain, or prestarted for one language (its workspace's prestart command already
 running). A request takes a slot prestarted for its language if one is warm, else a plain one;
@@ -34,6 +34,7 @@ import gevent.socket
 
 from kiln.log import Log
 from kiln.run.asked import WarmWhenAsked
+from kiln.run.turns import Admissions, Busy, ClientGone, ShuttingDown, Turns
 from kiln.zygote import protocol
 from kiln.zygote.protocol import ProtocolError
 
@@ -41,25 +42,8 @@ WARM_WAIT_S = 30.0  # the longest a request with its turn waits for a slot to wa
 WARM_FAILING_S = 2.0  # ... when the zygote reports warm-ups failing and none succeeding
 
 
-class Busy(Exception):
-    """No turn for the request: every slot was in flight and the queue was full ("queue full",
-    or "no queue" with RUN_QUEUE_WAIT=0), or its turn did not come in time ("queue wait")."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
-
-
 class NoWarmSlot(Exception):
     """No slot became warm in time (warm-ups failing or far behind)."""
-
-
-class ClientGone(Exception):
-    """The request's client left while it waited for a slot."""
-
-
-class ShuttingDown(Exception):
-    """The service began to shut down while the request was queued."""
 
 
 @dataclass
@@ -74,32 +58,16 @@ class WarmSlot:
     taken: float = 0.0
 
 
-class _Turn:
-    """A queued request's place: its event set once it was `granted` the runs' capacity it
-    `needs` (passed on by runs in flight, one at a time), or refused."""
-
-    __slots__ = ("event", "granted", "needs", "patient")
-
-    def __init__(self, needs: int, patient: bool):
-        self.event = gevent.event.Event()
-        self.granted = 0
-        self.needs = needs
-        self.patient = patient  # waits as long as it takes (Runner.run patient)
-
-
 class SlotPool:
-    def __init__(self, zygote: stdlib_socket.socket, concurrency: int, log: Log, on_zygote_lost, queue_max: int = 0):
+    def __init__(self, zygote: stdlib_socket.socket, concurrency: int, log: Log, on_zygote_lost, queue_max: int = 0, judge_max: int = 1):
         self.zygote = gevent.socket.socket(fileno=zygote.detach())
-        self.concurrency = concurrency
-        self.queue_max = queue_max
+        self.turns = Turns(concurrency, queue_max)  # runs in flight, and slots being killed until they are gone
+        self.judges = Admissions(judge_max, queue_max)  # judge requests admitted (kiln.run.runner.Runner.admitted)
         self.log = log
         self.on_zygote_lost = on_zygote_lost
         self.warm: list[WarmSlot] = []  # in arrival order
         self._waiters: list[gevent.event.Event] = []  # requests with their turn, waiting for a warm slot
         self.traded_for: dict[int, object] = {}  # slot index -> the waiting request that closed its slot
-        self.queue: list[_Turn] = []  # requests waiting for their turn, first come first
-        self.closing = False  # shutting down: nobody is queued any more
-        self.in_flight = 0  # runs in flight, and slots being killed (condemned) until they are gone
         self.condemned: dict[int, int] = {}  # slot index -> init's pid, until the zygote says "ended"
         self.all_warm = gevent.event.Event()
         self.last_warm_error: str | None = None
@@ -110,7 +78,6 @@ class SlotPool:
         self.on_trade = lambda: None  # and counts prestarted slots closed unused
         self.on_prestart_failed: Callable[[str], None] = lambda slug: None  # a prestarted slot or its command failed
         self.on_template_failed: Callable[[str], None] = lambda slug: None  # a language's template failed
-        self.on_queued = lambda seconds: None  # and how long queued requests waited
         self.on_convert: Callable[[str | None], None] = lambda slug: None  # a warm slot closed to warm one for slug (None: back to plain)
         # per slot index, the language its next slot is warmed for, as the zygote was told (None: plain)
         self.next_of: dict[int, str | None] = {}
@@ -118,22 +85,22 @@ class SlotPool:
         self.asked = WarmWhenAsked(self)
         self.reader = gevent.spawn(self._read_zygote)
 
-    def acquire(self, want: str | None = None, wait_s: float | None = 0.0, gone: gevent.event.Event | None = None) -> WarmSlot:
+    def acquire(self, want: str | None = None, wait_s: float | None = 0.0, gone: gevent.event.Event | None = None, client: str = "") -> WarmSlot:
         """A warm slot for a request that a slot prestarted for `want` can serve (None: the
         request needs a plain slot). `wait_s`: how long it may queue for its turn (None: as long
         as it takes, whatever RUN_QUEUE_MAX: a judge's test, whose request was admitted with its
-        build); `gone`: set when its client leaves. Raises Busy, NoWarmSlot, ClientGone or
-        ShuttingDown."""
-        self._take_turn(wait_s, gone)
+        build); `gone`: set when its client leaves; `client`: whose it is (the queue's shares).
+        Raises Busy, NoWarmSlot, ClientGone or ShuttingDown."""
+        self.turns.take(wait_s, gone, client=client)
         return self._slot_for(want, gone)
 
     def acquire_pair(self, gone: gevent.event.Event | None = None) -> tuple[WarmSlot, WarmSlot]:
         """Two plain slots for two patient jobs that run at once, their turns taken together."""
-        self._take_turn(None, gone, needs=2)
+        self.turns.take(None, gone, needs=2)
         try:
             first = self._slot_for(None, gone)
         except BaseException:
-            self._pass_turn()  # the second one's
+            self.turns.give_back()  # the second one's
             raise
         try:
             return first, self._slot_for(None, gone)
@@ -160,7 +127,7 @@ class SlotPool:
                 failing = self.last_warm_error_at > self.last_warm_ok and now - started >= WARM_FAILING_S
                 left = gone is not None and gone.is_set()
                 if now >= deadline or failing or left:
-                    self._pass_turn()
+                    self.turns.give_back()
                     if left:
                         raise ClientGone
                     raise NoWarmSlot(self.last_warm_error or "no slot became warm in time")
@@ -206,59 +173,28 @@ class SlotPool:
         unfit.sock.close()  # its init reads end-of-file and exits unused
         self.on_trade()
 
-    def _take_turn(self, wait_s: float | None, gone: gevent.event.Event | None, needs: int = 1) -> None:
-        """Count the request's `needs` runs in flight, at once if there is room and nobody queued
-        ahead of it, else as runs in flight pass their capacity on (_pass_turn)."""
-        if self.in_flight + needs <= self.concurrency and not self.queue:
-            self.in_flight += needs
-            return
-        if needs > self.concurrency:
-            raise ValueError(f"{needs} runs at once with RUN_CONCURRENCY={self.concurrency}")
-        if wait_s is not None and (wait_s <= 0 or len(self.queue) >= self.queue_max):
-            raise Busy("no queue" if wait_s <= 0 or not self.queue_max else "queue full")
-        turn = _Turn(needs, patient=wait_s is None)
-        if not self.queue:  # first in line: what is free now is its own
-            turn.granted = max(0, self.concurrency - self.in_flight)
-            self.in_flight += turn.granted
-        self.queue.append(turn)
-        started = time.monotonic()
-        try:
-            gevent.wait([turn.event] + ([gone] if gone is not None else []), timeout=wait_s, count=1)
-        finally:
-            if not turn.event.is_set():
-                self.queue.remove(turn)
-            self.on_queued(time.monotonic() - started)
-        left = gone is not None and gone.is_set()
-        if turn.granted == turn.needs and not left:
-            return
-        for _ in range(turn.granted):  # refused or left with capacity granted: the next one's
-            self._pass_turn()
-        if self.closing:
-            raise ShuttingDown
-        if left:
-            raise ClientGone
-        raise Busy("queue wait")
-
-    def _pass_turn(self) -> None:
-        """A run's capacity, free again: to the first queued request, else no longer in flight."""
-        if self.queue:
-            turn = self.queue[0]
-            turn.granted += 1
-            if turn.granted == turn.needs:
-                self.queue.pop(0)
-                turn.event.set()
-        else:
-            self.in_flight -= 1
-
     def close_queue(self) -> None:
         """Shutting down: every queued request is refused (ShuttingDown), none is queued again;
         a patient one (a judge's test: its request is in flight) keeps its place."""
-        self.closing = True
-        self.queue_max = 0
-        for turn in self.queue:
-            if not turn.patient:
-                turn.event.set()
-        self.queue[:] = [turn for turn in self.queue if turn.patient]
+        self.turns.close()
+        self.judges.close()
+
+    # what the rest of the front reads of the turns (/metrics, /health, the shutdown's wait)
+    @property
+    def concurrency(self) -> int:
+        return self.turns.capacity
+
+    @property
+    def in_flight(self) -> int:
+        return self.turns.held
+
+    @property
+    def queue(self) -> list:
+        return self.turns.queue
+
+    @property
+    def closing(self) -> bool:
+        return self.turns.closing
 
     def _take(self, want: str | None, claim: object) -> WarmSlot | None:
         """One prestarted for `want` whose command is waiting, else one whose command is still
@@ -311,7 +247,7 @@ class SlotPool:
         slot.sock.close()
         if slot.asked_for is not None:
             self.asked.ran(slot)
-        self._pass_turn()
+        self.turns.give_back()
 
     def condemn(self, slot: WarmSlot) -> None:
         """Instead of release, for a slot whose run outstayed its timeout: the zygote kills its
@@ -323,7 +259,7 @@ class SlotPool:
     def _ended(self, index, pid) -> None:
         if self.condemned.get(index) == pid:
             del self.condemned[index]
-            self._pass_turn()
+            self.turns.give_back()
 
     @property
     def warm_count(self) -> int:

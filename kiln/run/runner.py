@@ -72,18 +72,19 @@ class Runner:
         self.log = log
         self.prestart_broken: set[str] = set()  # languages whose prestart command died unreleased
 
-    def run(self, job: Job, gone: gevent.event.Event | None = None, patient: bool = False) -> Ran:
+    def run(self, job: Job, gone: gevent.event.Event | None = None, patient: bool = False, client: str = "") -> Ran:
         """Run `job` in a slot; `gone` is set when its client leaves (then: Cancelled). A patient
-        job waits its turn as long as it takes (a judge's test: its request is admitted)."""
+        job waits its turn as long as it takes (a judge's test: its request is admitted);
+        `client` is whose request it is (the queue's shares: kiln/run/turns.py)."""
         try:
-            return self._attempt(job, self._prestart_kind(job), gone, patient)
+            return self._attempt(job, self._prestart_kind(job), gone, patient, client)
         except PrestartFailed as failed:
             # the slot's prestart command had died before the job came: never prestart this
             # language again (until restart), and run the job in a plain slot
             self.prestart_broken.add(job.slug)
             self.pool.on_prestart_failed(job.slug)
             self.log.error("prestart command failed; prestarting stops for this language", lang=job.slug, error=str(failed))
-            return self._attempt(job, None, gone, patient)
+            return self._attempt(job, None, gone, patient, client)
 
     def run_pair(self, first: Job, second: Job, gone: gevent.event.Event | None = None) -> tuple[Ran, Ran]:
         """Two patient jobs at once, each in its own slot (an interactive test: the submission and
@@ -102,6 +103,18 @@ class Runner:
             if not run.successful():
                 raise run.exception
         return runs[0].value, runs[1].value
+
+    @contextlib.contextmanager
+    def admitted(self, gone: gevent.event.Event | None = None, client: str = "") -> Iterator[None]:
+        """A judge request's admission, held while it is judged: RUN_JUDGE_MAX at once, one more
+        waits its turn as a /run waits for a slot (RUN_QUEUE_WAIT, then Busy), so that the tests
+        of the requests admitted are what may queue for runs' turns, never an unbounded number."""
+        with _gone_is_cancelled():
+            self.pool.judges.take(self.queue_wait_ms / 1000, gone, client=client)
+        try:
+            yield
+        finally:
+            self.pool.judges.give_back(client)
 
     @contextlib.contextmanager
     def session(self, gone: gevent.event.Event | None = None) -> Iterator["Session"]:
@@ -123,13 +136,13 @@ class Runner:
             return None
         return job.slug
 
-    def _attempt(self, job: Job, want: str | None, gone: gevent.event.Event | None, patient: bool) -> Ran:
-        slot = self._acquire(want, None if patient else min(self.queue_wait_ms, job.timeout_ms) / 1000, gone)
+    def _attempt(self, job: Job, want: str | None, gone: gevent.event.Event | None, patient: bool, client: str) -> Ran:
+        slot = self._acquire(want, None if patient else min(self.queue_wait_ms, job.timeout_ms) / 1000, gone, client)
         return self._in_slot(slot, job, gone)
 
-    def _acquire(self, want: str | None, wait_s: float | None, gone: gevent.event.Event | None) -> WarmSlot:
+    def _acquire(self, want: str | None, wait_s: float | None, gone: gevent.event.Event | None, client: str = "") -> WarmSlot:
         with _gone_is_cancelled():
-            return self.pool.acquire(want, wait_s, gone)
+            return self.pool.acquire(want, wait_s, gone, client)
 
     def _in_slot(self, slot: WarmSlot, job: Job, gone: gevent.event.Event | None, keep: bool = False) -> Ran:
         """The job in the slot it was given; the slot released (or condemned) after, unless
@@ -184,15 +197,19 @@ class Runner:
 
 class Session:
     """A judge request's tests in one plain slot, one after another, while the slot says it can
-    take another (its result's `next`: kiln-init runs each in a fresh sandbox); else, or when the
-    slot is lost between two tests, the next test takes a fresh slot. The slot is released at the
-    end. A test that cannot run here is the Runner's failures as `run` gives them."""
+    take another (its result's `next`: kiln-init runs each in a fresh sandbox) and nobody waits
+    for a turn: each test is a turn, so with anyone queued the slot is given back (its turn to
+    whoever waited longest) and the next test queues for a fresh one behind them. Else, or when
+    the slot is lost between two tests, the next test takes a fresh slot. The slot is released at
+    the end. A test that cannot run here is the Runner's failures as `run` gives them."""
 
     def __init__(self, runner: Runner, gone: gevent.event.Event | None):
         self.runner, self.gone = runner, gone
         self.slot: WarmSlot | None = None  # kept from the last test, which said `next`
 
     def run(self, job: Job) -> Ran:
+        if self.slot is not None and self.runner.pool.queue:  # its turn is over: the next test queues
+            self.close()
         if self.slot is not None:
             slot, self.slot = self.slot, None
             try:

@@ -243,6 +243,36 @@ def test_connections_past_the_cap_are_refused_with_a_clear_answer(srv):
     assert 'kiln_overload_refusals_total{reason="too many connections"}' in srv.client.get("/metrics").text
 
 
+def test_one_address_holding_every_connection_gives_an_idle_one_up_to_another_address(start_server):
+    """RUN_CONNECTIONS_MAX is shared: an address that holds every connection, idle, has one of
+    them closed (quietly, as an idle one past RUN_IDLE_TIMEOUT is) for another address's
+    connection, and its own connection past the cap is refused (it holds the most)."""
+    srv = start_server(RUN_LANGS="python", RUN_CONCURRENCY="2", RUN_CONNECTIONS_MAX=str(CONNECTIONS_MAX))
+    held = [socket.create_connection(("127.0.0.1", srv.port), source_address=("127.0.0.2", 0), timeout=30) for _ in range(CONNECTIONS_MAX)]
+    try:
+        time.sleep(0.3)  # every one accepted: the cap is reached
+        mine = connect(srv)  # 127.0.0.1
+        time.sleep(0.3)
+        extra = socket.create_connection(("127.0.0.1", srv.port), source_address=("127.0.0.2", 0), timeout=30)
+        status, _, body = final_response(read_all(extra))
+        assert status == 503 and json.loads(body) == {"error": "too many connections"}
+        mine.sendall(request_bytes("print('mine')"))
+        mine.shutdown(socket.SHUT_WR)
+        status, _, body = final_response(read_all(mine))
+        assert status == 200 and json.loads(body)["stdout"] == "mine\n"
+        closed = []
+        for conn in held:
+            conn.settimeout(0.2)
+            try:
+                closed.append(conn.recv(1) == b"")
+            except TimeoutError:
+                closed.append(False)
+        assert sum(closed) == 1  # one idle connection of the address holding them all, closed quietly
+    finally:
+        for conn in held:
+            conn.close()
+
+
 def _answer(srv, *parts: bytes) -> tuple[int, dict, bytes]:
     """One request sent in these parts (each its own send), on a connection of its own."""
     conn = connect(srv)

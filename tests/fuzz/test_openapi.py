@@ -43,6 +43,7 @@ from kiln.judge.files import FILE_ID
 from kiln.judge.request import GIVEN_FILES
 from kiln.log import Log
 from kiln.run.pool import Busy, NoWarmSlot, WarmSlot
+from kiln.run.turns import Turns
 from kiln.units import format_duration_ms, format_size
 from kiln.zygote import protocol
 from kilntest import Server
@@ -263,12 +264,14 @@ class Pool:
         self.warm_count = 4
         self.warm: list = []  # the warm slots /metrics counts by language (none here)
         self.queue: list = []
+        self.turns = Turns(1 << 16, 0)  # its queue wait observed by /metrics; never queues
+        self.judges = Turns(1 << 16, 0)  # every judge request admitted at once
         self.next: Exception | tuple | list | None = None  # a list: one answer per slot taken, in turn
         self.released = 0
         self.slots: list[Slot] = []  # every slot taken, in turn: each has the job it was sent
         self.wants: list[str | None] = []  # the prestarted language each acquire asked for
 
-    def acquire(self, want: str | None = None, wait_s: float | None = 0.0, gone=None) -> WarmSlot:
+    def acquire(self, want: str | None = None, wait_s: float | None = 0.0, gone=None, client: str = "") -> WarmSlot:
         self.wants.append(want)
         answer = self.next.pop(0) if isinstance(self.next, list) else self.next
         if isinstance(answer, Exception):

@@ -38,7 +38,7 @@ def test_config_has_exactly_the_documented_fields():
         "pids_max", "tmp_inodes", "readonly_paths", "front_user", "langs", "prestart", "templates", "api_keys",
         "sandbox_path", "shutdown_grace_ms", "read_timeout_ms", "idle_timeout_ms", "connections_max",
         "queue_wait_ms", "queue_max", "judge_input_max", "judge_tests_max", "judge_time_max_ms",
-        "judge_parallel", "build_cache_max", "file_max", "file_store", "file_store_max", "instance", "log_format", "warnings", "systemd", "given",
+        "judge_parallel", "judge_max", "build_cache_max", "file_max", "file_store", "file_store_max", "instance", "log_format", "warnings", "systemd", "given",
     ]  # fmt: skip
 
 
@@ -82,6 +82,7 @@ def test_defaults_with_an_empty_environment(repo):
         judge_tests_max=1000,
         judge_time_max_ms=10_000,
         judge_parallel=5,
+        judge_max=2,
         build_cache_max=512 * MiB,
         file_max=64 * MiB,
         file_store=pathlib.Path("/var/lib/kiln/files"),
@@ -102,6 +103,10 @@ def test_the_queue_holds_four_runs_a_slot_unless_told(repo):
 def test_the_judge_takes_half_the_slots_and_the_store_follows_the_instance(repo):
     assert load(repo, RUN_CONCURRENCY="1").judge_parallel == 1
     assert load(repo, RUN_CONCURRENCY="7").judge_parallel == 3
+    assert load(repo, RUN_CONCURRENCY="7").judge_max == 2  # their tests ask for at most 6 turns at once
+    assert load(repo, RUN_CONCURRENCY="1").judge_max == 1
+    assert load(repo, RUN_CONCURRENCY="8", RUN_JUDGE_PARALLEL="1").judge_max == 8
+    assert load(repo, RUN_JUDGE_MAX="3").judge_max == 3
     assert load(repo, RUN_INSTANCE="blue").file_store == pathlib.Path("/var/lib/blue/files")
     assert load(repo, RUN_FILE_STORE="/srv/kiln//files/").file_store == pathlib.Path("/srv/kiln/files")
     for bad in ("files", "/srv/../etc", ""):
@@ -198,6 +203,8 @@ GOOD = [
     ("RUN_QUEUE_WAIT", "2m", "queue_wait_ms", 120_000),
     ("RUN_QUEUE_MAX", "0", "queue_max", 0),
     ("RUN_QUEUE_MAX", "7", "queue_max", 7),
+    ("RUN_JUDGE_MAX", "1", "judge_max", 1),
+    ("RUN_JUDGE_MAX", "64", "judge_max", 64),
     ("RUN_INSTANCE", "k", "instance", "k"),
     ("RUN_INSTANCE", "kiln-2_b", "instance", "kiln-2_b"),
     ("RUN_INSTANCE", "a" * 32, "instance", "a" * 32),
@@ -239,6 +246,7 @@ BAD = [
     ("RUN_CONNECTIONS_MAX", ["", "0", "1000001", "-1", "1e3"]),
     ("RUN_QUEUE_WAIT", ["", "5", "-1s", "00", "0.0"]),
     ("RUN_QUEUE_MAX", ["", "65537", "-1"]),
+    ("RUN_JUDGE_MAX", ["", "0", "65537", "-1", "two"]),
     ("RUN_INSTANCE", ["", "Kiln", "1kiln", "-kiln", "kiln/x", "kiln.x", "kiln\n", "a" * 33]),
     ("RUN_LOG_FORMAT", ["", "JSON", "text"]),
     ("RUN_ENV_ALLOW", ["1A", "A-B", "A B", "FOO,PATH", "HOME", "RUN_API_KEYS", "RUN_TMP_SIZE_PYTHON"]),
@@ -295,7 +303,7 @@ NOT_LIST_LIKE = [
     "RUN_SANDBOX_PATH", "RUN_SHUTDOWN_GRACE", "RUN_INSTANCE", "RUN_LOG_FORMAT",
     "RUN_READ_TIMEOUT", "RUN_IDLE_TIMEOUT", "RUN_CONNECTIONS_MAX", "RUN_QUEUE_WAIT", "RUN_QUEUE_MAX",
     "RUN_JUDGE_INPUT_MAX", "RUN_JUDGE_TESTS_MAX", "RUN_JUDGE_TIME_MAX", "RUN_JUDGE_PARALLEL",
-    "RUN_BUILD_CACHE_MAX", "RUN_FILE_MAX", "RUN_FILE_STORE", "RUN_FILE_STORE_MAX",
+    "RUN_JUDGE_MAX", "RUN_BUILD_CACHE_MAX", "RUN_FILE_MAX", "RUN_FILE_STORE", "RUN_FILE_STORE_MAX",
     "RUN_TMP_SIZE_PYTHON", "RUN_CGROUP_MEMORY_MAX_JS", "RUN_PRESTART",
 ]  # fmt: skip
 

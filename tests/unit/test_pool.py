@@ -96,7 +96,7 @@ def test_no_warm_slot_in_time_is_an_error(zygote, monkeypatch):
 
 
 def test_a_condemned_slot_holds_its_capacity_until_the_zygote_says_it_is_gone(zygote):
-    zygote.pool.concurrency = 1
+    zygote.pool.turns.capacity = 1
     zygote.hand_over(0, None)
     slot = zygote.pool.acquire(None)
     zygote.pool.condemn(slot)
@@ -116,7 +116,7 @@ def test_a_condemned_slot_holds_its_capacity_until_the_zygote_says_it_is_gone(zy
 
 
 def test_a_full_pool_queues_first_come_first_served(zygote):
-    zygote.pool.concurrency, zygote.pool.queue_max = 1, 2
+    zygote.pool.turns.capacity, zygote.pool.turns.queue_max = 1, 2
     zygote.hand_over(0, None)
     running = zygote.pool.acquire(None)
     first = gevent.spawn(zygote.pool.acquire, None, 5.0)
@@ -136,7 +136,7 @@ def test_a_full_pool_queues_first_come_first_served(zygote):
 
 
 def test_a_queued_request_gives_up_after_its_wait_or_when_its_client_leaves(zygote):
-    zygote.pool.concurrency, zygote.pool.queue_max = 1, 4
+    zygote.pool.turns.capacity, zygote.pool.turns.queue_max = 1, 4
     zygote.hand_over(0, None)
     zygote.pool.acquire(None)
     with pytest.raises(Busy) as refused:
@@ -155,7 +155,7 @@ def test_a_queued_request_gives_up_after_its_wait_or_when_its_client_leaves(zygo
 
 
 def test_shutting_down_refuses_the_queued_requests(zygote):
-    zygote.pool.concurrency, zygote.pool.queue_max = 1, 4
+    zygote.pool.turns.capacity, zygote.pool.turns.queue_max = 1, 4
     zygote.hand_over(0, None)
     zygote.pool.acquire(None)
     waiter = gevent.spawn(zygote.pool.acquire, None, 5.0)
@@ -198,7 +198,7 @@ def test_a_prestarted_slot_failing_is_not_every_warm_up_failing(zygote, monkeypa
 def test_a_patient_request_waits_past_the_queue_and_its_bounds(zygote):
     """A judge's test (wait None): queued whatever RUN_QUEUE_MAX, for as long as it takes, and
     not refused when shutting down (its request is in flight and finishes)."""
-    zygote.pool.concurrency, zygote.pool.queue_max = 1, 0
+    zygote.pool.turns.capacity, zygote.pool.turns.queue_max = 1, 0
     zygote.hand_over(0, None)
     first = zygote.pool.acquire(None)
     with pytest.raises(Busy):
@@ -253,7 +253,7 @@ def test_a_traded_slot_back_for_its_old_language_is_traded_again(zygote, monkeyp
 def test_a_pair_takes_its_two_turns_together_first_come_first_served(zygote):
     """An interactive test's two slots: its turns come together, the capacity free when it
     queued kept for it, and nobody queued after it overtakes it."""
-    zygote.pool.concurrency, zygote.pool.queue_max = 2, 4
+    zygote.pool.turns.capacity, zygote.pool.turns.queue_max = 2, 4
     zygote.hand_over(0, None)
     running = zygote.pool.acquire(None)
     pair = gevent.spawn(zygote.pool.acquire_pair)
@@ -273,7 +273,7 @@ def test_a_pair_takes_its_two_turns_together_first_come_first_served(zygote):
 
 
 def test_a_pair_whose_client_leaves_passes_on_what_it_was_granted(zygote):
-    zygote.pool.concurrency, zygote.pool.queue_max = 2, 4
+    zygote.pool.turns.capacity, zygote.pool.turns.queue_max = 2, 4
     zygote.hand_over(0, None)
     running = zygote.pool.acquire(None)
     gone = gevent.event.Event()
