@@ -23,6 +23,16 @@ WAYS = {
         "timeout": ("print('loading')\nwhile True:\n    pass\ndef solution(n):\n    return n\n", "timed_out", None),
         "oom": ("print('loading')\nx = b'x' * (400 << 20)\ndef solution(n):\n    return n\n", "out_of_memory", 137),
     },
+    "js": {
+        "exit": ("console.log('loading');\nprocess.reallyExit(3);\nmodule.exports = (n) => n;\n", "exited", 3),
+        "kill": ("console.log('loading');\nprocess.kill(process.pid, 'SIGKILL');\nmodule.exports = (n) => n;\n", "signaled", 137),
+        "timeout": ("console.log('loading');\nfor (;;) {}\nmodule.exports = (n) => n;\n", "timed_out", None),
+        "oom": ("console.log('loading');\nconst kept = [];\nfor (;;) kept.push(Buffer.alloc(1 << 20, 1));\n", "out_of_memory", 137),
+    },
+    "ts": {
+        "exit": ("console.log('loading');\nprocess.reallyExit(3);\nexport default (n: number): number => n;\n", "exited", 3),
+        "kill": ("console.log('loading');\nprocess.kill(process.pid, 'SIGKILL');\nexport default (n: number): number => n;\n", "signaled", 137),
+    },
 }
 CASES = [(slug, way) for slug, ways in WAYS.items() for way in ways]
 
@@ -48,6 +58,8 @@ def test_a_load_that_ends_well_keeps_its_output_in_the_report_alone(harness_serv
     """The held output is the report's first item, and is not passed on a second time."""
     solution = {
         "python": "print('loading')\ndef solution(n):\n    return n\n",
+        "js": "console.log('loading');\nmodule.exports = (n) => n;\n",
+        "ts": "console.log('loading');\nexport default (n: number): number => n;\n",
     }[slug]
     body = harness_server.run(lang_slug=slug, solution_text=solution, asserts=HARNESS).json()
     assert body["exit_code"] == 0, body
