@@ -33,6 +33,12 @@ WAYS = {
         "exit": ("console.log('loading');\nprocess.reallyExit(3);\nexport default (n: number): number => n;\n", "exited", 3),
         "kill": ("console.log('loading');\nprocess.kill(process.pid, 'SIGKILL');\nexport default (n: number): number => n;\n", "signaled", 137),
     },
+    "ruby": {
+        "exit": ("puts 'loading'\nexit!(3)\ndef solution(n) = n\n", "exited", 3),
+        "kill": ("puts 'loading'\nProcess.kill(:KILL, Process.pid)\ndef solution(n) = n\n", "signaled", 137),
+        "timeout": ("puts 'loading'\nloop {}\ndef solution(n) = n\n", "timed_out", None),
+        "oom": ("puts 'loading'\nx = 'x' * (400 << 20)\ndef solution(n) = n\n", "out_of_memory", 137),
+    },
 }
 CASES = [(slug, way) for slug, ways in WAYS.items() for way in ways]
 
@@ -60,6 +66,7 @@ def test_a_load_that_ends_well_keeps_its_output_in_the_report_alone(harness_serv
         "python": "print('loading')\ndef solution(n):\n    return n\n",
         "js": "console.log('loading');\nmodule.exports = (n) => n;\n",
         "ts": "console.log('loading');\nexport default (n: number): number => n;\n",
+        "ruby": "puts 'loading'\ndef solution(n) = n\n",
     }[slug]
     body = harness_server.run(lang_slug=slug, solution_text=solution, asserts=HARNESS).json()
     assert body["exit_code"] == 0, body

@@ -98,6 +98,7 @@ def test_the_front_waits_for_a_slots_answer_as_long_as_its_deadline_may_move():
 HOLDING_HARNESSES = (
     "python/check/harness.py",
     "js/check/harness.js",
+    "ruby/check/harness_calls.rb",
 )
 
 
