@@ -39,6 +39,11 @@ WAYS = {
         "timeout": ("puts 'loading'\nloop {}\ndef solution(n) = n\n", "timed_out", None),
         "oom": ("puts 'loading'\nx = 'x' * (400 << 20)\ndef solution(n) = n\n", "out_of_memory", 137),
     },
+    "php": {
+        "kill": ("<?php\necho \"loading\\n\";\nposix_kill(posix_getpid(), 9);\nfunction solution($n) { return $n; }\n", "signaled", 137),
+        "timeout": ("<?php\necho \"loading\\n\";\nwhile (true) {}\nfunction solution($n) { return $n; }\n", "timed_out", None),
+        "oom": ("<?php\necho \"loading\\n\";\n$x = str_repeat('x', 400 << 20);\nfunction solution($n) { return $n; }\n", "out_of_memory", 137),
+    },
 }
 CASES = [(slug, way) for slug, ways in WAYS.items() for way in ways]
 
@@ -67,6 +72,7 @@ def test_a_load_that_ends_well_keeps_its_output_in_the_report_alone(harness_serv
         "js": "console.log('loading');\nmodule.exports = (n) => n;\n",
         "ts": "console.log('loading');\nexport default (n: number): number => n;\n",
         "ruby": "puts 'loading'\ndef solution(n) = n\n",
+        "php": "<?php\necho \"loading\\n\";\nfunction solution($n) { return $n; }\n",
     }[slug]
     body = harness_server.run(lang_slug=slug, solution_text=solution, asserts=HARNESS).json()
     assert body["exit_code"] == 0, body

@@ -99,6 +99,7 @@ HOLDING_HARNESSES = (
     "python/check/harness.py",
     "js/check/harness.js",
     "ruby/check/harness_calls.rb",
+    "php/check/harness.php",
 )
 
 
