@@ -100,6 +100,7 @@ HOLDING_HARNESSES = (
     "js/check/harness.js",
     "ruby/check/harness_calls.rb",
     "php/check/harness.php",
+    "elixir/check/harness.ex",
 )
 
 
