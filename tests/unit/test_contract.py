@@ -101,6 +101,7 @@ HOLDING_HARNESSES = (
     "ruby/check/harness_calls.rb",
     "php/check/harness.php",
     "elixir/check/harness.ex",
+    "clojure/runner/src/kiln/harness.clj",
 )
 
 
