@@ -78,3 +78,11 @@ def test_a_load_that_ends_well_keeps_its_output_in_the_report_alone(harness_serv
     assert body["exit_code"] == 0, body
     assert body["stdout"].startswith('[{"type":"output","value":"loading\\n"},{"type":"result","value":1,'), body
     assert body["stdout"].count("loading") == 1, body
+
+
+def test_held_output_past_the_output_limit_is_output_too_large(harness_server):
+    """What loading printed counts as stdout: past RUN_OUTPUT_MAX (1 MiB) the contract's 413, as
+    if it had been printed live."""
+    solution = "import os\nprint('x' * (2 << 20))\nos._exit(0)\ndef solution(n):\n    return n\n"
+    response = harness_server.run(lang_slug="python", solution_text=solution, asserts=HARNESS)
+    assert (response.status_code, response.json()) == (413, {"error": "output too large"})
