@@ -1,9 +1,10 @@
 """The judge's file store (DESIGN.md, Judge API, "File store"): content-addressed files a client
 uploads once (`POST /files`, kiln/http/files_api.py) and judge requests name by id.
 
-On disk, under RUN_FILE_STORE (made by serve.py, owned by RUN_FRONT_USER, mode 0750):
+On disk, under RUN_FILE_STORE (made by serve.py, owned by RUN_FRONT_USER, mode 0700; the
+files and folders in it the front's alone too, 0600 and 0700):
 
-    <store>/sha256/<64 hex>          a whole file whose SHA-256 is its name (mode 0644)
+    <store>/sha256/<64 hex>          a whole file whose SHA-256 is its name
     <store>/sha256/.partial-<hex>    an upload in progress (removed at startup: a crash's leftover)
     <store>/owners/<owner>/<64 hex>  an empty file: that owner uploaded it (where API keys are
                                      configured, an owner is a digest of the key: kiln/http)
@@ -97,8 +98,8 @@ class FileStore:
         self._index: OrderedDict[str, _Entry] = OrderedDict()  # least recently used first
         self.total = 0  # bytes of the files in the index
         self.reserved = 0  # bytes written so far by the uploads in progress
-        self.folder.mkdir(mode=0o750, parents=True, exist_ok=True)
-        self.owners.mkdir(mode=0o750, exist_ok=True)
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.owners.mkdir(mode=0o700, exist_ok=True)
         self._rebuild()
 
     # -- the judge's interface ------------------------------------------------------------------
@@ -196,8 +197,8 @@ class FileStore:
         if owner:  # a file kept from before keys were configured is now this client's alone
             entry.owners.discard("")
             folder = self.owners / owner
-            folder.mkdir(mode=0o750, exist_ok=True)
-            (folder / file_id[len(PREFIX) :]).touch(mode=0o640)
+            folder.mkdir(mode=0o700, exist_ok=True)
+            (folder / file_id[len(PREFIX) :]).touch(mode=0o600)
         return True
 
     def _disown(self, file_id: str, owner: str) -> None:
@@ -312,7 +313,7 @@ class Upload:
         self.reserved = 0  # of the store's reservation, this upload's part
         self.temp = store.folder / f"{PARTIAL}{uuid.uuid4().hex}"
         self._hash = hashlib.sha256()
-        self._fd = os.open(self.temp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        self._fd = os.open(self.temp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         self._done = False
 
     def write(self, chunk: bytes) -> None:

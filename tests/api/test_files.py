@@ -243,7 +243,7 @@ def test_the_least_recently_used_files_go_past_the_store_max(srv):
 
 
 def test_the_store_survives_a_restart_and_drops_a_crash_leftover(start_server):
-    store = f"/tmp/kiln-files-test-{uuid.uuid4().hex}"  # under /tmp itself: the front (nobody) reaches it
+    store = f"/tmp/kiln-files-test-{uuid.uuid4().hex}"  # under /tmp itself: the front (kiln) reaches it
     settings = {"RUN_LANGS": "python", "RUN_CONCURRENCY": "1", "RUN_FILE_STORE": store}
     try:
         first = start_server(**settings)
