@@ -412,7 +412,8 @@ _SETTINGS = (
     _Setting("RUN_PIDS_MAX", "pids_max", _whole_number(8, 65536), "256"),
     _Setting("RUN_TMP_INODES", "tmp_inodes", _whole_number(64, 10_000_000), "16384"),
     _Setting("RUN_READONLY_PATHS", "readonly_paths", _readonly_paths, ""),
-    _Setting("RUN_FRONT_USER", "front_user", _non_empty, "nobody"),
+    # kiln's own user (scripts/setup.sh makes it): the cached builds and the file store are its
+    _Setting("RUN_FRONT_USER", "front_user", _non_empty, "kiln"),
     _Setting("RUN_LANGS", "langs", _slugs, None),
     _Setting("RUN_PRESTART", "prestart", _prestart, "true"),
     _Setting("RUN_TEMPLATES", "templates", _prestart, "true"),

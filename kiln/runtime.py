@@ -137,6 +137,14 @@ class Commands(NamedTuple):
 OPTIONAL_TARGETS = ("prestart", "template", "build", "exec")
 
 
+# Where a harness holds what loading the solution prints, below /sandbox, until its report takes
+# it (then it unlinks the file). A load that ends abruptly (the runtime's immediate exit, a kill,
+# the timeout, an OOM) leaves it there, and kiln-init passes it on after the task's stdout
+# (kiln/native/files.c pass_on_held_stdout; kiln.h states it as HELD_STDOUT). The harnesses in
+# langs/<slug>/ name it as "/sandbox/" + this; tests/unit/test_contract.py checks all three.
+HELD_STDOUT = "check/.kiln-held-stdout"
+
+
 def read_commands(folder: Path) -> Commands:
     """The lines of `make -n -s test`, and of the optional targets (prestart, template, build,
     exec) the workspace has. Each target must be phony with phony prerequisites only: the

@@ -31,13 +31,38 @@ def has_sys_admin() -> bool:
     return False
 
 
-def resolve_user(name: str) -> tuple[int, int]:
+# uids that stand for "no one in particular": other services and NFS's squashed clients run as
+# them; the kernel shows an unmapped id as the overflow uid (65534)
+SHARED_USERS = ("nobody", "nfsnobody")
+
+
+def overflow_uid() -> int:
+    try:
+        with open("/proc/sys/kernel/overflowuid") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return 65534
+
+
+def resolve_user(name: str, shared_refused: bool = True) -> tuple[int, int]:
+    """RUN_FRONT_USER's ids. The front owns the cached builds and the file store (submissions,
+    checkers, tests), readable by it alone: a user other processes of the host run as (nobody)
+    could read them and rewrite a cached build, so it is refused (`shared_refused`), as root is."""
     try:
         entry = pwd.getpwnam(name) if not name.isdigit() else pwd.getpwuid(int(name))
     except KeyError:
-        raise StartupError(f"RUN_FRONT_USER={name!r}: no such user; create it (e.g. `useradd --system kiln`) or pick another") from None
+        raise StartupError(
+            f"RUN_FRONT_USER={name!r}: no such user; create it (`scripts/setup.sh` makes kiln's own, `kiln`: "
+            "useradd --system --user-group --no-create-home --shell /usr/sbin/nologin kiln) or pick another"
+        ) from None
     if entry.pw_uid == 0:
         raise StartupError(f"RUN_FRONT_USER={name!r} is root; the front only parses HTTP and must not keep root")
+    if shared_refused and (entry.pw_name in SHARED_USERS or entry.pw_uid == overflow_uid()):
+        raise StartupError(
+            f"RUN_FRONT_USER={name!r} is shared with other processes of this host; the front owns the cached builds and "
+            "the file store, which another process of that user could read and rewrite. Give kiln a user of its own "
+            "(`scripts/setup.sh` makes `kiln`, the default)"
+        )
     return entry.pw_uid, entry.pw_gid
 
 
@@ -45,7 +70,8 @@ def front_ids(config: Config, user_namespace: rootless.UserNamespace | None) -> 
     """The front's uid and gid; rootless, they and the slots' must be mapped ids."""
     if user_namespace is not None and user_namespace.single_id:
         return 0, 0  # the one id there is (UserNamespace.weaker says so)
-    uid, gid = resolve_user(config.front_user)
+    # rootless, the front's ids are kiln's user's subordinate ids on the host: nobody's of no one else
+    uid, gid = resolve_user(config.front_user, shared_refused=user_namespace is None)
     if user_namespace is None:
         return uid, gid
     unmapped = [f"RUN_FRONT_USER={config.front_user!r} (uid {uid}, gid {gid})"] if not user_namespace.maps(uid, gid) else []
@@ -91,21 +117,25 @@ def refuse_a_running_instance(instance: str) -> None:
 
 
 def prepare_directories(runtime, uid: int, gid: int) -> None:
-    """/run/<instance> (the zygote's), and the folders the front writes as RUN_FRONT_USER: the
-    judge's build layers (emptied: a build cache does not outlive the service) and the file
+    """/run/<instance> (the zygote's), and the folders the front writes as RUN_FRONT_USER, its
+    alone (0700: no other user of the host reads a cached submission, checker or test): the
+    judge's build layers (emptied: a build cache does not outlive the service; root's slots read
+    them, and a task the files in them, whose modes stay as the build left them) and the file
     store (kept: it survives a restart)."""
     os.makedirs(runtime.runtime_dir, 0o755, exist_ok=True)
     shutil.rmtree(runtime.layers_dir, ignore_errors=True)
-    for path, mode in ((runtime.layers_dir, 0o755), (str(runtime.config.file_store), 0o750)):
-        os.makedirs(path, mode, exist_ok=True)
-        os.chmod(path, mode)
+    for path in (runtime.layers_dir, str(runtime.config.file_store)):
+        os.makedirs(path, 0o700, exist_ok=True)
+        os.chmod(path, 0o700)
     # the store's files may be another front's (a rootless kiln's before a root one, or another
-    # RUN_FRONT_USER): they become this front's, as the folder does
+    # RUN_FRONT_USER), or an older kiln's, readable by others: they become this front's alone
     for folder, _, names in os.walk(runtime.config.file_store, topdown=False):
-        for path in [*(os.path.join(folder, name) for name in names), folder]:
+        for path, mode in [*((os.path.join(folder, name), 0o600) for name in names), (folder, 0o700)]:
             owned = os.lstat(path)
             if (owned.st_uid, owned.st_gid) != (uid, gid):
                 os.lchown(path, uid, gid)
+            if not os.path.islink(path) and owned.st_mode & 0o777 != mode:
+                os.chmod(path, mode)
     os.chown(runtime.layers_dir, uid, gid)
 
 

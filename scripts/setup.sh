@@ -29,6 +29,17 @@ if [ -n "$missing" ]; then
         || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends $missing >/dev/null; }
 fi
 
+# kiln's own user, which its HTTP front drops to (RUN_FRONT_USER's default) and which alone reads
+# the cached builds and the file store: a user no other process of the host runs as (README,
+# "Who owns what"). scripts/rootless.sh makes the same user for a rootless kiln.
+if ! id -u kiln >/dev/null 2>&1; then
+    if [ "$(id -u)" != 0 ]; then
+        echo "setup: the user kiln is missing (run as root, or: useradd --system --user-group --no-create-home --shell /usr/sbin/nologin kiln)" >&2
+        exit 1
+    fi
+    PATH="$PATH:/usr/sbin:/sbin" useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin kiln
+fi
+
 VENV=.venv
 STAMP=$VENV/.kiln-installed
 want=$(cat pyproject.toml | sha256sum | cut -d' ' -f1)

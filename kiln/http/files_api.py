@@ -61,6 +61,7 @@ def on_upload(app, environ, info) -> Answer:
             info["bytes_in"] = 0
             with gevent.Timeout(max(0.0, deadline - time.monotonic()) if deadline else None, ReadTimeout):
                 _receive(environ["wsgi.input"], upload, length, store.limit, info)
+            stored = upload.commit()
         except ReadTimeout:
             raise ApiError(408, "request timeout", headers=CLOSE) from None
         except _BodyEnded as ended:
@@ -76,7 +77,6 @@ def on_upload(app, environ, info) -> Answer:
                 app.log.error("file store: the disk is full", path=str(store.folder), error=str(error))
                 raise ApiError(507, "file store full", headers=CLOSE) from None
             raise
-        stored = upload.commit()
     return json_response(201 if stored.created else 200, {"id": stored.id, "size": stored.size})
 
 

@@ -10,8 +10,10 @@ ones and those private to their request (too large to cache, or a key cached alr
 recently used cached ones not in use go first to make room, and a build that finds none is
 refused (NoRoom: the request is answered 503), never held beyond the bound in RAM (the layers
 folder is under /run). With RUN_BUILD_CACHE_MAX=0 there is no cache and no bound: a build lives
-as long as its request. The folder is the front's own (RUN_FRONT_USER): it is made
-at startup by serve.py and emptied at start and exit (a cache does not outlive the service).
+as long as its request. The folder is the front's own (RUN_FRONT_USER, kiln's own user), 0700:
+it is made at startup by serve.py and emptied at start and exit (a cache does not outlive the
+service). The files in a build keep the modes below (every slot's user reads them, through its
+overlay), the folder keeps every other user of the host out.
 """
 
 from __future__ import annotations

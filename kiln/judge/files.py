@@ -1,9 +1,10 @@
 """The judge's file store (DESIGN.md, Judge API, "File store"): content-addressed files a client
 uploads once (`POST /files`, kiln/http/files_api.py) and judge requests name by id.
 
-On disk, under RUN_FILE_STORE (made by serve.py, owned by RUN_FRONT_USER, mode 0750):
+On disk, under RUN_FILE_STORE (made by serve.py, owned by RUN_FRONT_USER, mode 0700; the
+files and folders in it the front's alone too, 0600 and 0700):
 
-    <store>/sha256/<64 hex>          a whole file whose SHA-256 is its name (mode 0644)
+    <store>/sha256/<64 hex>          a whole file whose SHA-256 is its name
     <store>/sha256/.partial-<hex>    an upload in progress (removed at startup: a crash's leftover)
     <store>/owners/<owner>/<64 hex>  an empty file: that owner uploaded it (where API keys are
                                      configured, an owner is a digest of the key: kiln/http)
@@ -21,9 +22,14 @@ file under a digest's name is always the whole of that content, whenever kiln wa
 file's last use is its mtime (set on each use), so the least-recently-used order survives a
 restart: the index is rebuilt from the folder when the store is made.
 
-Bounded by RUN_FILE_STORE_MAX: the files plus the uploads in progress. Room is made by removing
-the least recently used files, never a file pinned by a running judge request; an upload that
-cannot get room is refused (StoreFull) rather than growing the store past its bound.
+Bounded by RUN_FILE_STORE_MAX: the files plus the uploads in progress, each counted by what it
+costs the filesystem (kiln/judge/footprint.py: whole blocks, and each inode it takes, its marks
+too). Room is made by removing the least recently used files, never a file pinned by a running
+judge request; an upload that cannot get room is refused (StoreFull) rather than growing the
+store past its bound.
+
+Past 400 lines: the store's one invariant (index, owners, bound and disk kept in step) is easier
+to check in one module than split.
 
 The front is one gevent process: the index is a plain dict, no locks; nothing yields between a
 check and the change it guards. fsync and the second hash run in gevent's thread pool.
@@ -42,6 +48,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from kiln.judge.footprint import Footprint
+
 FILE_ID = re.compile(r"sha256:[0-9a-f]{64}")
 PREFIX = "sha256:"
 PARTIAL = ".partial-"
@@ -59,7 +67,8 @@ class UnknownFile(Exception):
 
 
 class TooLarge(Exception):
-    """The upload passed the store's per-file limit (min(RUN_FILE_MAX, RUN_FILE_STORE_MAX))."""
+    """The upload passed the store's per-file limit (RUN_FILE_MAX, or the largest file whose
+    footprint fits in RUN_FILE_STORE_MAX)."""
 
 
 class StoreFull(Exception):
@@ -77,6 +86,11 @@ class _Entry:
     deleted: bool = False  # DELETEd while pinned: invisible, removed with its last pin
     owners: set[str] = field(default_factory=set)  # "": uploaded where no API keys were configured
 
+    @property
+    def inodes(self) -> int:
+        """the file's, and a mark for each owner but "" (which has none)"""
+        return 1 + sum(1 for owner in self.owners if owner)
+
 
 @dataclass(frozen=True)
 class Stored:
@@ -86,19 +100,21 @@ class Stored:
 
 
 class FileStore:
-    def __init__(self, root: Path, file_max: int, store_max: int, log):
+    def __init__(self, root: Path, file_max: int, store_max: int, log, footprint: Footprint | None = None):
         self.root = Path(root)
         self.folder = self.root / "sha256"
         self.owners = self.root / "owners"
         self.file_max = file_max
         self.store_max = store_max
-        self.limit = min(file_max, store_max)  # one file's largest size
         self.log = log
         self._index: OrderedDict[str, _Entry] = OrderedDict()  # least recently used first
-        self.total = 0  # bytes of the files in the index
-        self.reserved = 0  # bytes written so far by the uploads in progress
-        self.folder.mkdir(mode=0o750, parents=True, exist_ok=True)
-        self.owners.mkdir(mode=0o750, exist_ok=True)
+        self.total = 0  # the footprint of the files in the index (kiln/judge/footprint.py)
+        self.reserved = 0  # the footprint of the uploads in progress, so far
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.owners.mkdir(mode=0o700, exist_ok=True)
+        self.footprint = footprint or Footprint.of(self.folder)
+        # one file's largest size: its own and an owner's mark fit in the store
+        self.limit = min(file_max, self.footprint.largest(store_max, 2))
         self._rebuild()
 
     # -- the judge's interface ------------------------------------------------------------------
@@ -192,16 +208,21 @@ class FileStore:
         entry = self._index[file_id]
         if owner in entry.owners:
             return False
+        before = entry.inodes
         entry.owners.add(owner)
         if owner:  # a file kept from before keys were configured is now this client's alone
             entry.owners.discard("")
+            self.total += (entry.inodes - before) * self.footprint.inode
             folder = self.owners / owner
-            folder.mkdir(mode=0o750, exist_ok=True)
-            (folder / file_id[len(PREFIX) :]).touch(mode=0o640)
+            folder.mkdir(mode=0o700, exist_ok=True)
+            (folder / file_id[len(PREFIX) :]).touch(mode=0o600)
         return True
 
     def _disown(self, file_id: str, owner: str) -> None:
-        self._index[file_id].owners.discard(owner)
+        entry = self._index[file_id]
+        if owner in entry.owners and owner:
+            self.total -= self.footprint.inode
+        entry.owners.discard(owner)
         if owner:
             _unlink(self.owners / owner / file_id[len(PREFIX) :])
 
@@ -232,7 +253,7 @@ class FileStore:
                     strangers += 1
         for _mtime, name, size in sorted(found):
             self._index[PREFIX + name] = _Entry(size, owners={""})
-            self.total += size
+            self.total += self.footprint.charge(size, 1)
         with os.scandir(self.owners) as owners:
             for owner in owners:
                 if not (_OWNER.fullmatch(owner.name) and owner.is_dir(follow_symlinks=False)):
@@ -243,9 +264,10 @@ class FileStore:
                         if entry is None:
                             _unlink(mark.path)  # its file went while kiln was down
                         else:
+                            self.total += self.footprint.inode if owner.name not in entry.owners else 0
                             entry.owners.discard("")
                             entry.owners.add(owner.name)
-        self.log.info("file store", path=str(self.folder), files=len(found), bytes=self.total, partial_removed=partial)
+        self.log.info("file store", path=str(self.folder), files=len(found), footprint=self.total, partial_removed=partial)
         if strangers:
             self.log.warning("file store: entries that are not files of the store, left alone", path=str(self.folder), count=strangers)
         self._make_room(0)  # RUN_FILE_STORE_MAX lowered since the last start
@@ -255,18 +277,21 @@ class FileStore:
             raise StoreFull()
         self.reserved += size
 
+    def _charge(self, entry: _Entry) -> int:
+        return self.footprint.charge(entry.size, entry.inodes)
+
     def _make_room(self, extra: int) -> bool:
-        """Evict least recently used files not pinned until `extra` more bytes fit; False, and
-        nothing evicted, if that cannot be done."""
+        """Evict least recently used files not pinned until `extra` more of footprint fits;
+        False, and nothing evicted, if that cannot be done."""
         need = self.total + self.reserved + extra - self.store_max
         if need <= 0:
             return True
         victims, freed = [], 0
         for file_id, entry in self._index.items():
-            if entry.pins or not entry.size:
+            if entry.pins:
                 continue
             victims.append(file_id)
-            freed += entry.size
+            freed += self._charge(entry)
             if freed >= need:
                 break
         if freed < need:
@@ -279,9 +304,9 @@ class FileStore:
         for owner in list(self._index[file_id].owners):
             self._disown(file_id, owner)
         entry = self._index.pop(file_id)
-        self.total -= entry.size
+        self.total -= self._charge(entry)
         _unlink(self.folder / file_id[len(PREFIX) :])
-        self.log.info(f"file {why}", file=file_id, size=entry.size, store_bytes=self.total)
+        self.log.info(f"file {why}", file=file_id, size=entry.size, store_footprint=self.total)
 
     def _commit(self, upload: Upload, digest: str) -> Stored:
         file_id = PREFIX + digest
@@ -296,8 +321,8 @@ class FileStore:
             return Stored(file_id, entry.size, created)
         os.rename(upload.temp, self.folder / digest)
         self._index[file_id] = _Entry(upload.size)
-        self._own(file_id, upload.owner)
-        self.total += upload.size
+        self.total += self.footprint.charge(upload.size, 1)
+        self._own(file_id, upload.owner)  # and its mark
         _offload(_fsync_folder, self.folder)
         return Stored(file_id, upload.size, True)
 
@@ -309,10 +334,11 @@ class Upload:
         self.store = store
         self.owner = owner
         self.size = 0
-        self.reserved = 0  # of the store's reservation, this upload's part
+        self.reserved = 0  # of the store's reservation, this upload's part: its footprint so far
+        self.inodes = 2 if owner else 1  # the file, and its owner's mark
         self.temp = store.folder / f"{PARTIAL}{uuid.uuid4().hex}"
         self._hash = hashlib.sha256()
-        self._fd = os.open(self.temp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        self._fd = os.open(self.temp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         self._done = False
 
     def write(self, chunk: bytes) -> None:
@@ -320,15 +346,23 @@ class Upload:
         upload is then to be aborted); an OSError of the disk (ENOSPC...) as it comes."""
         if self.size + len(chunk) > self.store.limit:
             raise TooLarge()
-        self.store._reserve(len(chunk))
-        self.reserved += len(chunk)
+        self._reserve_for(self.size + len(chunk))
         _write_all(self._fd, chunk)
         self._hash.update(chunk)
         self.size += len(chunk)
 
+    def _reserve_for(self, size: int) -> None:
+        """The store's reservation grown to this upload's footprint at `size` bytes."""
+        grown = self.store.footprint.charge(size, self.inodes) - self.reserved
+        if grown > 0:
+            self.store._reserve(grown)
+            self.reserved += grown
+
     def commit(self) -> Stored:
         """fsync, check the disk holds what was hashed, rename to the digest (or drop it when the
-        store has it already). DigestMismatch: nothing stored."""
+        store has it already). DigestMismatch: nothing stored; StoreFull: no room for its inodes
+        (an empty upload reserved nothing yet), to be aborted as after a write."""
+        self._reserve_for(self.size)
         digest = self._hash.hexdigest()
         try:
             _offload(os.fsync, self._fd)

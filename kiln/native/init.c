@@ -158,6 +158,7 @@ static void supervise_and_answer(struct slot *s, struct run *run, const struct j
     run->starved_max_s = STARVED_MAX_TIMES * job->timeout_ms / 1000.0;
     supervise(s, run, started + job->timeout_ms / 1000.0, title);
     if (run->cancelled) return;
+    if (job->command == CMD_TEST && !run->overflow) pass_on_held_stdout(s, run);
     char *layer = NULL, err[ERR];
     size_t layer_len = 0;
     int built = job->command == CMD_BUILD && run->has_status && WIFEXITED(run->status) && WEXITSTATUS(run->status) == 0 && !run->timed_out && !run->overflow;

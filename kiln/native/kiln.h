@@ -163,6 +163,13 @@ int write_parts(const struct slot *s, struct span w, const struct job *job, char
  * arguments) written in the judge dir, their paths below /sandbox in paths[] */
 int give_judge_files(const struct slot *s, const struct job *job, char paths[][FILE_NAME_MAX + 64], char *err);
 int open_stdin(const struct job *job); /* a sealed memfd, or /dev/null */
+/* Where a harness holds what loading the solution prints (below /sandbox) until its report takes
+ * it: a file, not the runtime's memory, so that a load ended abruptly (os._exit, a kill, the
+ * timeout, an OOM) leaves it behind, and init passes it on after the task's stdout. The harnesses
+ * (langs/<slug>/check) name it as /sandbox/ + this; kiln/runtime.py HELD_STDOUT owns it. */
+#define HELD_STDOUT "check/.kiln-held-stdout"
+struct run;
+void pass_on_held_stdout(const struct slot *s, struct run *run);
 /* an exec job's give_back file after its run: at most max + 1 bytes in *data (malloc'd) */
 int read_given_back(const struct slot *s, const struct job *job, size_t max, char **data, size_t *len, char *err);
 

@@ -27,7 +27,7 @@ BAD_ID = {"error": "file id must be sha256:<64 lowercase hex digits>"}
 @pytest.fixture(scope="module")
 def srv():
     server = Server(
-        {"RUN_LANGS": "python", "RUN_CONCURRENCY": "1", "RUN_API_KEYS": KEY, "RUN_FILE_MAX": "1m", "RUN_FILE_STORE_MAX": "3m", "RUN_READ_TIMEOUT": "2s"}
+        {"RUN_LANGS": "python", "RUN_CONCURRENCY": "1", "RUN_API_KEYS": KEY, "RUN_FILE_MAX": "1m", "RUN_FILE_STORE_MAX": "3200k", "RUN_READ_TIMEOUT": "2s"}
     ).wait_ready()
     server.client.headers.update(AUTH)
     yield server
@@ -229,7 +229,8 @@ def test_a_body_slower_than_the_read_timeout_is_408_and_leaves_nothing(srv):
 
 
 def test_the_least_recently_used_files_go_past_the_store_max(srv):
-    """RUN_FILE_STORE_MAX=3m: three files of 1m fill it; a GET is a use."""
+    """RUN_FILE_STORE_MAX=3200k: three files of 1m fill it (with their inodes and owners' marks,
+    kiln/judge/footprint.py); a GET is a use."""
     a, b, c, d = (bytes([n]) * LIMIT for n in b"abcd")
     for data in (a, b, c):
         assert srv.client.post("/files", content=data).status_code in (200, 201)
@@ -242,8 +243,24 @@ def test_the_least_recently_used_files_go_past_the_store_max(srv):
     assert sum(stored) <= 3 * LIMIT and not (folder_of(srv) / sha(b).removeprefix("sha256:")).exists()
 
 
+def test_the_store_is_bounded_by_its_disk_blocks_and_inodes_not_its_bytes(start_server):
+    """2000 uploads of 16 bytes counted 31 KiB and took ~11 MiB and 2000 inodes: 40 of them
+    against a bound of 100k keep no more files than their blocks and inodes fit (at least a
+    block for each file's content and one for its inode), the oldest gone."""
+    store = f"/tmp/kiln-files-test-{uuid.uuid4().hex}"
+    server = start_server(RUN_LANGS="python", RUN_CONCURRENCY="1", RUN_FILE_STORE=store, RUN_FILE_STORE_MAX="100k")
+    uploads = [b"sixteen bytes %02d" % n for n in range(40)]
+    for data in uploads:
+        assert server.client.post("/files", content=data).status_code == 201
+    kept = list((Path(store) / "sha256").iterdir())
+    block = os.statvfs(store).f_frsize
+    assert sum(p.stat().st_blocks * 512 for p in kept) + len(kept) * block <= 100 * 1024, len(kept)
+    assert server.client.get(f"/files/{sha(uploads[0])}").status_code == 404
+    assert server.client.get(f"/files/{sha(uploads[-1])}").content == uploads[-1]
+
+
 def test_the_store_survives_a_restart_and_drops_a_crash_leftover(start_server):
-    store = f"/tmp/kiln-files-test-{uuid.uuid4().hex}"  # under /tmp itself: the front (nobody) reaches it
+    store = f"/tmp/kiln-files-test-{uuid.uuid4().hex}"  # under /tmp itself: the front (kiln) reaches it
     settings = {"RUN_LANGS": "python", "RUN_CONCURRENCY": "1", "RUN_FILE_STORE": store}
     try:
         first = start_server(**settings)

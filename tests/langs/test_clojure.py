@@ -8,6 +8,8 @@ its rows in test_every_language.py."""
 
 from __future__ import annotations
 
+import pytest
+
 import langcase
 
 pytestmark = langcase.only("clojure")
@@ -77,3 +79,28 @@ def test_system_exit_in_a_call_is_that_calls_error(lang_server):
     got = CLOJURE.items(CLOJURE.run(lang_server, solution))
     assert [(i["type"], i["output"]) for i in got] == [("result", "call 1\n"), ("error", "call 10\n")]
     assert "exit" in got[1]["value"]
+
+
+# each prints "loading" while the harness loads it (println, and print without a newline on the
+# last), then its load ends abruptly
+ABRUPT_LOADS = {
+    "halt": ('(println "loading")\n(.halt (Runtime/getRuntime) 3)\n', "loading\n", "exited", 3),
+    "kill": (
+        '(println "loading")\n(.waitFor (.exec (Runtime/getRuntime) (into-array String ["sh" "-c" (str "kill -9 " (.pid (java.lang.ProcessHandle/current)))])))\n',
+        "loading\n",
+        "signaled",
+        137,
+    ),
+    "timeout": ('(println "loading")\n(loop [] (recur))\n', "loading\n", "timed_out", None),
+    "oom": ('(println "loading")\n(def kept (doall (repeatedly 48 #(byte-array (* 8 1024 1024)))))\n', "loading\n", "out_of_memory", 137),
+    "print-then-halt": ('(print "loading")\n(.halt (Runtime/getRuntime) 3)\n', "loading", "exited", 3),
+}
+
+
+@pytest.mark.parametrize("way", list(ABRUPT_LOADS))
+def test_what_loading_printed_reaches_stdout_however_the_load_ends(lang_server, way):
+    """The harness holds what loading prints for its report (kiln/runtime.py HELD_STDOUT), and a
+    load that ends abruptly still passes it on."""
+    solution, stdout, outcome, exit_code = ABRUPT_LOADS[way]
+    body = CLOJURE.run(lang_server, solution + "(defn solution [a b] (+ a b))\n", timeout="10s", limits={"memory": "256m"})
+    assert (body["stdout"], body["stats"]["outcome"], body["exit_code"]) == (stdout, outcome, exit_code), body

@@ -44,7 +44,7 @@ def test_make_run_rootless_serves_and_no_process_of_kiln_is_root():
         zygote = next(p for p in tree if p.title == "kiln: zygote")
         assert zygote.uid == kiln.pw_uid and len(zygote.nspid) == 2  # root of its user namespace, 1 of its pid namespace
         start = int(_ranges("kiln")[0].split(":")[1])
-        assert serve.uid == start + 65534 - 1  # the front: nobody inside, a subordinate id outside
+        assert serve.uid == start + kiln.pw_uid - 1  # the front: kiln (RUN_FRONT_USER) inside, a subordinate id outside
         health = srv.client.get("/health")
         assert health.status_code == 200 and "ROOTLESS" in health.text
         source = "#include <iostream>\nint main(){long a,b;std::cin>>a>>b;std::cout<<a+b<<'\\n';}\n"

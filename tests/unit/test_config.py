@@ -66,7 +66,7 @@ def test_defaults_with_an_empty_environment(repo):
         pids_max=256,
         tmp_inodes=16384,
         readonly_paths=("/usr", "/etc/alternatives", "/etc/ld.so.cache"),
-        front_user="nobody",
+        front_user="kiln",
         langs=None,
         prestart=None,
         templates=None,

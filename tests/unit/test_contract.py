@@ -93,3 +93,20 @@ def test_the_front_waits_for_a_slots_answer_as_long_as_its_deadline_may_move():
     its timeout; the runner's silence bound for the slot's answer allows for as much."""
     [times] = re.findall(r"#define STARVED_MAX_TIMES (\d+)", c_source("kiln.h"))
     assert int(times) == runner.STARVED_MAX_TIMES
+
+
+HOLDING_HARNESSES = (
+    "python/check/harness.py",
+    "js/check/harness.js",
+    "ruby/check/harness_calls.rb",
+    "php/check/harness.php",
+    "elixir/check/harness.ex",
+    "clojure/runner/src/kiln/harness.clj",
+)
+
+
+def test_the_held_stdout_is_kiln_h_s_and_the_harnesses_name_it():
+    assert re.findall(r'#define HELD_STDOUT "([^"]+)"', c_source("kiln.h")) == [runtime.HELD_STDOUT]
+    langs = NATIVE.parents[1] / "langs"
+    for harness in HOLDING_HARNESSES:
+        assert f"/sandbox/{runtime.HELD_STDOUT}" in (langs / harness).read_text(), harness

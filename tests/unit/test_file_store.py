@@ -9,6 +9,7 @@ import pytest
 
 from kiln.judge import files
 from kiln.judge.files import FILE_ID, DigestMismatch, FileStore, StoreFull, TooLarge, UnknownFile
+from kiln.judge.footprint import Footprint
 
 
 class Recorder:
@@ -33,10 +34,16 @@ def on_disk(store: FileStore) -> list[str]:
     return sorted(os.listdir(store.folder))
 
 
+# a footprint of the content's bytes alone: the bound's rules below in bytes; the footprint's
+# own tests name theirs (a filesystem of 4 KiB blocks and one inode per 16 KiB, as ext4's default)
+BYTES = Footprint(1, 0)
+EXT4 = Footprint(4096, 16384)
+
+
 @pytest.fixture
 def make(tmp_path):
-    def make(file_max: int = 1 << 20, store_max: int = 1 << 22) -> FileStore:
-        return FileStore(tmp_path / "store", file_max, store_max, Recorder())
+    def make(file_max: int = 1 << 20, store_max: int = 1 << 22, footprint: Footprint = BYTES) -> FileStore:
+        return FileStore(tmp_path / "store", file_max, store_max, Recorder(), footprint)
 
     return make
 
@@ -309,3 +316,43 @@ def test_without_keys_every_client_sees_every_file_and_a_keyed_client_none_of_th
         store.open(stored.id, owner="a1")  # uploaded before keys were configured: nobody's
     assert store.put(b"shared\n", owner="a1").created is True
     assert store.delete(stored.id, owner="a1") is True and on_disk(store) == []
+
+
+def test_the_bound_counts_whole_blocks_and_inodes_not_bytes(make):
+    """2000 uploads of 16 bytes counted 31 KiB: each takes a block and an inode."""
+    store = make(store_max=10 * (4096 + 16384), footprint=EXT4)
+    files = [store.put(b"sixteen bytes %02d" % n) for n in range(20)]
+    assert store.ids() == [f.id for f in files[10:]]  # the ten least recently used went
+    assert store.total == 10 * (4096 + 16384) and on_disk(store) == sorted(f.id.removeprefix("sha256:") for f in files[10:])
+
+
+def test_an_owners_mark_is_an_inode_of_the_store(make):
+    store = make(store_max=4 * (4096 + 2 * 16384), footprint=EXT4)
+    files = [store.put(b"x" * n, owner="a1") for n in range(1, 7)]
+    assert store.ids() == [f.id for f in files[2:]]
+    store.put(b"x" * 6, owner="b2")  # a second owner of the newest: room for its upload, then its mark
+    assert store.ids() == [f.id for f in files[3:]]
+    assert store.total == 2 * (4096 + 2 * 16384) + (4096 + 3 * 16384)
+
+
+def test_the_footprint_is_rebuilt_the_same_at_startup(make):
+    store = make(store_max=1 << 22, footprint=EXT4)
+    for n in range(5):
+        store.put(b"y" * (5000 * n), owner="a1" if n % 2 else "")
+    again = make(store_max=1 << 22, footprint=EXT4)
+    assert again.total == store.total == sum(EXT4.charge(5000 * n, 2 if n % 2 else 1) for n in range(5))
+
+
+def test_an_empty_upload_takes_an_inode_and_finds_no_room_in_a_full_store(make):
+    store = make(store_max=4096 + 2 * 16384, footprint=EXT4)
+    assert store.put(b"").size == 0 and store.total == 16384
+    with store.pinned([sha(b"")]):
+        with pytest.raises(StoreFull):
+            store.put(b"z", owner="a1")
+    assert on_disk(store) == [sha(b"").removeprefix("sha256:")]
+    assert store.put(b"z", owner="a1").size == 1 and store.ids() == [sha(b"z")]  # unpinned, it goes
+
+
+def test_one_files_largest_size_leaves_room_for_its_inodes(make):
+    store = make(file_max=1 << 30, store_max=100_000, footprint=EXT4)
+    assert store.limit == (100_000 - 2 * 16384) // 4096 * 4096

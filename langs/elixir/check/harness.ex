@@ -35,12 +35,25 @@ defmodule KilnHarness do
     end
   end
 
+  # kiln's HELD_STDOUT (kiln/runtime.py), below /sandbox
+  @held "/sandbox/check/.kiln-held-stdout"
+
   defp harness(calls) do
     real = Process.group_leader()
     # Everything printed to the group leader (IO.puts, IO.write, processes spawned meanwhile)
     # goes to this device, read back per call; the report goes to the real standard output.
     {:ok, device} = StringIO.open("", capture_prompt: false, encoding: :unicode)
-    Process.group_leader(self(), device)
+    # While the solution loads, the group leader is kiln's HELD_STDOUT instead, a file each print
+    # is written to at once: a load ended abruptly (System.halt, a kill, the timeout, an OOM)
+    # leaves what it printed there, and kiln-init passes it on as stdout. Once loaded, it is
+    # read into the device and unlinked (unhold). Outside kiln's sandbox: the device alone.
+    held =
+      case File.open(@held, [:read, :write, :exclusive, encoding: :utf8]) do
+        {:ok, file} -> file
+        {:error, _} -> nil
+      end
+
+    Process.group_leader(self(), held || device)
 
     loaded =
       try do
@@ -49,10 +62,13 @@ defmodule KilnHarness do
       catch
         kind, reason ->
           stack = __STACKTRACE__
+          unhold(held, device)
           release(real, device)
           # uncaught as in a bare run: the CLI prints it (without this harness's frames), status 1
           :erlang.raise(kind, reason, prune(stack))
       end
+
+    unhold(held, device)
 
     case pick(loaded || []) do
       nil ->
@@ -73,6 +89,21 @@ defmodule KilnHarness do
     case Enum.find_index(stack, &match?({Code, :require_file, _, _}, &1)) do
       nil -> stack
       index -> Enum.take(stack, index + 1)
+    end
+  end
+
+  # Loading is over: what it printed moves from the held file to the device, the file is
+  # unlinked (kept open: a process loading spawned may still print to it), the device leads.
+  defp unhold(nil, _device), do: :ok
+
+  defp unhold(_held, device) do
+    printed = File.read(@held)
+    File.rm(@held)
+    Process.group_leader(self(), device)
+
+    case printed do
+      {:ok, text} when text != "" -> IO.write(device, text)
+      _ -> :ok
     end
   end
 

@@ -27,6 +27,8 @@ final class KilnHarness
     private static int $capFd = -1;
     private static int $realFd = -1;
     private static int $obLevel = 0;
+    private const HELD = '/sandbox/check/.kiln-held-stdout';
+    private static bool $held = false; // the capture is HELD_STDOUT, still linked
 
     public static function start(string $data): void
     {
@@ -75,8 +77,17 @@ final class KilnHarness
                     'int dup(int); int dup2(int, int); int close(int); int memfd_create(const char *, unsigned int);'
                     . ' int ftruncate(int, long); long lseek(int, long, int); long pread(int, void *, unsigned long, long);'
                     . ' long write(int, const char *, unsigned long); void _exit(int);'
+                    . ' int open(const char *, int, unsigned int); int unlink(const char *);'
                 );
-                $cap = $ffi->memfd_create('kiln-stdout', 1); // MFD_CLOEXEC
+                // While the solution loads, the capture is kiln's HELD_STDOUT (kiln/native/kiln.h):
+                // a load ended abruptly (a kill, the timeout, an OOM) leaves what it printed (echo
+                // writes at once) there, and kiln-init passes it on as stdout. Once loaded, it is
+                // unlinked (unhold) and stays the capture, as the memory file would.
+                $cap = $ffi->open(self::HELD, 0x2 | 0x40 | 0x80 | 0x20000 | 0x80000, 0600); // O_RDWR|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC
+                self::$held = $cap >= 0;
+                if ($cap < 0) {
+                    $cap = $ffi->memfd_create('kiln-stdout', 1); // MFD_CLOEXEC
+                }
                 $real = $cap >= 0 ? $ffi->dup(1) : -1;
                 if ($real >= 0 && $ffi->dup2($cap, 1) === 1) {
                     self::$ffi = $ffi;
@@ -135,12 +146,22 @@ final class KilnHarness
         return implode('', $parts);
     }
 
+    /** Loading is over: the capture is the harness's alone. */
+    private static function unhold(): void
+    {
+        if (self::$held) {
+            self::$held = false;
+            self::$ffi->unlink(self::HELD);
+        }
+    }
+
     /** Back to plain behaviour: the captured bytes go out as they are, stdout is restored. */
     private static function release(): void
     {
         if (self::$state === 'released') {
             return;
         }
+        self::unhold();
         $out = self::take();
         self::$state = 'released';
         if (self::$ffi === null) {
@@ -180,6 +201,7 @@ final class KilnHarness
             self::release(); // loading was the whole run: php goes on as for a plain script
             return;
         }
+        self::unhold();
         $loaded = self::take();
         if ($loaded !== '') {
             self::$items[] = '{"type":"output","value":' . self::text($loaded) . '}';

@@ -17,6 +17,7 @@ from _imp import _fix_co_filename
 
 HERE = __file__.rpartition("/")[0]  # absolute (Python >= 3.9): /sandbox/check
 SOLUTION = HERE + "/solution.py"
+HELD = "/sandbox/check/.kiln-held-stdout"  # kiln/native/kiln.h HELD_STDOUT, below /sandbox
 
 
 class _Grab(BaseException):
@@ -189,6 +190,7 @@ def _calls(data):
     """Run the harness mode; returns only when data is not in its shape (plain mode then)."""
     global collections, json
     import collections
+    import io
     import json
     import time
 
@@ -202,20 +204,43 @@ def _calls(data):
     if type(calls) is not list or any(type(args) is not list for args in calls):
         return
 
-    # For the whole harness mode fd 1 is a memory file, so whatever the solution prints (print,
+    # For the whole harness mode fd 1 is a file, so whatever the solution prints (print,
     # sys.stdout.buffer, os.write(1, ...), child processes) is captured; the report goes to a
-    # private duplicate of the real stdout.
+    # private duplicate of the real stdout. While the solution loads, that file is kiln's
+    # HELD_STDOUT and print writes through to it: a load ended abruptly (os._exit, a kill, the
+    # timeout) leaves what it printed there, and kiln-init passes it on as stdout. Once loaded,
+    # the file is unlinked (held() below) and stays the capture, as a memory file would.
     sys.stdout.flush()
     real = os.dup(1)
     try:
-        cap = os.memfd_create("kiln-stdout", os.MFD_CLOEXEC)
+        cap = os.open(HELD, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except OSError:
-        import tempfile
+        cap = None
+    if cap is None:
+        try:
+            cap = os.memfd_create("kiln-stdout", os.MFD_CLOEXEC)
+        except OSError:
+            import tempfile
 
-        global _capfile
-        _capfile = tempfile.TemporaryFile(buffering=0)
-        cap = _capfile.fileno()
+            global _capfile
+            _capfile = tempfile.TemporaryFile(buffering=0)
+            cap = _capfile.fileno()
     os.dup2(cap, 1)
+    buffered = sys.stdout
+    try:
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding=buffered.encoding, errors=buffered.errors, write_through=True)
+    except BaseException:
+        pass
+    through = sys.stdout
+
+    def held():
+        """Loading is over: the file is the harness's again, print buffers as it did."""
+        try:
+            os.unlink(HELD)
+        except OSError:
+            pass
+        if sys.stdout is through:
+            sys.stdout = buffered
 
     def take():
         """The bytes printed since the last take()."""
@@ -239,6 +264,7 @@ def _calls(data):
 
     def release():
         """Back to plain behaviour: the captured bytes go out as they are, fd 1 is restored."""
+        held()
         out = take()
         os.dup2(real, 1)
         os.close(real)
@@ -271,6 +297,7 @@ def _calls(data):
         release()
         sys.exit()  # loading was the whole run: end as a script that ran to its end
 
+    held()
     perf = time.perf_counter
     items = []
     loaded = take()

@@ -41,7 +41,11 @@ module KilnHarness
 
   # ---- stdout capture: for the whole harness mode fd 1 is an anonymous file, so puts, print,
   # STDOUT.write and child processes are all captured per call; the report goes to a private
-  # duplicate of the real stdout.
+  # duplicate of the real stdout. While the solution loads, that file is kiln's HELD_STDOUT
+  # (kiln/native/kiln.h) and STDOUT writes through to it: a load ended abruptly (exit!, a kill,
+  # the timeout, an OOM) leaves what it printed there, and kiln-init passes it on as stdout.
+  # Once loaded, the file is unlinked (unhold) and stays the capture.
+  HELD = "/sandbox/check/.kiln-held-stdout"
 
   def capture
     STDOUT.flush
@@ -50,9 +54,30 @@ module KilnHarness
     @cap = open_capture
     STDOUT.reopen(@cap)
     STDOUT.binmode
+    @sync = STDOUT.sync
+    STDOUT.sync = true
+  end
+
+  # Loading is over: the file is the harness's alone, STDOUT buffers as it did.
+  def unhold
+    return unless @held
+
+    @held = false
+    File.unlink(HELD)
+  rescue SystemCallError
+    nil
+  ensure
+    STDOUT.sync = @sync
   end
 
   def open_capture
+    begin
+      file = File.open(HELD, File::RDWR | File::CREAT | File::EXCL | File::NOFOLLOW | File::BINARY, 0o600)
+      @held = true
+      return file
+    rescue SystemCallError, ArgumentError, NameError
+      nil # not in kiln's sandbox: an anonymous file, as before
+    end
     dir = ENV.fetch("TMPDIR", "/tmp")
     File.open(dir, File::RDWR | File::TMPFILE | File::BINARY, 0o600)
   rescue SystemCallError, ArgumentError, NameError # no O_TMPFILE here: a file unlinked at once
@@ -80,6 +105,7 @@ module KilnHarness
 
   # Back to plain behaviour: the captured bytes go out as they are, fd 1 is restored.
   def release
+    unhold
     out = take
     STDOUT.reopen(@real)
     @real.close
@@ -139,6 +165,7 @@ module KilnHarness
   # ---- calls
 
   def report(target, calls)
+    unhold
     items = []
     loaded = take
     items << %({"type":"output","value":#{text(loaded)}}) unless loaded.empty?

@@ -10,9 +10,10 @@
   (:require [clojure.data.json :as json]
             [clojure.main :as main]
             [clojure.string :as string])
-  (:import (java.io ByteArrayOutputStream File FileDescriptor FileOutputStream OutputStreamWriter
-                    PrintStream Writer)
+  (:import (java.io ByteArrayOutputStream File FileDescriptor FileOutputStream OutputStream
+                    OutputStreamWriter PrintStream Writer)
            (java.nio.charset StandardCharsets)
+           (java.nio.file Files LinkOption OpenOption Paths StandardOpenOption)
            (java.util Locale))
   (:gen-class))
 
@@ -107,10 +108,58 @@
 ;; ---------------------------------------------------------------------------------------------
 ;; Output capture: while the harness runs the solution, System/out and *out* both write to one
 ;; in-memory sink (UTF-8), read and reset after loading and after each call. stderr is untouched.
+;; While the solution loads, what reaches the sink is also written at once to kiln's HELD_STDOUT
+;; (kiln/runtime.py), and *out* flushes every write: a load ended abruptly (Runtime.halt, a kill,
+;; the timeout, an OOM) leaves what it printed there, and kiln-init passes it on as stdout. Once
+;; loaded, the file is closed and unlinked (unhold).
+
+(def ^:private held-path "/sandbox/check/.kiln-held-stdout")
+(def ^:private held (atom nil)) ; the held file's stream while loading, else nil
 
 (def ^:private ^ByteArrayOutputStream sink (ByteArrayOutputStream.))
-(def ^:private ^PrintStream sink-stream (PrintStream. sink true "UTF-8"))
+(def ^:private ^OutputStream sink-tee
+  (proxy [OutputStream] []
+    (write
+      ([b]
+       (if (integer? b)
+         (do (.write sink (int b))
+             (when-let [^OutputStream h @held] (.write h (int b))))
+         (let [^bytes b b]
+           (.write sink b 0 (alength b))
+           (when-let [^OutputStream h @held] (.write h b)))))
+      ([b off len]
+       (.write sink ^bytes b (int off) (int len))
+       (when-let [^OutputStream h @held] (.write h ^bytes b (int off) (int len)))))))
+(def ^:private ^PrintStream sink-stream (PrintStream. sink-tee true "UTF-8"))
 (def ^:private ^Writer sink-writer (OutputStreamWriter. sink-stream StandardCharsets/UTF_8))
+(def ^:private ^Writer loading-writer
+  (proxy [Writer] []
+    (write
+      ([x]
+       (cond (string? x) (.write sink-writer ^String x)
+             (integer? x) (.write sink-writer (int x))
+             :else (.write sink-writer ^chars x))
+       (.flush sink-writer))
+      ([x off len]
+       (if (string? x)
+         (.write sink-writer ^String x (int off) (int len))
+         (.write sink-writer ^chars x (int off) (int len)))
+       (.flush sink-writer)))
+    (flush [] (.flush sink-writer))
+    (close [] (.flush sink-writer))))
+
+(defn- hold []
+  (try
+    (reset! held (Files/newOutputStream (Paths/get held-path (make-array String 0))
+                                        (into-array OpenOption [StandardOpenOption/CREATE_NEW StandardOpenOption/WRITE
+                                                                LinkOption/NOFOLLOW_LINKS])))
+    (catch Exception _ nil))) ; outside kiln's sandbox: the sink alone
+
+(defn- unhold []
+  (when-let [^OutputStream h @held]
+    (reset! held nil)
+    (try (.close h) (Files/deleteIfExists (Paths/get held-path (make-array String 0)))
+         (catch Exception _ nil))))
 
 (defn- take-output ^String []
   (.flush sink-writer)
@@ -197,13 +246,15 @@
     ;; System/exit while loading ends the run as a plain one: what loading printed goes out
     ;; as it is, the status is the exit's (a plain run of the script prints and exits alike)
     (.addShutdownHook (Runtime/getRuntime)
-                      (Thread. ^Runnable (fn [] (when @loading (write-raw stdout (try (take-output) (catch Throwable _ "")))))))
+                      (Thread. ^Runnable (fn [] (when @loading (unhold) (write-raw stdout (try (take-output) (catch Throwable _ "")))))))
     (System/setOut sink-stream)
+    (hold)
     (binding [*out* sink-writer]
       (main/with-bindings
         (in-ns 'user)
-        (let [failure (try (main/load-script solution-file) nil (catch Throwable t t))
+        (let [failure (try (binding [*out* loading-writer] (main/load-script solution-file)) nil (catch Throwable t t))
               _ (reset! loading false)
+              _ (unhold)
               loaded (take-output)
               f (when-not failure (find-solution before))]
           (cond

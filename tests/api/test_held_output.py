@@ -1,0 +1,88 @@
+"""Output printed while a harness loads the solution reaches stdout however the load ends: the
+harness holds it for its report's "output" item, and a load ended abruptly (the runtime's own
+immediate exit, a kill, the timeout, an OOM) never reaches the report. Through the real API, per
+harness language (python, js and ts, ruby, php here; clojure and elixir in tests/langs, their servers
+being slow to start): the solution prints "loading", then its load ends one of these ways with
+asserts.json in harness shape, and the client's stdout is "loading\\n". (How: kiln/native/kiln.h
+HELD_STDOUT.)"""
+
+from __future__ import annotations
+
+import pytest
+
+from kilntest import Server
+
+HARNESS = {"arguments": [[1]]}
+
+# slug -> way -> (solution, the outcome, the exit code); each prints "loading\n" first, and
+# defines `solution`, which is never called
+WAYS = {
+    "python": {
+        "exit": ("print('loading')\nimport os\nos._exit(3)\ndef solution(n):\n    return n\n", "exited", 3),
+        "kill": ("print('loading')\nimport os\nos.kill(os.getpid(), 9)\ndef solution(n):\n    return n\n", "signaled", 137),
+        "timeout": ("print('loading')\nwhile True:\n    pass\ndef solution(n):\n    return n\n", "timed_out", None),
+        "oom": ("print('loading')\nx = b'x' * (400 << 20)\ndef solution(n):\n    return n\n", "out_of_memory", 137),
+    },
+    "js": {
+        "exit": ("console.log('loading');\nprocess.reallyExit(3);\nmodule.exports = (n) => n;\n", "exited", 3),
+        "kill": ("console.log('loading');\nprocess.kill(process.pid, 'SIGKILL');\nmodule.exports = (n) => n;\n", "signaled", 137),
+        "timeout": ("console.log('loading');\nfor (;;) {}\nmodule.exports = (n) => n;\n", "timed_out", None),
+        "oom": ("console.log('loading');\nconst kept = [];\nfor (;;) kept.push(Buffer.alloc(1 << 20, 1));\n", "out_of_memory", 137),
+    },
+    "ts": {
+        "exit": ("console.log('loading');\nprocess.reallyExit(3);\nexport default (n: number): number => n;\n", "exited", 3),
+        "kill": ("console.log('loading');\nprocess.kill(process.pid, 'SIGKILL');\nexport default (n: number): number => n;\n", "signaled", 137),
+    },
+    "ruby": {
+        "exit": ("puts 'loading'\nexit!(3)\ndef solution(n) = n\n", "exited", 3),
+        "kill": ("puts 'loading'\nProcess.kill(:KILL, Process.pid)\ndef solution(n) = n\n", "signaled", 137),
+        "timeout": ("puts 'loading'\nloop {}\ndef solution(n) = n\n", "timed_out", None),
+        "oom": ("puts 'loading'\nx = 'x' * (400 << 20)\ndef solution(n) = n\n", "out_of_memory", 137),
+    },
+    "php": {
+        "kill": ("<?php\necho \"loading\\n\";\nposix_kill(posix_getpid(), 9);\nfunction solution($n) { return $n; }\n", "signaled", 137),
+        "timeout": ("<?php\necho \"loading\\n\";\nwhile (true) {}\nfunction solution($n) { return $n; }\n", "timed_out", None),
+        "oom": ("<?php\necho \"loading\\n\";\n$x = str_repeat('x', 400 << 20);\nfunction solution($n) { return $n; }\n", "out_of_memory", 137),
+    },
+}
+CASES = [(slug, way) for slug, ways in WAYS.items() for way in ways]
+
+
+@pytest.fixture(scope="module")
+def harness_server():
+    server = Server({"RUN_LANGS": ",".join(WAYS), "RUN_CONCURRENCY": "2"}).wait_ready()
+    yield server
+    server.stop()
+
+
+@pytest.mark.parametrize(("slug", "way"), CASES, ids=[f"{slug}-{way}" for slug, way in CASES])
+def test_what_loading_printed_reaches_stdout_however_the_load_ends(harness_server, slug, way):
+    solution, outcome, exit_code = WAYS[slug][way]
+    response = harness_server.run(lang_slug=slug, solution_text=solution, asserts=HARNESS, timeout="3s", limits={"memory": "128m"})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert (body["stdout"], body["stats"]["outcome"], body["exit_code"]) == ("loading\n", outcome, exit_code), body
+
+
+@pytest.mark.parametrize("slug", list(WAYS))
+def test_a_load_that_ends_well_keeps_its_output_in_the_report_alone(harness_server, slug):
+    """The held output is the report's first item, and is not passed on a second time."""
+    solution = {
+        "python": "print('loading')\ndef solution(n):\n    return n\n",
+        "js": "console.log('loading');\nmodule.exports = (n) => n;\n",
+        "ts": "console.log('loading');\nexport default (n: number): number => n;\n",
+        "ruby": "puts 'loading'\ndef solution(n) = n\n",
+        "php": "<?php\necho \"loading\\n\";\nfunction solution($n) { return $n; }\n",
+    }[slug]
+    body = harness_server.run(lang_slug=slug, solution_text=solution, asserts=HARNESS).json()
+    assert body["exit_code"] == 0, body
+    assert body["stdout"].startswith('[{"type":"output","value":"loading\\n"},{"type":"result","value":1,'), body
+    assert body["stdout"].count("loading") == 1, body
+
+
+def test_held_output_past_the_output_limit_is_output_too_large(harness_server):
+    """What loading printed counts as stdout: past RUN_OUTPUT_MAX (1 MiB) the contract's 413, as
+    if it had been printed live."""
+    solution = "import os\nprint('x' * (2 << 20))\nos._exit(0)\ndef solution(n):\n    return n\n"
+    response = harness_server.run(lang_slug="python", solution_text=solution, asserts=HARNESS)
+    assert (response.status_code, response.json()) == (413, {"error": "output too large"})
