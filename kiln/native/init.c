@@ -1,8 +1,10 @@
 /* kiln-init: a slot's init, PID 1 of the slot's pid namespace. The zygote spawns it (vfork +
  * exec, spawn.c) already in the slot's new namespaces, hands it a recipe (the plans the zygote
  * made, compiled by kiln/zygote/recipe.py) and descriptors, and forgets it. It warms the slot,
- * serves exactly one job, answers, and exits; everything left of the run dies with it. The
- * order of its steps is here, in warm() and serve_one_job(); each step is a file's concern:
+ * serves its job, answers, and exits; everything left of the run dies with it (a plain slot that
+ * can run a judge's tests one after another serves them while the front sends them, each in a
+ * fresh sandbox). The order of its steps is here, in warm() and serve_job(); each step is a
+ * file's concern:
  *
  *   mounts.c    the root (built, or the index's copied) and the workspace overlay
  *   files.c     the directories and files the request writes below /sandbox, its stdin
@@ -307,7 +309,7 @@ static int take_pipes(struct job *job, const int *fds, int nfds, char *err) {
 
 /* one frame, checked -> the slot's kind of run -> one result frame. 1: the slot may run another
  * job (a judge's test in a slot that can run several, the front's to send or not) */
-static int serve_one_job(struct slot *s) {
+static int serve_job(struct slot *s) {
     char err[ERR], *body, title[128];
     size_t len;
     struct job job;
@@ -391,7 +393,7 @@ int main(int argc, char **argv) {
     if (*start.template_of) exec_template(&s, start.template_fd, start.template_of, start.module);
     set_title(&s, "kiln: slot %ld warming", s.recipe.index);
     warm(&s, &start);
-    while (serve_one_job(&s)) {
+    while (serve_job(&s)) { /* one job; a judge's next test while the slot can take it */
     }
     return 0;
 }

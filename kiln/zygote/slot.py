@@ -1,4 +1,5 @@
-"""A slot: warmed ahead of time, serves exactly one job, then dies.
+"""A slot: warmed ahead of time, serves one job (or one judge request's tests, one after
+another, where it can), then dies.
 
     zygote ── init = kiln-init (kiln/native), PID 1 of new pid, ipc, uts, cgroup and network
                      namespaces, in a private copy of its index's template mount namespace
@@ -10,7 +11,7 @@ The zygote spawns init straight into those namespaces (clone with the zygote's m
 until the exec: no fork of a Python process; the zygote goes on without waiting for the exec)
 and hands it the index's recipe: the plans, compiled by kiln.zygote.recipe. init finishes the
 slot's root filesystem while warming (its own /tmp, /proc and upper layer), then waits on its
-socket for one job; init.c has the steps.
+socket for its job; init.c has the steps.
 The index's first slot builds the template (everything read-only in the root) and hands it to
 the zygote with its ready frame. A slot prestarted for a language that has a language template
 (kiln.zygote.template) is cloned by that template instead, still as the zygote's child, and its
