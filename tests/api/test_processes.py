@@ -4,6 +4,7 @@ or zygote killed: tests/faults.)"""
 from __future__ import annotations
 
 import os
+import pwd
 import signal
 import subprocess
 import threading
@@ -51,7 +52,8 @@ def test_a_warm_slot_s_init_handles_no_signal_and_has_an_empty_bounding_set(star
 def test_front_drops_root_and_zygote_keeps_it(server):
     pids = server.pids()
     uid_line = lambda pid: [l for l in Path(f"/proc/{pid}/status").read_text().splitlines() if l.startswith("Uid:")][0]  # noqa: E731
-    assert uid_line(pids["front"]).split()[1:] == [str(server.host_uid(65534))] * 4
+    front_user = pwd.getpwnam("kiln").pw_uid  # RUN_FRONT_USER's default: kiln's own user, which setup makes
+    assert uid_line(pids["front"]).split()[1:] == [str(server.host_uid(front_user))] * 4
     assert uid_line(pids["zygote"]).split()[1] == str(server.host_uid(0))  # rootless: root of kiln's user namespace
     cap_eff = [l for l in Path(f"/proc/{pids['front']}/status").read_text().splitlines() if l.startswith("CapEff:")][0]
     assert int(cap_eff.split()[1], 16) == 0
