@@ -193,7 +193,19 @@ def test_without_a_terminal_progress_is_plain_lines(srv, tmp_path):
     lines = done.stderr.splitlines()
     assert all(line.startswith("kiln judge: ") for line in lines), lines
     assert lines[0].endswith("3 tests in " + str(tmp_path / "tests"))
-    assert "6 files uploaded" in lines[1] and "judging 3 tests in python..." in lines[2] and "judged in" in lines[3]
+    assert "6 files uploaded" in lines[1] and "building main.py in python..." in lines[2]
+    assert lines[3] in ("kiln judge: built (new), running 3 tests", "kiln judge: built (cached), running 3 tests")  # the stream's compile line
+    assert "judged in" in lines[4]
+
+
+def test_progress_names_the_first_failure_as_the_stream_brings_it(srv, tmp_path):
+    tests = sums(tmp_path / "tests")
+    (tests / "2.out").write_text("0\n")
+    done = kiln_judge(solution(tmp_path), tests, srv=srv)
+    assert done.returncode == 1
+    lines = done.stderr.splitlines()
+    assert "kiln judge: first failure so far: WA on test 2" in lines and lines.index("kiln judge: first failure so far: WA on test 2") < len(lines) - 1
+    assert "verdict: WA on test 2, 2/3 tests passed" in done.stdout
 
 
 def test_on_a_terminal_progress_is_a_bar_redrawn_in_place(srv, tmp_path):
@@ -217,4 +229,5 @@ def test_on_a_terminal_progress_is_a_bar_redrawn_in_place(srv, tmp_path):
     assert proc.returncode == 0 and "verdict: AC" in stdout and "\r" not in stdout  # the table stays plain
     text = seen.decode()
     assert "\ruploading tests [" in text and "] 6/6" in text and "#" * 30 in text
-    assert "judging 3 tests in python" in text and text.count("\r\x1b[K") >= 1  # the bar is cleared
+    assert "building main.py in python" in text and text.count("\r\x1b[K") >= 1  # the bar is cleared
+    assert "\rjudging [" in text and "] 3/3" in text  # the tests' bar, from the stream's lines
