@@ -1,11 +1,12 @@
 """`kiln judge`: a problem setter's client of a running kiln's /judge (DESIGN.md, "Judge API").
 
-    kiln judge SOLUTION TESTS_DIR --lang SLUG [--url URL] [--compare MODE] [--epsilon E]
+    kiln judge SOLUTION TESTS_DIR|PACKAGE_DIR --lang SLUG [--url URL] [--compare MODE] [--epsilon E]
                [--checker FILE --checker-lang SLUG] [--time 2s] [--memory 256m]
                [--stop-on-failure] [--api-key KEY]
 
 Tests are NAME.in with NAME.out or NAME.ans beside it, judged in natural order of NAME (2
-before 10). Each input and answer goes to the server's file store once: its id is the sha256 of
+before 10); or a Polygon package, a folder with problem.xml (kiln/judge_package.py: its limits,
+points, groups, checker and interactor, the command line's options before its own). Each input and answer goes to the server's file store once: its id is the sha256 of
 its bytes, computed here; HEAD /files/<id> tells whether the server has it, POST /files uploads
 it. One POST /judge then names the tests by id. stdout: a row per test and the overall verdict
 (the compiler's words on CE); stderr: progress (a bar and a spinner on a terminal, plain lines
@@ -28,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
+from kiln import judge_package
 from kiln.judge_client import DEFAULT_URL, Api, UsageError
 from kiln.units import parse_duration_ms, parse_size
 
@@ -52,7 +54,7 @@ def add_parser(commands) -> None:
         "Exit status 0 on AC, 1 on any other verdict, 2 on a usage or connection error.",
     )
     judge.add_argument("solution", type=Path, metavar="SOLUTION", help="the source file (sent as the language's judge file)")
-    judge.add_argument("tests", type=Path, metavar="TESTS_DIR", help="a folder of NAME.in and NAME.out (or NAME.ans) files")
+    judge.add_argument("tests", type=Path, metavar="TESTS_DIR", help="a folder of NAME.in and NAME.out (or NAME.ans) files, or a Polygon package (a folder with problem.xml)")
     judge.add_argument("--lang", required=True, metavar="SLUG", help="the solution's language (GET /languages: those with judge true)")
     judge.add_argument("--url", default=DEFAULT_URL, help=f"the kiln server (default {DEFAULT_URL})")
     judge.add_argument("--compare", choices=COMPARES, metavar="MODE", help=f"{', '.join(COMPARES)}: how outputs are compared (default tokens; checker when --checker is given)")
@@ -81,28 +83,53 @@ def main(args) -> int:
 
 
 def judge(args, progress: Progress) -> dict:
-    compare = args.compare or ("checker" if args.checker else "tokens")
-    if (compare == "checker") != (args.checker is not None) or (args.checker is None) != (args.checker_lang is None):
+    package = read_package(args.tests) if judge_package.is_package(args.tests) else None
+    from_package = package is not None and package.checker is not None and args.compare in (None, "checker") and args.checker is None
+    compare = args.compare or ("checker" if args.checker or from_package else "tokens")
+    if not from_package and ((compare == "checker") != (args.checker is not None) or (args.checker is None) != (args.checker_lang is None)):
         raise UsageError("a checker takes --checker FILE and --checker-lang SLUG (and --compare checker or no --compare)")
     solution = read_text(args.solution, "SOLUTION")
     checker = read_text(args.checker, "--checker") if args.checker else None
-    tests = find_tests(args.tests, answers_needed=compare not in ("checker", "none"))
+    interactive = package is not None and package.interactor is not None
+    answers_needed = compare not in ("checker", "none") and not interactive
+    if package is None:
+        tests = find_tests(args.tests, answers_needed)
+    else:
+        tests = [TestCase(t.name, t.input, t.answer) for t in package.tests]
+        missing = [t.name for t in tests if t.answer is None]
+        if missing and answers_needed:
+            raise UsageError(f"no answer for test {missing[0]} in {args.tests}: the package's answer-path-pattern names no file; pass --compare none or a --checker")
     if compare == "none":  # the run alone decides: no answer is sent
         tests = [TestCase(t.name, t.input, None) for t in tests]
+    helpers = {role: h for role, h in (("checker", package.checker if from_package else None), ("interactor", package.interactor if package else None)) if h is not None}
     api = Api(args.url, args.api_key)
-    progress.say(f"{len(tests)} tests in {args.tests}")
-    ids = upload(api, [p for t in tests for p in (t.input, t.answer) if p is not None], progress)
+    progress.say(f"{len(tests)} tests in {args.tests}" + (" (a Polygon package)" if package else ""))
+    headers = [h for helper in helpers.values() for h in helper.headers]
+    ids = upload(api, [p for t in tests for p in (t.input, t.answer) if p is not None] + headers, progress)
     body = {
         "lang_slug": args.lang,
         "solution_text": solution,
         "tests": [{"stdin_file": ids[t.input], **({"expected_file": ids[t.answer]} if t.answer else {})} for t in tests],
-        "compare": compare,
     }
+    if not interactive or compare == "checker":
+        body["compare"] = compare
     if checker is not None:
         body["checker"] = {"lang_slug": args.checker_lang, "source": checker}
+    for role, helper in helpers.items():  # the package's checker and interactor, testlib.h by id
+        body[role] = {"lang_slug": helper.lang, "source": read_text(helper.source, role), "files": {h.name: {"file": ids[h]} for h in helper.headers}}
+    if package is not None:
+        for test, given in zip(body["tests"], package.tests):
+            if given.points is not None:
+                test["points"] = given.points
+        if package.groups:
+            body["groups"] = list(package.groups)
     if args.epsilon is not None:
         body["epsilon"] = args.epsilon
-    limits = {k: v for k, v in (("time", args.time), ("memory", args.memory)) if v is not None}
+    time_, memory = args.time, args.memory
+    if package is not None:  # the package's limits unless the command line gives its own
+        time_ = time_ or (f"{package.time_ms}ms" if package.time_ms else None)
+        memory = memory or (str(package.memory_bytes) if package.memory_bytes else None)
+    limits = {k: v for k, v in (("time", time_), ("memory", memory)) if v is not None}
     if limits:
         body["limits"] = limits
     if args.stop_on_failure:
@@ -145,6 +172,13 @@ class Judging:
                 self.lowest += 1
             where = f", running on test {shown(self.names[self.lowest])}" if self.lowest < len(self.names) else ""
             self.progress.bar("judging", len(self.ended), len(self.names), suffix=where)
+
+
+def read_package(folder: Path) -> judge_package.Package:
+    try:
+        return judge_package.read(folder)
+    except judge_package.PackageError as error:
+        raise UsageError(f"the Polygon package in {folder}: {error}") from None
 
 
 def find_tests(folder: Path, answers_needed: bool) -> list[TestCase]:
@@ -248,6 +282,9 @@ def print_answer(answer: dict, out) -> None:
     if verdict == "CE":
         print(f"verdict: CE (compilation error), 0/{total} tests passed", file=out)
         return
+    if "score" in answer:  # points or groups (a Polygon package's)
+        groups = "".join(f", group {shown(g['name'])} {g['score']}/{g['max_score']}" for g in answer.get("groups", []))
+        print(f"score: {answer['score']}/{answer['max_score']}{groups}", file=out)
     first = next((shown(t["name"]) for t in answer["tests"] if t["verdict"] not in ("AC", "SK")), None)
     where = f" on test {first}" if first is not None and verdict != "AC" else ""
     print(f"verdict: {verdict}{where}, {passed}/{total} tests passed", file=out)
