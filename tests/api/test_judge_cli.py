@@ -250,6 +250,11 @@ inline void registerTestlibCmd(int argc, char **argv) {
     if (argc < 4) exit(_fail);
     inf.file = fopen(argv[1], "r"); ouf.file = fopen(argv[2], "r"); ans.file = fopen(argv[3], "r");
 }
+static FILE *tout = nullptr;
+inline void registerInteraction(int argc, char **argv) {
+    if (argc < 3) exit(_fail);
+    inf.file = fopen(argv[1], "r"); tout = fopen(argv[2], "w"); ouf.file = stdin;
+}
 inline void quitf(TResult result, const char *format, ...) {
     va_list args; va_start(args, format); vfprintf(stderr, format, args); va_end(args); exit(result);
 }
@@ -260,6 +265,18 @@ int main(int argc, char **argv) {
     long long expected = ans.readLong(), found = ouf.readLong();
     if (expected != found) quitf(_wa, "expected %lld, found %lld", expected, found);
     quitf(_ok, "right: %lld", found);
+}
+"""
+# tells the submission the test's number, writes what it answers to the record the checker judges
+INTERACTOR_CPP = r"""#include "testlib.h"
+int main(int argc, char **argv) {
+    registerInteraction(argc, argv);
+    long long n = inf.readLong();
+    printf("%lld\n", n);
+    fflush(stdout);
+    fprintf(tout, "%lld\n", ouf.readLong());
+    fclose(tout);
+    quitf(_ok, "told %lld", n);
 }
 """
 # tests 01 (the sample, group 0), 02-03 (group 1, complete-group, 40 points, after 0), 04-05
@@ -304,10 +321,12 @@ PROBLEM_XML = """<?xml version="1.0" encoding="utf-8" standalone="no"?>
 WRONG_ON_5 = "n = int(input())\nprint(2 * n if n % 10 != 5 else 0)\n"  # test 05s input ends in 5
 
 
-def polygon_package(folder: Path) -> Path:
+def polygon_package(folder: Path, interactive: bool = False) -> Path:
     (folder / "tests").mkdir(parents=True)
     (folder / "files").mkdir()
-    (folder / "problem.xml").write_text(PROBLEM_XML)
+    interactor = '<interactor><source path="files/interactor.cpp" type="cpp.g++17"/></interactor>' if interactive else ""
+    (folder / "problem.xml").write_text(PROBLEM_XML.replace("  </assets>", f"    {interactor}\n  </assets>"))
+    (folder / "files" / "interactor.cpp").write_text(INTERACTOR_CPP)
     (folder / "files" / "testlib.h").write_text(TESTLIB_H)
     (folder / "files" / "check.cpp").write_text(CHECK_CPP)
     (folder / "files" / "olymp.sty").write_text("% not a header: not sent\n")
@@ -337,6 +356,14 @@ def test_a_polygon_package_is_judged_with_its_checker_points_and_groups(polygon_
     assert "verdict: WA on test 05, 4/5 tests passed" in done.stdout
     assert "5 tests in " in done.stderr and "(a Polygon package)" in done.stderr
     assert "11 files uploaded" in done.stderr  # 5 inputs, 5 answers, testlib.h (olymp.sty is no header)
+
+
+def test_an_interactive_polygon_package_runs_its_interactor_and_its_checker_judges_the_record(polygon_srv, tmp_path):
+    package = polygon_package(tmp_path / "double", interactive=True)
+    done = kiln_judge(solution(tmp_path, WRONG_ON_5), package, srv=polygon_srv)
+    assert done.returncode == 1, done.stderr
+    assert [(row[0], row[1]) for row in rows(done.stdout)] == [("01", "AC"), ("02", "AC"), ("03", "AC"), ("04", "AC"), ("05", "WA")], done.stdout
+    assert "found 0" in done.stdout and "score: 70/100" in done.stdout  # the checker on the interactor's record
 
 
 def test_a_polygon_packages_limits_apply_unless_the_command_line_gives_its_own(polygon_srv, tmp_path):
