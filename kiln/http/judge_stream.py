@@ -73,30 +73,39 @@ def answer(
         watch.stop()
         return refused(first[1])
     info.update(streamed=True, status=200, bytes_out=0)  # the access line's, counted as lines are sent
-    return Response(_lines(first, heard.queue, worker, watch, info, refused, finished, log), 200, content_type=NDJSON)
+    return Response(_Stream(first, heard.queue, worker, watch, info, refused, finished, log), 200, content_type=NDJSON)
 
 
-def _lines(first, queue: gevent.queue.Queue, worker: gevent.Greenlet, watch: ClientWatch, info: dict, refused, finished, log: Log) -> Iterator[bytes]:
-    kind, payload = first
-    try:
+class _Stream:
+    """The response's body: the lines as they come. `close()` (werkzeug calls it once the
+    response is done with, written whole or not, iterated or not) is where a client gone
+    mid-stream cancels what is left: nothing of the request runs on after its answer."""
+
+    def __init__(self, first, queue: gevent.queue.Queue, worker: gevent.Greenlet, watch: ClientWatch, info: dict, refused, finished, log: Log):
+        self.first, self.queue, self.worker, self.watch, self.info = first, queue, worker, watch, info
+        self.refused, self.finished, self.log = refused, finished, log
+
+    def __iter__(self) -> Iterator[bytes]:
+        kind, payload = self.first
         while True:
             if kind == "line":
                 line = json_line(payload)
             elif kind == "done":
-                line = json_line({"event": "done", **finished(payload)})
+                line = json_line({"event": "done", **self.finished(payload)})
             else:
-                line = json_line({"event": "error", "error": _error_of(payload, refused, log)})
-            info["bytes_out"] += len(line)
+                line = json_line({"event": "error", "error": _error_of(payload, self.refused, self.log)})
+            self.info["bytes_out"] += len(line)
             yield line
             if kind != "line":
                 return
-            kind, payload = queue.get()
-    finally:
-        if not worker.dead:  # the server stopped writing: the client left mid-stream
-            info.update(status=CLIENT_GONE, outcome="cancelled")
-            watch.gone.set()
-            worker.join()
-        watch.stop()
+            kind, payload = self.queue.get()
+
+    def close(self) -> None:
+        if not self.worker.dead:  # the server stopped writing: the client left mid-stream
+            self.info.update(status=CLIENT_GONE, outcome="cancelled")
+            self.watch.gone.set()
+            self.worker.join()
+        self.watch.stop()
 
 
 def _error_of(failure: BaseException, refused, log: Log) -> str:
