@@ -1,24 +1,24 @@
 """`kiln judge`: a problem setter's client of a running kiln's /judge (DESIGN.md, "Judge API").
 
-    kiln judge SOLUTION TESTS_DIR --lang SLUG [--url URL] [--compare MODE] [--epsilon E]
+    kiln judge SOLUTION TESTS_DIR|PACKAGE_DIR --lang SLUG [--url URL] [--compare MODE] [--epsilon E]
                [--checker FILE --checker-lang SLUG] [--time 2s] [--memory 256m]
                [--stop-on-failure] [--api-key KEY]
 
 Tests are NAME.in with NAME.out or NAME.ans beside it, judged in natural order of NAME (2
-before 10). Each input and answer goes to the server's file store once: its id is the sha256 of
+before 10); or a Polygon package, a folder with problem.xml (kiln/judge_package.py: its limits,
+points, groups, checker and interactor, the command line's options before its own). Each input and answer goes to the server's file store once: its id is the sha256 of
 its bytes, computed here; HEAD /files/<id> tells whether the server has it, POST /files uploads
 it. One POST /judge then names the tests by id. stdout: a row per test and the overall verdict
 (the compiler's words on CE); stderr: progress (a bar and a spinner on a terminal, plain lines
-otherwise). Exit status 0 on AC, 1 on any other verdict, 2 on a usage or connection error.
+otherwise), read from the streamed answer (kiln/judge_client.py): the build's end, the tests ended
+and the first failure as they come. Exit status 0 on AC, 1 on any other verdict, 2 on a usage or connection error.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import http.client
 import itertools
-import json
 import os
 import re
 import signal
@@ -28,22 +28,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
+from kiln import judge_package
+from kiln.judge_client import DEFAULT_URL, Api, UsageError
 from kiln.units import parse_duration_ms, parse_size
 
-DEFAULT_URL = "http://127.0.0.1:4040"
 COMPARES = ("tokens", "lines", "exact", "float", "none", "checker")
 ANSWER_SUFFIXES = (".out", ".ans")
 WORKERS = 8  # files checked and uploaded at a time
 CHUNK = 1 << 16
-CONNECT_TIMEOUT = 10
-FILES_TIMEOUT = 120  # seconds an answer of /files may take; /judge takes as long as its tests do
-BUSY_RETRIES = 5
-
-
-class UsageError(Exception):
-    """Exit 2; the message says what to do."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +54,7 @@ def add_parser(commands) -> None:
         "Exit status 0 on AC, 1 on any other verdict, 2 on a usage or connection error.",
     )
     judge.add_argument("solution", type=Path, metavar="SOLUTION", help="the source file (sent as the language's judge file)")
-    judge.add_argument("tests", type=Path, metavar="TESTS_DIR", help="a folder of NAME.in and NAME.out (or NAME.ans) files")
+    judge.add_argument("tests", type=Path, metavar="TESTS_DIR", help="a folder of NAME.in and NAME.out (or NAME.ans) files, or a Polygon package (a folder with problem.xml)")
     judge.add_argument("--lang", required=True, metavar="SLUG", help="the solution's language (GET /languages: those with judge true)")
     judge.add_argument("--url", default=DEFAULT_URL, help=f"the kiln server (default {DEFAULT_URL})")
     judge.add_argument("--compare", choices=COMPARES, metavar="MODE", help=f"{', '.join(COMPARES)}: how outputs are compared (default tokens; checker when --checker is given)")
@@ -90,41 +83,102 @@ def main(args) -> int:
 
 
 def judge(args, progress: Progress) -> dict:
-    compare = args.compare or ("checker" if args.checker else "tokens")
-    if (compare == "checker") != (args.checker is not None) or (args.checker is None) != (args.checker_lang is None):
+    package = read_package(args.tests) if judge_package.is_package(args.tests) else None
+    from_package = package is not None and package.checker is not None and args.compare in (None, "checker") and args.checker is None
+    compare = args.compare or ("checker" if args.checker or from_package else "tokens")
+    if not from_package and ((compare == "checker") != (args.checker is not None) or (args.checker is None) != (args.checker_lang is None)):
         raise UsageError("a checker takes --checker FILE and --checker-lang SLUG (and --compare checker or no --compare)")
     solution = read_text(args.solution, "SOLUTION")
     checker = read_text(args.checker, "--checker") if args.checker else None
-    tests = find_tests(args.tests, answers_needed=compare not in ("checker", "none"))
+    interactive = package is not None and package.interactor is not None
+    answers_needed = compare not in ("checker", "none") and not interactive
+    if package is None:
+        tests = find_tests(args.tests, answers_needed)
+    else:
+        tests = [TestCase(t.name, t.input, t.answer) for t in package.tests]
+        missing = [t.name for t in tests if t.answer is None]
+        if missing and answers_needed:
+            raise UsageError(f"no answer for test {missing[0]} in {args.tests}: the package's answer-path-pattern names no file; pass --compare none or a --checker")
     if compare == "none":  # the run alone decides: no answer is sent
         tests = [TestCase(t.name, t.input, None) for t in tests]
+    helpers = {role: h for role, h in (("checker", package.checker if from_package else None), ("interactor", package.interactor if package else None)) if h is not None}
     api = Api(args.url, args.api_key)
-    progress.say(f"{len(tests)} tests in {args.tests}")
-    ids = upload(api, [p for t in tests for p in (t.input, t.answer) if p is not None], progress)
+    progress.say(f"{len(tests)} tests in {args.tests}" + (" (a Polygon package)" if package else ""))
+    headers = [h for helper in helpers.values() for h in helper.headers]
+    ids = upload(api, [p for t in tests for p in (t.input, t.answer) if p is not None] + headers, progress)
     body = {
         "lang_slug": args.lang,
         "solution_text": solution,
         "tests": [{"stdin_file": ids[t.input], **({"expected_file": ids[t.answer]} if t.answer else {})} for t in tests],
-        "compare": compare,
     }
+    if not interactive or compare == "checker":
+        body["compare"] = compare
     if checker is not None:
         body["checker"] = {"lang_slug": args.checker_lang, "source": checker}
+    for role, helper in helpers.items():  # the package's checker and interactor, testlib.h by id
+        body[role] = {"lang_slug": helper.lang, "source": read_text(helper.source, role), "files": {h.name: {"file": ids[h]} for h in helper.headers}}
+    if package is not None:
+        for test, given in zip(body["tests"], package.tests):
+            if given.points is not None:
+                test["points"] = given.points
+        if package.groups:
+            body["groups"] = list(package.groups)
     if args.epsilon is not None:
         body["epsilon"] = args.epsilon
-    limits = {k: v for k, v in (("time", args.time), ("memory", args.memory)) if v is not None}
+    time_, memory = args.time, args.memory
+    if package is not None:  # the package's limits unless the command line gives its own
+        time_ = time_ or (f"{package.time_ms}ms" if package.time_ms else None)
+        memory = memory or (str(package.memory_bytes) if package.memory_bytes else None)
+    limits = {k: v for k, v in (("time", time_), ("memory", memory)) if v is not None}
     if limits:
         body["limits"] = limits
     if args.stop_on_failure:
         body["stop_on_failure"] = True
     started = time.monotonic()
-    progress.wait(f"judging {len(tests)} tests in {args.lang}")
-    answer = api.judge(body, {v: k for k, v in ids.items()})
+    progress.wait(f"building {args.solution.name} in {args.lang}")
+    answer = api.judge(body, {v: k for k, v in ids.items()}, Judging(progress, [t.name for t in tests]).heard)
     progress.stop()
     build = "a cached build" if answer["compile"].get("cached") else "a new build"
     progress.say(f"judged in {time.monotonic() - started:.1f}s ({build})")
     for test, row in zip(tests, answer["tests"]):
         row["name"] = test.name
     return answer
+
+
+class Judging:
+    """The streamed answer's lines as progress: the build's end said once, then on a terminal a
+    bar of the tests ended ("12/1000, running on test 13"), the first failure named as it comes."""
+
+    def __init__(self, progress: Progress, names: list[str]):
+        self.progress, self.names = progress, names
+        self.ended: set[int] = set()
+        self.lowest = 0  # the first test not ended: the one a site would say runs
+        self.failed: str | None = None
+
+    def heard(self, line: dict) -> None:
+        if line["event"] == "compile":
+            self.progress.stop()
+            if line["exit_code"] != 0:
+                self.progress.say("the build failed")
+                return
+            self.progress.say(f"built ({'cached' if line.get('cached') else 'new'}), running {len(self.names)} tests")
+        elif line["event"] == "test":
+            self.ended.add(line["index"])
+            if self.failed is None and line["verdict"] not in ("AC", "SK"):
+                self.failed = f"{line['verdict']} on test {self.names[line['index']]}"
+                self.progress.stop()
+                self.progress.say(f"first failure so far: {shown(self.failed)}")
+            while self.lowest in self.ended:
+                self.lowest += 1
+            where = f", running on test {shown(self.names[self.lowest])}" if self.lowest < len(self.names) else ""
+            self.progress.bar("judging", len(self.ended), len(self.names), suffix=where)
+
+
+def read_package(folder: Path) -> judge_package.Package:
+    try:
+        return judge_package.read(folder)
+    except judge_package.PackageError as error:
+        raise UsageError(f"the Polygon package in {folder}: {error}") from None
 
 
 def find_tests(folder: Path, answers_needed: bool) -> list[TestCase]:
@@ -195,97 +249,6 @@ def upload(api: Api, paths: list[Path], progress: Progress) -> dict[Path, str]:
     return ids
 
 
-class Api:
-    def __init__(self, url: str, key: str | None):
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise UsageError(f"--url {url!r} is not an http:// or https:// address (e.g. {DEFAULT_URL})")
-        self.url, self.parts = url.rstrip("/"), parts
-        self.headers = {"Authorization": f"Bearer {key}"} if key else {}
-
-    def call(self, method: str, path: str, body=None, headers: dict | None = None, timeout: float | None = FILES_TIMEOUT) -> tuple[int, bytes, http.client.HTTPMessage]:
-        kind = http.client.HTTPSConnection if self.parts.scheme == "https" else http.client.HTTPConnection
-        conn = kind(self.parts.hostname, self.parts.port, timeout=CONNECT_TIMEOUT)
-        try:
-            try:
-                conn.connect()
-            except OSError as error:
-                raise UsageError(f"server not reachable at {self.url} ({reason(error)}): start it with `kiln serve`, or give its address with --url") from None
-            conn.sock.settimeout(timeout)
-            try:
-                conn.request(method, self.parts.path.rstrip("/") + path, body=body, headers={**self.headers, **(headers or {})})
-                response = conn.getresponse()
-                return response.status, response.read(), response.headers
-            except (OSError, http.client.HTTPException) as error:
-                raise UsageError(f"the connection to {self.url} broke during {method} {path} ({reason(error)}): is the server running? retry") from None
-        finally:
-            conn.close()
-
-    def ensure_file(self, id_: str, path: Path) -> int | None:
-        """Uploads `path` unless the server has `id_`: its size if uploaded, else None."""
-        status, body, _ = self.call("HEAD", f"/files/{id_}")
-        if status == 200:
-            return None
-        if status != 404:
-            self.refused(status, body, f"HEAD /files/{id_}")
-        size = path.stat().st_size
-        with path.open("rb") as file:
-            status, body, _ = self.call("POST", "/files", file, {"Content-Length": str(size), "Content-Type": "application/octet-stream"})
-        if status == 413:
-            raise UsageError(f"{path} is larger than the server's RUN_FILE_MAX: split the test or raise RUN_FILE_MAX")
-        if status not in (200, 201):
-            self.refused(status, body, "POST /files")
-        if json.loads(body).get("id") != id_:
-            raise UsageError(f"{path} is no longer what was read (its sha256 was {id_}): did it change meanwhile? run again")
-        return size
-
-    def judge(self, body: dict, paths: dict[str, Path]) -> dict:
-        """POST /judge; a file the store lost since its upload is sent again, a 429 retried."""
-        raw = json.dumps(body).encode()
-        resent = busy = 0
-        while True:
-            status, answer, headers = self.call("POST", "/judge", raw, {"Content-Type": "application/json"}, timeout=None)
-            error = error_of(answer)
-            lost = re.match(r"unknown file (sha256:[0-9a-f]{64})", error)
-            if status == 400 and lost and lost.group(1) in paths and resent < len(paths):
-                self.ensure_file(lost.group(1), paths[lost.group(1)])
-                resent += 1
-            elif status == 429 and busy < BUSY_RETRIES:
-                busy += 1
-                wait = headers.get("Retry-After", "1")
-                time.sleep(int(wait) if wait.isdigit() else 1)
-            elif status != 200:
-                self.refused(status, answer, "POST /judge")
-            else:
-                return json.loads(answer)
-
-    def refused(self, status: int, body: bytes, what: str):
-        error = error_of(body)
-        if status == 401:
-            raise UsageError(f"{self.url} wants an API key (401): pass --api-key KEY or set KILN_API_KEY")
-        if status == 404 and what.startswith("POST"):
-            raise UsageError(f"{self.url} has no {what.split()[1]} (404): is it a kiln server with the judge API?")
-        if status == 429:
-            raise UsageError(f"{self.url} is busy (429: {error}): retry later")
-        if status == 503:
-            raise UsageError(f"{self.url} is shutting down (503): retry once it is back")
-        if status >= 500:
-            raise UsageError(f"{what} failed on the server ({status}: {error}): its log says why; retry")
-        raise UsageError(f"{what} was refused ({status}): {error}")
-
-
-def error_of(body: bytes) -> str:
-    try:
-        answer = json.loads(body)
-        return answer["error"] + (f"\n{answer['detail']}" if answer.get("detail") else "")
-    except (ValueError, KeyError, TypeError):
-        return body[:200].decode("utf-8", "replace").strip() or "no details"
-
-
-def reason(error: BaseException) -> str:
-    return getattr(error, "strerror", None) or str(error) or type(error).__name__
-
-
 # -- what is shown ----------------------------------------------------------------------------
 # C0 controls but newline and tab, DEL, and C1 controls: a submission's or a checker's words
 # reach the problem setter's terminal, where ESC sequences retitle windows, move the cursor or
@@ -319,6 +282,9 @@ def print_answer(answer: dict, out) -> None:
     if verdict == "CE":
         print(f"verdict: CE (compilation error), 0/{total} tests passed", file=out)
         return
+    if "score" in answer:  # points or groups (a Polygon package's)
+        groups = "".join(f", group {shown(g['name'])} {g['score']}/{g['max_score']}" for g in answer.get("groups", []))
+        print(f"score: {answer['score']}/{answer['max_score']}{groups}", file=out)
     first = next((shown(t["name"]) for t in answer["tests"] if t["verdict"] not in ("AC", "SK")), None)
     where = f" on test {first}" if first is not None and verdict != "AC" else ""
     print(f"verdict: {verdict}{where}, {passed}/{total} tests passed", file=out)
@@ -360,10 +326,10 @@ class Progress:
         self.stream.write(f"kiln judge: {text}\n")
         self.stream.flush()
 
-    def bar(self, label: str, done: int, total: int, width: int = 30) -> None:
+    def bar(self, label: str, done: int, total: int, width: int = 30, suffix: str = "") -> None:
         if self.tty:
             filled = width * done // max(total, 1)
-            self._draw(f"{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+            self._draw(f"{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}{suffix}")
 
     def wait(self, label: str) -> None:
         if not self.tty:

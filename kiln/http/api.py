@@ -16,7 +16,7 @@ from werkzeug.routing import Map, PathConverter, Rule
 from werkzeug.wrappers import Response
 from werkzeug.wsgi import ClosingIterator
 
-from kiln.http import files_api
+from kiln.http import files_api, judge_stream
 from kiln.http.judge_request import parse_judge
 from kiln.http.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from kiln.http.metrics import Metrics
@@ -35,6 +35,7 @@ from kiln.runtime import Runtime
 from kiln.units import format_duration_ms
 
 OPENAPI_DOCUMENT = Path(__file__).with_name("openapi.json")
+STREAM_END_KEYS = ("status", "outcome", "wall_ms", "tests", "passed", "bytes_out")
 
 
 class AnyText(PathConverter):
@@ -135,6 +136,8 @@ class App:
         )
         if self.log.debug_enabled:
             self.log.debug("request headers", request_id=request_id, headers={k[5:]: v for k, v in environ.items() if k.startswith("HTTP_") and k != "HTTP_AUTHORIZATION"})
+        if "streamed" in info:  # a streamed answer's outcome, figures and length are known at its end
+            return response, lambda: self.log.access(**{**record, **{key: info.get(key) for key in STREAM_END_KEYS}, "duration_ms": round((time.monotonic() - started) * 1000, 2)})
         return response, lambda: self.log.access(**record)
 
     # -- routes -----------------------------------------------------------------------------
@@ -173,8 +176,9 @@ class App:
             raise ApiError(503, "shutting down")
         raise failure
 
-    def on_judge(self, environ, info) -> Answer:
-        """parse -> judge -> respond (kiln/judge/)"""
+    def on_judge(self, environ, info) -> Answer | Response:
+        """parse -> judge -> respond (kiln/judge/); with Accept: application/x-ndjson, streamed
+        as things end (kiln/http/judge_stream.py)"""
         owner = self._authorize(environ)
         raw = self._read_body(environ, info, self.config.judge_input_max)
         info["bytes_in"] = len(raw)
@@ -184,27 +188,46 @@ class App:
             raise ApiError(503, "shutting down")
         files = files_api.store_of(self) if request.file_ids else None
         watch = ClientWatch(environ)
-        try:
+
+        def judged(progress=None) -> dict:
             with files.pinned(request.file_ids, owner) if files else contextlib.nullcontext():
-                answer = self.judge.run(request, files, watch.gone, _client(owner, environ))
-        except UnknownFile as unknown:  # DESIGN.md's words: upload it and retry; a `files` object's, with its field
-            field = request.named_files().get(unknown.file_id)
-            raise ApiError(400, f"{field}: unknown file {unknown}" if field else f"unknown file {unknown}") from None
-        except TooMuchSource as large:
-            raise ApiError(400, str(large)) from None
-        except DoesNotBuild as failed:
-            info.update(outcome=f"{failed.what} does not build")
-            return json_response(400, {"error": str(failed), "detail": cut(failed.detail.encode())})
-        except NoRoom as full:
-            info.update(outcome="no room for the build")
-            raise ApiError(503, str(full), headers={"Retry-After": "5"}) from None
-        except (Busy, NoWarmSlot, ShuttingDown, Cancelled, SlotLost) as failure:
-            return self._run_failure(failure, info)
+                return self.judge.run(request, files, watch.gone, _client(owner, environ), progress)
+
+        def refused(failure: BaseException) -> Answer:
+            return self._judge_failure(failure, request, info)
+
+        def finished(answer: dict) -> dict:
+            info.update(outcome=answer["verdict"], wall_ms=answer["stats"]["wall_ms"], tests=answer["total"], passed=answer["passed"])
+            self.metrics.judged(request.slug, answer)
+            return answer
+
+        if judge_stream.wanted(environ):
+            return judge_stream.answer(judged, watch, info, refused, finished, self.log)
+        try:
+            answer = judged()
+        except Exception as failure:  # noqa: BLE001 - refused() answers the known ones, raises the rest
+            return refused(failure)
         finally:
             watch.stop()
-        info.update(outcome=answer["verdict"], wall_ms=answer["stats"]["wall_ms"], tests=answer["total"], passed=answer["passed"])
-        self.metrics.judged(request.slug, answer)
-        return json_response(200, answer)
+        return json_response(200, finished(answer))
+
+    def _judge_failure(self, failure: BaseException, request, info) -> Answer:
+        """A judge request's failure as the contract's answer (an ApiError raised, or an Answer);
+        any other exception raised again (a bug: a logged 500)."""
+        if isinstance(failure, UnknownFile):  # DESIGN.md's words: upload it and retry; a `files` object's, with its field
+            field = request.named_files().get(failure.file_id)
+            raise ApiError(400, f"{field}: unknown file {failure}" if field else f"unknown file {failure}") from None
+        if isinstance(failure, TooMuchSource):
+            raise ApiError(400, str(failure)) from None
+        if isinstance(failure, DoesNotBuild):
+            info.update(outcome=f"{failure.what} does not build")
+            return json_response(400, {"error": str(failure), "detail": cut(failure.detail.encode())})
+        if isinstance(failure, NoRoom):
+            info.update(outcome="no room for the build")
+            raise ApiError(503, str(failure), headers={"Retry-After": "5"}) from None
+        if isinstance(failure, (Busy, NoWarmSlot, ShuttingDown, Cancelled, SlotLost)):
+            return self._run_failure(failure, info)
+        raise failure
 
     def on_files(self, environ, info) -> Answer:
         """POST /files: one file into the store (kiln/http/files_api.py)."""

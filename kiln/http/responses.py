@@ -10,6 +10,7 @@ from werkzeug.http import HTTP_STATUS_CODES
 from werkzeug.wrappers import Response
 
 JSON = "application/json"
+NDJSON = "application/x-ndjson"
 TEXT = "text/plain"
 _compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 _compact_ascii = json.JSONEncoder(separators=(",", ":")).encode
@@ -59,6 +60,14 @@ def json_response(status: int, body) -> Answer:
         return Answer(status, _compact(body).encode())
     except UnicodeEncodeError:  # a lone surrogate of the client's, quoted in an error: escaped
         return Answer(status, _compact_ascii(body).encode())
+
+
+def json_line(body) -> bytes:
+    """One line of an NDJSON stream (a streamed /judge answer): compact JSON, then a newline."""
+    try:
+        return _compact(body).encode() + b"\n"
+    except UnicodeEncodeError:  # as json_response: a lone surrogate, escaped
+        return _compact_ascii(body).encode() + b"\n"
 
 
 def error_response(status: int, error: str) -> Answer:

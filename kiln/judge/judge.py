@@ -27,6 +27,8 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from typing import Protocol
+
 import gevent
 import gevent.event
 
@@ -55,6 +57,27 @@ class DoesNotBuild(Exception):
         self.what, self.detail = what, detail
 
 
+class Progress(Protocol):
+    """Who hears a request's progress while it is judged (a streamed answer, kiln/http/judge_stream.py):
+    the compile object once the build ends, then each test's object as the answer shows it, in
+    the order the tests end (every test once; SK ones too)."""
+
+    def compiled(self, compile: dict) -> None: ...
+
+    def tested(self, index: int, test: dict) -> None: ...
+
+
+class _Unheard:
+    def compiled(self, compile: dict) -> None:
+        pass
+
+    def tested(self, index: int, test: dict) -> None:
+        pass
+
+
+_NO_PROGRESS = _Unheard()
+
+
 class Judge:
     def __init__(self, runner: Runner, runtime: Runtime, builds: Builds, log: Log, parallel: int):
         self.runner = runner
@@ -63,8 +86,10 @@ class Judge:
         self.log = log
         self.parallel = parallel
 
-    def run(self, request: JudgeRequest, files: FileStore | None, gone: gevent.event.Event | None = None, client: str = "") -> dict:
-        """The request judged; `client` is whose it is (its admission's and its builds' turns)."""
+    def run(self, request: JudgeRequest, files: FileStore | None, gone: gevent.event.Event | None = None, client: str = "", progress: Progress | None = None) -> dict:
+        """The request judged; `client` is whose it is (its admission's and its builds' turns);
+        `progress` hears the compile object once the build ends, then each test as it ends."""
+        progress = progress or _NO_PROGRESS
         started = time.monotonic()
         # every build's files read first (a stored one may be too large: a 400 before any build)
         limit = self.runtime.config.judge_part_max
@@ -80,17 +105,20 @@ class Judge:
                     raise DoesNotBuild(program.role, answer["stdout"] + answer["stderr"])
                 helpers[program.role] = held.enter_context(self.builds.held(helper))
             build, compile_answer = self._build(request.slug, sources, request.compile_timeout_ms, gone, client)
+            progress.compiled(compile_object(compile_answer))
             if build is None:  # a compile error: nothing runs
                 verdict, tests = "CE", [_skipped() for _ in request.tests]
+                for index, test in enumerate(tests):
+                    progress.tested(index, scoring.shown_test(request.scoring, index, test))
             else:
                 held.enter_context(self.builds.held(build))
-                tests = self._tests(request, build, helpers, files, gone)
+                tests = self._tests(request, build, helpers, files, gone, progress)
                 verdict = None
         scored: dict = {}
         if request.scoring.scored:
             scored, tests = scoring.score_answer(request.scoring, tests)
-        for test in tests:
-            test.pop("partial", None)  # a checker's score: the test's "score" says it where points are asked for
+        else:
+            tests = [scoring.shown_test(request.scoring, index, test) for index, test in enumerate(tests)]
         verdict = verdict or next((t["verdict"] for t in tests if t["verdict"] not in ("AC", "SK")), "AC")
         return _answer(verdict, compile_answer, tests, started, scored)
 
@@ -129,7 +157,7 @@ class Judge:
             raise SlotLost(str(error)) from None
 
     # -- the tests ------------------------------------------------------------------------------
-    def _tests(self, request: JudgeRequest, build: Build, helpers: dict[str, Build], files: FileStore | None, gone) -> list[dict]:
+    def _tests(self, request: JudgeRequest, build: Build, helpers: dict[str, Build], files: FileStore | None, gone, progress: Progress) -> list[dict]:
         """Workers take the tests in index order, each test in a fresh sandbox, on at most
         RUN_JUDGE_PARALLEL slots at a time: a worker keeps its slot from one test to the next
         where the slot can (a Session); an interactive test takes a pair of slots of its own, so
@@ -148,12 +176,14 @@ class Judge:
                         return
                     if scored and scoring.not_to_run(request.scoring, index, answers, request.stop_on_failure):
                         answers[index] = _skipped()
+                        progress.tested(index, scoring.shown_test(request.scoring, index, answers[index]))
                         continue
                     if request.interactor:
                         answer = self._interactive_test(request, build, helpers, test, files, gone)
                     else:
                         answer = self._test(request, build, helpers.get("checker"), test, files, gone, session)
                     answers[index] = answer
+                    progress.tested(index, scoring.shown_test(request.scoring, index, answer))
                     if request.stop_on_failure and not scored and answer["verdict"] != "AC":
                         failed_at[0] = min(failed_at[0], index)  # with points or groups: per group (not_to_run)
 
@@ -164,7 +194,11 @@ class Judge:
         except BaseException:
             gevent.killall(workers)
             raise
-        return [answer if answer is not None else _skipped() for answer in answers]
+        for index, answer in enumerate(answers):
+            if answer is None:  # after a failure with stop_on_failure: never started
+                answers[index] = _skipped()
+                progress.tested(index, scoring.shown_test(request.scoring, index, answers[index]))
+        return answers
 
     def _test(self, request: JudgeRequest, build: Build, checker: Build | None, test: Test, files: FileStore | None, gone, session: Session) -> dict:
         limits = request.limits
@@ -324,11 +358,16 @@ def _answer(verdict: str, compile_answer: dict, tests: list[dict], started: floa
         "passed": sum(t["verdict"] == "AC" for t in tests),
         "total": len(tests),
         **{key: scored[key] for key in ("score", "max_score") if key in scored},
-        "compile": {key: compile_answer[key] for key in ("exit_code", "stdout", "stderr", "cached", "stats")},
+        "compile": compile_object(compile_answer),
         "tests": tests,
         **({"groups": scored["groups"]} if "groups" in scored else {}),
         "stats": {"wall_ms": round((time.monotonic() - started) * 1000, 1)},
     }
+
+
+def compile_object(compile_answer: dict) -> dict:
+    """The answer's `compile` object (and a stream's compile event's), in the contract's key order."""
+    return {key: compile_answer[key] for key in ("exit_code", "stdout", "stderr", "cached", "stats")}
 
 
 def stats(result: RunResult) -> dict:

@@ -93,7 +93,7 @@ def not_to_run(scoring: Scoring, index: int, answers: list[dict | None], stop_on
 
 def score_answer(scoring: Scoring, tests: list[dict]) -> tuple[dict, list[dict]]:
     """The score fields of the answer ({"score", "max_score"} and, with groups, "groups") and the
-    tests with theirs; the tests of a group skipped for its dependencies become SK."""
+    tests as shown, with theirs; the tests of a group skipped for its dependencies become SK."""
     tests = [dict(t) for t in tests]
     for group in scoring.groups:  # in order: a group's dependencies are before it, final already
         if any(_short(scoring, _named(scoring, name), tests) for name in group.depends):
@@ -108,13 +108,21 @@ def score_answer(scoring: Scoring, tests: list[dict]) -> tuple[dict, list[dict]]
         group_answers.append({"name": group.name, "verdict": verdict, "score": _round(score), "max_score": _round(maximum)})
         total, max_total = total + score, max_total + maximum
     for i, test in enumerate(tests):
-        test["score"] = _round(test_score(test, scoring.full(i)))
         if scoring.group_of(i) is None:
             total, max_total = total + test_score(test, scoring.full(i)), max_total + scoring.full(i)
     fields = {"score": _round(total), "max_score": _round(max_total)}
     if scoring.groups:
         fields["groups"] = group_answers
-    return fields, tests
+    return fields, [shown_test(scoring, i, test) for i, test in enumerate(tests)]
+
+
+def shown_test(scoring: Scoring, index: int, test: dict) -> dict:
+    """A test's object as the answer (and a stream's test event) shows it: with points or groups
+    its "score"; never the checker's raw "partial" (the score says it)."""
+    shown = {key: value for key, value in test.items() if key != "partial"}
+    if scoring.scored:
+        shown["score"] = _round(test_score(test, scoring.full(index)))
+    return shown
 
 
 def _named(scoring: Scoring, name: str) -> Group:

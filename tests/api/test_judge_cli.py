@@ -65,7 +65,7 @@ def rows(stdout: str) -> list[list[str]]:
     """The table's rows (header excluded) as [name, verdict, ...]."""
     lines = stdout.splitlines()
     assert lines[0].split()[:4] == ["test", "verdict", "time", "memory"], stdout
-    return [line.split() for line in lines[1:] if not line.startswith("verdict:")]
+    return [line.split() for line in lines[1:] if not line.startswith(("verdict:", "score:"))]
 
 
 def requests_of(srv: Server, since: int) -> list[dict]:
@@ -193,7 +193,19 @@ def test_without_a_terminal_progress_is_plain_lines(srv, tmp_path):
     lines = done.stderr.splitlines()
     assert all(line.startswith("kiln judge: ") for line in lines), lines
     assert lines[0].endswith("3 tests in " + str(tmp_path / "tests"))
-    assert "6 files uploaded" in lines[1] and "judging 3 tests in python..." in lines[2] and "judged in" in lines[3]
+    assert "6 files uploaded" in lines[1] and "building main.py in python..." in lines[2]
+    assert lines[3] in ("kiln judge: built (new), running 3 tests", "kiln judge: built (cached), running 3 tests")  # the stream's compile line
+    assert "judged in" in lines[4]
+
+
+def test_progress_names_the_first_failure_as_the_stream_brings_it(srv, tmp_path):
+    tests = sums(tmp_path / "tests")
+    (tests / "2.out").write_text("0\n")
+    done = kiln_judge(solution(tmp_path), tests, srv=srv)
+    assert done.returncode == 1
+    lines = done.stderr.splitlines()
+    assert "kiln judge: first failure so far: WA on test 2" in lines and lines.index("kiln judge: first failure so far: WA on test 2") < len(lines) - 1
+    assert "verdict: WA on test 2, 2/3 tests passed" in done.stdout
 
 
 def test_on_a_terminal_progress_is_a_bar_redrawn_in_place(srv, tmp_path):
@@ -217,4 +229,156 @@ def test_on_a_terminal_progress_is_a_bar_redrawn_in_place(srv, tmp_path):
     assert proc.returncode == 0 and "verdict: AC" in stdout and "\r" not in stdout  # the table stays plain
     text = seen.decode()
     assert "\ruploading tests [" in text and "] 6/6" in text and "#" * 30 in text
-    assert "judging 3 tests in python" in text and text.count("\r\x1b[K") >= 1  # the bar is cleared
+    assert "building main.py in python" in text and text.count("\r\x1b[K") >= 1  # the bar is cleared
+    assert "\rjudging [" in text and "] 3/3" in text  # the tests' bar, from the stream's lines
+
+
+# --- a Polygon package (kiln/judge_package.py): the test writes its own, testlib.h included ------
+
+# a header of this test's own named testlib.h (not testlib: the few calls the checker makes)
+TESTLIB_H = r"""#pragma once
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+enum TResult { _ok = 0, _wa = 1, _pe = 2, _fail = 3 };
+struct InStream {
+    FILE *file = nullptr;
+    long long readLong() { long long x; if (!file || fscanf(file, "%lld", &x) != 1) { fprintf(stderr, "no number"); exit(_pe); } return x; }
+};
+static InStream inf, ouf, ans;
+inline void registerTestlibCmd(int argc, char **argv) {
+    if (argc < 4) exit(_fail);
+    inf.file = fopen(argv[1], "r"); ouf.file = fopen(argv[2], "r"); ans.file = fopen(argv[3], "r");
+}
+static FILE *tout = nullptr;
+inline void registerInteraction(int argc, char **argv) {
+    if (argc < 3) exit(_fail);
+    inf.file = fopen(argv[1], "r"); tout = fopen(argv[2], "w"); ouf.file = stdin;
+}
+inline void quitf(TResult result, const char *format, ...) {
+    va_list args; va_start(args, format); vfprintf(stderr, format, args); va_end(args); exit(result);
+}
+"""
+CHECK_CPP = r"""#include "testlib.h"
+int main(int argc, char **argv) {
+    registerTestlibCmd(argc, argv);
+    long long expected = ans.readLong(), found = ouf.readLong();
+    if (expected != found) quitf(_wa, "expected %lld, found %lld", expected, found);
+    quitf(_ok, "right: %lld", found);
+}
+"""
+# tells the submission the test's number, writes what it answers to the record the checker judges
+INTERACTOR_CPP = r"""#include "testlib.h"
+int main(int argc, char **argv) {
+    registerInteraction(argc, argv);
+    long long n = inf.readLong();
+    printf("%lld\n", n);
+    fflush(stdout);
+    fprintf(tout, "%lld\n", ouf.readLong());
+    fclose(tout);
+    quitf(_ok, "told %lld", n);
+}
+"""
+# tests 01 (the sample, group 0), 02-03 (group 1, complete-group, 40 points, after 0), 04-05
+# (group 2, each-test, 30 points a test, after 1): group 2 comes first in the file, as a package
+# may list them; kiln takes dependencies first
+PROBLEM_XML = """<?xml version="1.0" encoding="utf-8" standalone="no"?>
+<problem revision="3" short-name="double">
+  <judging cpu-name="Intel" cpu-speed="3600" input-file="" output-file="">
+    <testset name="tests">
+      <time-limit>2000</time-limit>
+      <memory-limit>268435456</memory-limit>
+      <test-count>5</test-count>
+      <input-path-pattern>tests/%02d</input-path-pattern>
+      <answer-path-pattern>tests/%02d.a</answer-path-pattern>
+      <tests>
+        <test method="manual" sample="true" group="0" points="0"/>
+        <test method="manual" group="1"/>
+        <test method="manual" group="1"/>
+        <test method="generated" cmd="gen 4" group="2" points="30"/>
+        <test method="generated" cmd="gen 5" group="2" points="30"/>
+      </tests>
+      <groups>
+        <group feedback-policy="points" name="2" points-policy="each-test"><dependencies><dependency group="1"/></dependencies></group>
+        <group feedback-policy="complete" name="0" points="0" points-policy="complete-group"/>
+        <group feedback-policy="icpc" name="1" points="40" points-policy="complete-group"><dependencies><dependency group="0"/></dependencies></group>
+      </groups>
+    </testset>
+  </judging>
+  <files>
+    <resources>
+      <file path="files/olymp.sty"/>
+      <file path="files/testlib.h" type="h.g++"/>
+    </resources>
+  </files>
+  <assets>
+    <checker name="check.cpp" type="testlib">
+      <source path="files/check.cpp" type="cpp.g++17"/>
+    </checker>
+  </assets>
+</problem>
+"""
+WRONG_ON_5 = "n = int(input())\nprint(2 * n if n % 10 != 5 else 0)\n"  # test 05s input ends in 5
+
+
+def polygon_package(folder: Path, interactive: bool = False) -> Path:
+    (folder / "tests").mkdir(parents=True)
+    (folder / "files").mkdir()
+    interactor = '<interactor><source path="files/interactor.cpp" type="cpp.g++17"/></interactor>' if interactive else ""
+    (folder / "problem.xml").write_text(PROBLEM_XML.replace("  </assets>", f"    {interactor}\n  </assets>"))
+    (folder / "files" / "interactor.cpp").write_text(INTERACTOR_CPP)
+    (folder / "files" / "testlib.h").write_text(TESTLIB_H)
+    (folder / "files" / "check.cpp").write_text(CHECK_CPP)
+    (folder / "files" / "olymp.sty").write_text("% not a header: not sent\n")
+    base = random.randrange(10**9)  # the tests new to the store
+    for i in range(1, 6):
+        n = base * 10 + i
+        (folder / "tests" / f"{i:02d}").write_text(f"{n}\n")
+        (folder / "tests" / f"{i:02d}.a").write_text(f"{2 * n}\n")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def polygon_srv():
+    server = Server({"RUN_LANGS": "python,cpp", "RUN_API_KEYS": KEY}).wait_ready()
+    yield server
+    server.stop()
+
+
+def test_a_polygon_package_is_judged_with_its_checker_points_and_groups(polygon_srv, tmp_path):
+    package = polygon_package(tmp_path / "double")
+    done = kiln_judge(solution(tmp_path, WRONG_ON_5), package, srv=polygon_srv)
+    assert done.returncode == 1, done.stderr
+    table = rows(done.stdout)
+    assert [(row[0], row[1]) for row in table] == [("01", "AC"), ("02", "AC"), ("03", "AC"), ("04", "AC"), ("05", "WA")], done.stdout
+    assert "expected" in done.stdout and "found 0" in done.stdout  # the package's checker's words
+    assert "score: 70/100, group 0 0/0, group 1 40/40, group 2 30/60" in done.stdout  # each-test: 30 of 60; complete-group: 40
+    assert "verdict: WA on test 05, 4/5 tests passed" in done.stdout
+    assert "5 tests in " in done.stderr and "(a Polygon package)" in done.stderr
+    assert "11 files uploaded" in done.stderr  # 5 inputs, 5 answers, testlib.h (olymp.sty is no header)
+
+
+def test_an_interactive_polygon_package_runs_its_interactor_and_its_checker_judges_the_record(polygon_srv, tmp_path):
+    package = polygon_package(tmp_path / "double", interactive=True)
+    done = kiln_judge(solution(tmp_path, WRONG_ON_5), package, srv=polygon_srv)
+    assert done.returncode == 1, done.stderr
+    assert [(row[0], row[1]) for row in rows(done.stdout)] == [("01", "AC"), ("02", "AC"), ("03", "AC"), ("04", "AC"), ("05", "WA")], done.stdout
+    assert "found 0" in done.stdout and "score: 70/100" in done.stdout  # the checker on the interactor's record
+
+
+def test_a_polygon_packages_limits_apply_unless_the_command_line_gives_its_own(polygon_srv, tmp_path):
+    package = polygon_package(tmp_path / "double")
+    # test 01 takes 1.2 s of CPU: within the package's 2 s, over the command line's 1 s
+    busy = "import time\nn = int(input())\nt = time.process_time()\nwhile n % 10 == 1 and time.process_time() - t < 1.2:\n    pass\nprint(2 * n)\n"
+    done = kiln_judge(solution(tmp_path, busy), package, srv=polygon_srv)
+    assert done.returncode == 0 and "verdict: AC" in done.stdout, done.stdout + done.stderr
+    done = kiln_judge(solution(tmp_path, busy), package, "--time", "1s", srv=polygon_srv)
+    assert done.returncode == 1 and "verdict: TLE on test 01" in done.stdout, done.stdout + done.stderr
+
+
+def test_a_polygon_package_without_its_generated_tests_says_how_to_get_them(polygon_srv, tmp_path):
+    package = polygon_package(tmp_path / "double")
+    (package / "tests" / "04").unlink()
+    done = kiln_judge(solution(tmp_path), package, srv=polygon_srv)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "test 4:" in done.stderr and "generated" in done.stderr and "doall" in done.stderr

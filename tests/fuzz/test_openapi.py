@@ -42,7 +42,7 @@ from kiln.judge import compare, judge, scoring
 from kiln.judge.files import FILE_ID
 from kiln.judge.request import GIVEN_FILES
 from kiln.log import Log
-from kiln.run.pool import Busy, NoWarmSlot, WarmSlot
+from kiln.run.pool import Busy, NoWarmSlot, ShuttingDown, WarmSlot
 from kiln.run.turns import Turns
 from kiln.units import format_duration_ms, format_size
 from kiln.zygote import protocol
@@ -350,6 +350,11 @@ class Observed:
         assert response.mimetype in media_types, (path, method, status, response.content_type)
         if response.mimetype == "application/json":
             body_validator(media_types["application/json"]["schema"]).validate(json.loads(response.get_data()))
+        if response.mimetype == "application/x-ndjson":  # a stream: every line one documented object
+            lines = response.get_data().split(b"\n")
+            assert lines[-1] == b"" and all(lines[:-1]), "one JSON object a line, each ended by a newline"
+            for line in lines[:-1]:
+                body_validator(media_types["application/x-ndjson"]["schema"]).validate(json.loads(line))
         self.seen.add((path, method, status))
 
 
@@ -616,6 +621,35 @@ def test_judge_statuses_are_documented(make_app, observed):
     app, pool, client = make_app(api_keys=("k1",))
     check(post_judge(client, JUDGE), 401)
     check(post_judge(client, b"{", headers={"Authorization": "Bearer k1"}), 400)
+
+
+def test_judge_streamed_answers_are_documented(make_app, observed):
+    """Accept: application/x-ndjson: the compile line, a line per test, the whole answer (the
+    plain answer's, exactly); a failure before the compile line keeps its status; one after it is
+    the error line that ends the stream."""
+    app, pool, client = make_app(judge_parallel=1)
+    stream = {"Accept": "application/x-ndjson"}
+    tests = [{"stdin": "1 2\n", "expected": "3\n"}] * 3
+    pool.next = [result_frame(b"", layer=LAYER), result_frame(b"3\n"), result_frame(), None]  # AC, WA, the slot lost: IE
+    response = post_judge(client, {**JUDGE, "tests": tests}, headers={**stream, "X-Request-Id": "stream-1"})
+    observed.check("/judge", "post", response, request_id="stream-1")
+    lines = [json.loads(line) for line in response.get_data().splitlines()]
+    assert [(line["event"], line.get("index")) for line in lines] == [("compile", None), ("test", 0), ("test", 1), ("test", 2), ("done", None)]
+    pool.next = [result_frame(b"3\n"), result_frame(), None]  # the same again, plain: its build cached
+    plain = post_judge(client, {**JUDGE, "tests": tests}).get_json()
+    done = {key: value for key, value in lines[-1].items() if key != "event"}
+    assert list(done) == list(plain) and [t["verdict"] for t in done["tests"]] == [t["verdict"] for t in plain["tests"]] == ["AC", "WA", "IE"]
+    assert done["tests"] == [{k: v for k, v in line.items() if k not in ("event", "index")} for line in lines[1:4]]
+    pool.next = Busy("queue wait")  # before the compile line: the plain refusal
+    response = post_judge(client, {**JUDGE, "solution_text": "print(5)"}, headers=stream)
+    observed.check("/judge", "post", response)
+    assert response.status_code == 429 and response.get_json() == {"error": "runner busy"}
+    pool.next = [result_frame(b"", layer=LAYER), ShuttingDown()]  # after it: the error line, the end
+    response = post_judge(client, {**JUDGE, "solution_text": "print(6)", "tests": tests}, headers=stream)
+    observed.check("/judge", "post", response)
+    lines = [json.loads(line) for line in response.get_data().splitlines()]
+    assert response.status_code == 200 and [line["event"] for line in lines] == ["compile", "error"] and lines[-1]["error"] == "shutting down"
+    assert pool.in_flight == 0
 
 
 def jobs(pool: Pool, first: int = 0) -> list[tuple[dict, list[bytes]]]:

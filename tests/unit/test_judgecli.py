@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import http.server
 import io
+import re
+import threading
 
 import pytest
 
@@ -107,3 +110,56 @@ def test_bad_options_are_usage_errors(options, words, capsys):
 def test_a_url_that_is_not_http_is_a_usage_error():
     with pytest.raises(UsageError, match="not an http:// or https:// address"):
         judgecli.Api("localhost:4040", None)
+
+
+# --- the streamed answer as the client reads it (kiln/judge_client.py): a stand-in server ------
+
+
+class _Streaming(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    lines: list[bytes] = []
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-ndjson")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for line in self.lines:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+        self.wfile.write(b"0\r\n\r\n")
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def streaming():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Streaming)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield lambda *lines: (setattr(_Streaming, "lines", list(lines)), f"http://127.0.0.1:{server.server_address[1]}")[1]
+    server.shutdown()
+    server.server_close()
+
+
+COMPILED = b'{"event":"compile","exit_code":0,"stdout":"","stderr":"","cached":false,"stats":null}\n'
+
+
+def test_the_client_hands_over_each_line_and_returns_the_done_lines_answer(streaming):
+    url = streaming(COMPILED, b'{"event":"test","index":0,"verdict":"AC"}\n', b'{"event":"done","verdict":"AC","tests":[]}\n')
+    heard = []
+    answer = judgecli.Api(url, None).judge({}, {}, heard.append)
+    assert [line["event"] for line in heard] == ["compile", "test"] and answer == {"verdict": "AC", "tests": []}
+
+
+@pytest.mark.parametrize(
+    "lines, words",
+    [
+        ((COMPILED, b'{"event":"error","error":"internal"}\n'), "POST /judge failed on the server after the build (internal): its log says why; retry"),
+        ((COMPILED,), "the stream ended before its answer"),
+        ((b"<html>\n",), "a line that is not an event"),
+    ],
+)
+def test_a_stream_that_ends_badly_is_a_usage_error_that_says_so(streaming, lines, words):
+    with pytest.raises(UsageError, match=re.escape(words)):
+        judgecli.Api(streaming(*lines), None).judge({}, {})
