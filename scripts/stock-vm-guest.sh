@@ -111,6 +111,24 @@ units_serve_and_stop() {
     no_cgroup_of_kiln_left
 }
 
+# kiln as a container runs it: the only process of a delegated cgroup, in a cgroup namespace
+# rooted there with cgroup2 mounted again (a container runtime's view, Kubernetes' among them)
+in_a_cgroup_namespace() {
+    cd "$dest"
+    log=/tmp/kiln-container.log
+    systemd-run --quiet --scope --unit=kiln-container --property=Delegate=yes -- unshare --cgroup --mount --propagation private \
+        sh -c 'umount -l /sys/fs/cgroup && mount -t cgroup2 cgroup2 /sys/fs/cgroup && exec .venv/bin/kiln serve' >"$log" 2>&1 &
+    pid=$!
+    healthy_within 300 || { echo "kiln in a cgroup namespace did not serve:"; cat "$log"; return 1; }
+    a_python_run || { cat "$log"; return 1; }
+    grep -q "cgroup subtree ready" "$log" || { echo "kiln in a cgroup namespace runs without cgroup limits:"; cat "$log"; return 1; }
+    grep -q "asking systemd for a delegated scope" "$log" && { echo "kiln in a cgroup namespace left it for a scope:"; cat "$log"; return 1; }
+    kill -INT $pid
+    wait $pid || true
+    sleep 1
+    no_cgroup_of_kiln_left
+}
+
 case "${1:-suites}" in
 provision)
     step "installing kiln into $dest"
@@ -128,6 +146,8 @@ suites)
     answers_and_stops run-rootless
     step "the systemd units"
     units_serve_and_stop
+    step "in a container's cgroup namespace"
+    in_a_cgroup_namespace
     step "kiln check-host"
     cd "$dest"
     told=$(.venv/bin/kiln check-host 2>&1) || { echo "$told"; exit 1; }
@@ -144,10 +164,11 @@ suites)
         --deselect=tests/api/test_template_js.py::test_a_forked_ts_task_compiles_and_runs_its_typescript \
         ${PYTEST_ARGS:-} tests/sandbox tests/api tests/security tests/langs tests/ops/test_rootless.py
     ;;
-units)  # the units' part alone, for their developer
+units)  # the units' and the container's part alone, for their developer
     copy_checkout
     install_kiln
     units_serve_and_stop
+    in_a_cgroup_namespace
     ;;
 bench)
     copy_checkout
