@@ -139,15 +139,3 @@ def error_of(body: bytes) -> str:
 
 def reason(error: BaseException) -> str:
     return getattr(error, "strerror", None) or str(error) or type(error).__name__
-
-
-def error_of(body: bytes) -> str:
-    try:
-        answer = json.loads(body)
-        return answer["error"] + (f"\n{answer['detail']}" if answer.get("detail") else "")
-    except (ValueError, KeyError, TypeError):
-        return body[:200].decode("utf-8", "replace").strip() or "no details"
-
-
-def reason(error: BaseException) -> str:
-    return getattr(error, "strerror", None) or str(error) or type(error).__name__
