@@ -8,8 +8,11 @@ HELD_STDOUT.)"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from kiln.runtime import workspace_problem
 from kilntest import Server
 
 HARNESS = {"arguments": [[1]]}
@@ -46,17 +49,28 @@ WAYS = {
     },
 }
 CASES = [(slug, way) for slug, ways in WAYS.items() for way in ways]
+LANGS = Path(__file__).resolve().parents[2] / "langs"
+# why this host cannot serve a language (its workspace not prepared: the stock VM has python, js
+# and cpp), else None
+UNSERVED = {slug: workspace_problem(LANGS / slug) for slug in WAYS}
 
 
 @pytest.fixture(scope="module")
 def harness_server():
-    server = Server({"RUN_LANGS": ",".join(WAYS), "RUN_CONCURRENCY": "2"}).wait_ready()
+    served = [slug for slug in WAYS if UNSERVED[slug] is None]
+    server = Server({"RUN_LANGS": ",".join(served), "RUN_CONCURRENCY": "2"}).wait_ready()
     yield server
     server.stop()
 
 
+def served(slug: str) -> None:
+    if UNSERVED[slug] is not None:
+        pytest.skip(f"{slug}: {UNSERVED[slug]}")
+
+
 @pytest.mark.parametrize(("slug", "way"), CASES, ids=[f"{slug}-{way}" for slug, way in CASES])
 def test_what_loading_printed_reaches_stdout_however_the_load_ends(harness_server, slug, way):
+    served(slug)
     solution, outcome, exit_code = WAYS[slug][way]
     response = harness_server.run(lang_slug=slug, solution_text=solution, asserts=HARNESS, timeout="3s", limits={"memory": "128m"})
     assert response.status_code == 200, response.text
@@ -67,6 +81,7 @@ def test_what_loading_printed_reaches_stdout_however_the_load_ends(harness_serve
 @pytest.mark.parametrize("slug", list(WAYS))
 def test_a_load_that_ends_well_keeps_its_output_in_the_report_alone(harness_server, slug):
     """The held output is the report's first item, and is not passed on a second time."""
+    served(slug)
     solution = {
         "python": "print('loading')\ndef solution(n):\n    return n\n",
         "js": "console.log('loading');\nmodule.exports = (n) => n;\n",
