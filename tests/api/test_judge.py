@@ -217,11 +217,13 @@ def test_a_new_build_that_finds_the_cache_full_of_builds_in_use_is_refused_with_
 
 
 def test_identical_submissions_sent_at_once_are_built_once(server):
+    # as many as are judged at once (RUN_JUDGE_MAX, 2 here): more wait for admission, and on a
+    # slow machine (the emulated VM's C++ build) past RUN_QUEUE_WAIT, a 429
     source = f"# {time.time_ns()}\n" + AB_CPP  # new to the cache
-    with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        answers = list(pool.map(lambda _: judge(server, source, lang="cpp").json(), range(4)))
-    assert [a["verdict"] for a in answers] == ["AC"] * 4, answers
-    assert sorted(a["compile"]["cached"] for a in answers) == [False, True, True, True]
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        answers = list(pool.map(lambda _: judge(server, source, lang="cpp").json(), range(2)))
+    assert [a.get("verdict") for a in answers] == ["AC"] * 2, answers
+    assert sorted(a["compile"]["cached"] for a in answers) == [False, True]
 
 
 def test_tests_run_fresh_a_test_sees_neither_another_tests_files_nor_a_changed_build(server):
