@@ -13,6 +13,7 @@ move out first if it grows.
 from __future__ import annotations
 
 import collections
+import math
 import os
 import posixpath
 import re
@@ -79,6 +80,9 @@ class Unserved:
     reason: str
 
 
+STARVED_MIN_TIMES = 3  # a host with as many CPUs as slots still has other load
+
+
 @dataclass(frozen=True)
 class Runtime:
     config: Config
@@ -98,6 +102,16 @@ class Runtime:
         if self.user_namespace is not None and self.user_namespace.single_id:
             return 0
         return self.config.uid_base + index
+
+    @property
+    def starved_max_times(self) -> int:
+        """How many times its timeout a run's deadline may move on for the time it waited for CPUs
+        other runs held (kiln-init's starve.c; the runner waits as long for a slot's answer). With
+        every slot busy a slot has cpus/slots of the machine, and a run needs slots/cpus times its
+        own time: twice that is allowed, for the host's other load and what contention costs (in
+        CI a memory bomb beside nine spinning runs needed four times the CPU it needs alone), and
+        never less than STARVED_MIN_TIMES."""
+        return max(STARVED_MIN_TIMES, math.ceil(2 * self.config.concurrency / max(1, self.cpus)))
 
     @property
     def runtime_dir(self) -> str:

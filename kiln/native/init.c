@@ -157,7 +157,7 @@ static void supervise_and_answer(struct slot *s, struct run *run, const struct j
     run->output_max = job->output > 0 ? job->output : s->recipe.output_max;
     run->stderr_cut = job->command == CMD_EXEC;
     run->cpu_limit_ms = job->cpu_ms, run->cpu_before_ms = cpu_before_ms;
-    run->starved_max_s = STARVED_MAX_TIMES * job->timeout_ms / 1000.0;
+    run->starved_max_s = s->recipe.starved_max_times * job->timeout_ms / 1000.0;
     supervise(s, run, started + job->timeout_ms / 1000.0, title);
     if (run->cancelled) return;
     if (job->command == CMD_TEST && !run->overflow) pass_on_held_stdout(s, run);

@@ -69,6 +69,7 @@ struct recipe {
     long index, uid;
     long setgroups; /* 1: the task drops its supplementary groups; 0: its user namespace forbids it */
     long long input_max, output_max, timeout_max_ms;
+    long long starved_max_times; /* a deadline moves on by starved time up to this many times the timeout */
     long long judge_part_max, layer_max; /* a judge job's file or stdin; what a build may leave */
     const char *cwd;
     const char *judge_dir;  /* below /sandbox: where a build job's files go */
@@ -260,8 +261,7 @@ void send_error(int fd, const char *op, const char *error); /* {"op": op, "error
 /* --- supervise.c ----------------------------------------------------------------------------- */
 
 /* starve.c: the time a run waited for CPUs other processes held. A deadline moves by that, up
- * to STARVED_MAX_TIMES the run's timeout (kiln.run.runner waits as long for its answer). */
-#define STARVED_MAX_TIMES 3
+ * to the recipe's starved_max_times the run's timeout (kiln.runtime.Runtime.starved_max_times). */
 struct starve {
     double at, starved_s; /* the last sample's time; the starved seconds so far */
     double psi_ms;        /* the cgroup's cpu.pressure full total at `at`; < 0: none, the threads' times below */

@@ -45,7 +45,7 @@ static int walk(const char *data, const char *end, struct rec *recs, struct arg 
  * path never looks them up by name */
 static void read_consts(struct recipe *r) {
     r->index = r->uid = -1;
-    r->input_max = r->output_max = r->timeout_max_ms = r->judge_part_max = r->layer_max = r->reusable = r->setgroups = 0;
+    r->input_max = r->output_max = r->timeout_max_ms = r->starved_max_times = r->judge_part_max = r->layer_max = r->reusable = r->setgroups = 0;
     r->cwd = r->judge_dir = r->upper = r->layers = NULL;
     for (size_t i = 0; i < r->n; i++) {
         const struct rec *c = &r->recs[i];
@@ -57,6 +57,7 @@ static void read_consts(struct recipe *r) {
         else if (!strcmp(name, "input_max")) r->input_max = value;
         else if (!strcmp(name, "output_max")) r->output_max = value;
         else if (!strcmp(name, "timeout_max_ms")) r->timeout_max_ms = value;
+        else if (!strcmp(name, "starved_max_times")) r->starved_max_times = value;
         else if (!strcmp(name, "judge_part_max")) r->judge_part_max = value;
         else if (!strcmp(name, "layer_max")) r->layer_max = value;
         else if (!strcmp(name, "reusable")) r->reusable = value;

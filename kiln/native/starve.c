@@ -1,8 +1,9 @@
 /* The starvation clock: how long a run's processes waited for a CPU that other processes of the
  * host held, while none of them ran. A run's wall-clock deadline moves on by that much (at most
- * STARVED_MAX_TIMES its timeout), so that a saturated host ends a run for the time it had, not
- * for the time it was denied: an honest submission within its CPU time is not TLE because ten
- * others ran beside it, and a memory bomb reaches its limit (MLE) instead of its deadline.
+ * the recipe's starved_max_times its timeout: twice slots/CPUs, at least 3), so that a saturated
+ * host ends a run for the time it had, not for the time it was denied: an honest submission
+ * within its CPU time is not TLE because ten others ran beside it, and a memory bomb reaches its
+ * limit (MLE) instead of its deadline.
  *
  * The figure is the kernel's where it keeps one: the slot's cgroup's cpu.pressure "full" line
  * (cgroup v2, Linux 5.13+; the recipe's K_STAT "cpu_starved"), the time in which every runnable

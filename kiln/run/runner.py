@@ -35,10 +35,9 @@ from kiln.zygote.protocol import Job, PrestartFailed, ProtocolError, RunResult
 
 # A slot enforces the run's timeout itself and answers within its drain grace (2 s) after it;
 # this bounds a slot that stopped answering, which is then killed from outside. The slot moves the
-# deadline on by the time the run was starved of CPU by others, up to STARVED_MAX_TIMES its
-# timeout (kiln-init's starve.c; tests/unit/test_contract.py checks the two agree).
+# deadline on by the time the run was starved of CPU by others, up to the runtime's
+# starved_max_times its timeout (kiln-init's starve.c, told by the recipe).
 SLOT_SILENCE_GRACE_S = 5.0
-STARVED_MAX_TIMES = 3
 
 
 class Cancelled(Exception):
@@ -66,6 +65,7 @@ class Runner:
         self.workloads = runtime.workloads
         pool.forking = frozenset(slug for slug, workload in runtime.workloads.items() if workload.template_argv is not None)
         self.queue_wait_ms = runtime.config.queue_wait_ms
+        self.starved_max_times = runtime.starved_max_times
         self.result_limit = 2 * runtime.config.output_max + protocol.MAX_HEADER + 64
         self.build_result_limit = self.result_limit + protocol.LAYER_MAX
         self.given_back_limit = self.result_limit + runtime.config.output_max + 1  # an exec job's give_back file
@@ -172,7 +172,7 @@ class Runner:
         if gone is not None:
             gone.rawlink(cancel)
         frame, failure = None, None
-        silence = gevent.Timeout(job.timeout_ms / 1000 * (1 + STARVED_MAX_TIMES) + SLOT_SILENCE_GRACE_S)
+        silence = gevent.Timeout(job.timeout_ms / 1000 * (1 + self.starved_max_times) + SLOT_SILENCE_GRACE_S)
         try:
             with silence:
                 try:

@@ -47,6 +47,7 @@ def compile_recipe(index: int, root: RootPlan, runtime: Runtime, cgroup: SlotCgr
         _record(K_CONST, "input_max", config.input_max),
         _record(K_CONST, "output_max", config.output_max),
         _record(K_CONST, "timeout_max_ms", config.timeout_max_ms),
+        _record(K_CONST, "starved_max_times", runtime.starved_max_times),
         _record(K_CONST, "judge_part_max", config.judge_part_max),
         _record(K_CONST, "layer_max", protocol.LAYER_MAX),
         _record(K_CONST, "cwd", SANDBOX_DIR),

@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 
 from kiln import runtime, slots
-from kiln.run import runner
 from kiln.zygote import protocol, recipe
 
 NATIVE = Path(__file__).resolve().parents[2] / "kiln" / "native"
@@ -88,11 +87,13 @@ def test_the_shell_kiln_init_reads_statuses_of_is_the_one_task_argv_runs():
     assert shell == runtime.SHELL[0]
 
 
-def test_the_front_waits_for_a_slots_answer_as_long_as_its_deadline_may_move():
-    """kiln-init moves a run's deadline by the time it was starved of CPU, up to STARVED_MAX_TIMES
-    its timeout; the runner's silence bound for the slot's answer allows for as much."""
-    [times] = re.findall(r"#define STARVED_MAX_TIMES (\d+)", c_source("kiln.h"))
-    assert int(times) == runner.STARVED_MAX_TIMES
+def test_every_constant_the_recipe_carries_is_one_kiln_init_reads():
+    """A constant kiln-init does not read is a policy the front believes applies and no slot
+    does (as the starvation allowance would be)."""
+    written = set(re.findall(r'_record\(K_CONST, "([a-z_]+)"', Path(recipe.__file__).read_text()))
+    [body] = re.findall(r"static void read_consts\(struct recipe \*r\) \{(.*?)\n\}", c_source("recipe.c"), re.DOTALL)
+    read = set(re.findall(r'!strcmp\(name, "([a-z_]+)"\)', body))
+    assert "starved_max_times" in written and written == read
 
 
 HOLDING_HARNESSES = (

@@ -87,12 +87,20 @@ def test_constants_and_the_seccomp_filter(rt, root):
     consts = dict(of_kind(records, recipe.K_CONST))
     assert consts == {
         "index": "3", "uid": str(UID), "input_max": str(rt.config.input_max), "output_max": str(rt.config.output_max),
-        "timeout_max_ms": str(rt.config.timeout_max_ms), "judge_part_max": str(max(rt.config.judge_input_max, rt.config.file_max)),
+        "timeout_max_ms": str(rt.config.timeout_max_ms), "starved_max_times": str(rt.starved_max_times), "judge_part_max": str(max(rt.config.judge_input_max, rt.config.file_max)),
         "layer_max": str(protocol.LAYER_MAX), "cwd": "/sandbox", "judge_dir": "judge", "upper": plan.OVERLAY_UPPER,
         "layers": plan.LAYERS_DIR, "reusable": "1", "setgroups": "1",
     }  # fmt: skip
     [(kind, [program])] = [(k, a) for k, a in records if k == recipe.K_SECCOMP]
     assert program == rt.seccomp_filter and len(program) % 8 == 0
+
+
+@pytest.mark.parametrize(("slots", "cpus", "times"), [(10, 2, 10), (2, 2, 3), (1, 8, 3), (16, 4, 8), (5, 2, 5)])
+def test_a_deadline_may_move_on_as_far_as_every_slot_busy_at_once_needs(rt, slots, cpus, times):
+    # twice slots/cpus: each slot has cpus/slots of the machine when all are busy (the default,
+    # 10 slots on 2 CPUs, had 3 before, and a bomb that needed 9 times its CPU alone was TLE)
+    busy = dataclasses.replace(rt, config=dataclasses.replace(rt.config, concurrency=slots), cpus=cpus)
+    assert busy.starved_max_times == times
 
 
 def test_the_template_is_built_in_contain_build_roots_order(rt, root):
