@@ -133,6 +133,14 @@ static int file_name(struct cursor *c, char *out) {
 static const char *PART_NAMES[] = {"solution", "checker", "asserts"};
 static const char *COMMAND_NAMES[] = {[CMD_TEST] = "test", [CMD_BUILD] = "build", [CMD_EXEC] = "exec"};
 
+const char *part_name(unsigned i) {
+    return i < sizeof PART_NAMES / sizeof *PART_NAMES ? PART_NAMES[i] : NULL;
+}
+
+const char *command_name(unsigned i) {
+    return i < sizeof COMMAND_NAMES / sizeof *COMMAND_NAMES ? COMMAND_NAMES[i] : NULL;
+}
+
 static int is_layer_name(const char *name) {
     size_t n = strspn(name, "0123456789abcdef");
     return n == LAYER_NAME_MAX && !name[n];

@@ -378,6 +378,7 @@ int main(int argc, char **argv) {
     struct start start;
     char err[ERR];
     if (argc > 2 && !strcmp(argv[1], "probe-lower")) return probe_lower(argv[2]);
+    if (argc > 1 && !strcmp(argv[1], "contract")) return print_contract();
     if (recipe_load(env_fd("KILN_RECIPE"), &s.recipe, err, ERR)) {
         fprintf(stderr, "kiln-init: %s\n", err);
         return 70;

@@ -21,33 +21,42 @@
 
 /* --- recipe.c: what the zygote decided, as records (kiln/zygote/recipe.py writes them) ------ */
 
-/* Record types: recipe.py's K_* (tests/unit/test_contract.py checks they match). */
-enum {
-    K_CONST = 1,      /* name value */
-    K_SECCOMP = 2,    /* BPF program */
-    K_STAT = 3,       /* what dir_index file key divisor */
-    K_BUILD = 4,      /* step op args...: the index's template root */
-    K_FINISH = 5,     /* step op args...: every slot's own /tmp, /proc, upper layer */
-    K_WARM_LIMIT = 6, /* dir_index file value: cgroup limits written while warming */
-    K_WORKLOAD = 7,   /* slug has_checker: the records up to the next K_WORKLOAD are its */
-    K_W_MOUNT = 8,    /* step op args...: the workspace overlay, sizes */
-    K_W_DIR = 9,      /* relpath below /sandbox, given to the task */
-    K_W_PART = 10,    /* part relpath */
-    K_W_LIMIT = 11,   /* dir_index file value */
-    K_W_ARGV = 12,    /* argv... */
-    K_W_ENV = 13,     /* KEY=VALUE... */
-    K_W_RLIMIT = 14,  /* resource value */
-    K_W_RLIMIT_CPU = 15, /* seconds_per_started_second extra: RLIMIT_CPU from the run's timeout */
-    K_W_PRESTART_ARGV = 16,  /* argv...: the workspace's prestart command */
-    K_W_PRESTART_LIMIT = 17, /* dir_index file value: a prestarted slot's limits, from fresh */
-    K_W_TEMPLATE_ARGV = 18,  /* argv...: the workspace's template command (template.c) */
-    K_JOB_LIMIT = 19,        /* what dir_index file: where a job's own memory or pids limit goes */
-    K_W_BUILD_ARGV = 20,     /* argv...: the workspace's build command (a judge's build job) */
-    K_W_EXEC_ARGV = 21,      /* argv...: the workspace's exec command (a judge's test job) */
-    K_FRESH = 22,            /* step op args...: a judge test's own upper layer and /tmp, in its copy of the namespace */
-    K_PEAK_RESET = 23,       /* dir_index file value: the cgroup's memory peak back to now, between tests */
-    K_UNLIMIT = 24,          /* dir_index file value: a kept slot's limits lifted, before another job's are written */
-};
+/* Record types: recipe.py's K_* (`kiln-init contract` prints them; tests/unit/test_contract.py
+ * compares). X(name, code): each record's arguments after it. */
+#define RECORD_KINDS(X)                                                                                     \
+    X(K_CONSTS, 1)            /* the constants, one value each in RECIPE_CONSTS' order */                 \
+    X(K_SECCOMP, 2)           /* BPF program */                                                           \
+    X(K_STAT, 3)              /* what dir_index file key divisor */                                       \
+    X(K_BUILD, 4)             /* step op args...: the index's template root */                            \
+    X(K_FINISH, 5)            /* step op args...: every slot's own /tmp, /proc, upper layer */            \
+    X(K_WARM_LIMIT, 6)        /* dir_index file value: cgroup limits written while warming */            \
+    X(K_WORKLOAD, 7)          /* slug has_checker memory_max pids_max: the records up to the next are its */ \
+    X(K_W_MOUNT, 8)           /* step op args...: the workspace overlay, sizes */                         \
+    X(K_W_DIR, 9)             /* relpath below /sandbox, given to the task */                             \
+    X(K_W_PART, 10)           /* part relpath */                                                          \
+    X(K_W_LIMIT, 11)          /* dir_index file value */                                                  \
+    X(K_W_ARGV, 12)           /* argv... */                                                               \
+    X(K_W_ENV, 13)            /* KEY=VALUE... */                                                          \
+    X(K_W_RLIMIT, 14)         /* resource value */                                                        \
+    X(K_W_RLIMIT_CPU, 15)     /* seconds_per_started_second extra: RLIMIT_CPU from the run's timeout */   \
+    X(K_W_PRESTART_ARGV, 16)  /* argv...: the workspace's prestart command */                             \
+    X(K_W_PRESTART_LIMIT, 17) /* dir_index file value: a prestarted slot's limits, from fresh */          \
+    X(K_W_TEMPLATE_ARGV, 18)  /* argv...: the workspace's template command (template.c) */                \
+    X(K_JOB_LIMIT, 19)        /* what dir_index file: where a job's own memory or pids limit goes */      \
+    X(K_W_BUILD_ARGV, 20)     /* argv...: the workspace's build command (a judge's build job) */          \
+    X(K_W_EXEC_ARGV, 21)      /* argv...: the workspace's exec command (a judge's test job) */            \
+    X(K_FRESH, 22)            /* step op args...: a judge test's own upper layer and /tmp */              \
+    X(K_PEAK_RESET, 23)       /* dir_index file value: the cgroup's memory peak back to now */            \
+    X(K_UNLIMIT, 24)          /* dir_index file value: a kept slot's limits lifted */
+#define RECORD_KIND_ENUM(name, code) name = code,
+enum { RECORD_KINDS(RECORD_KIND_ENUM) };
+
+/* The K_CONSTS record's values, in this order (recipe.py's CONSTS): X(field, kind), kind INT (a
+ * decimal number) or TEXT (a path; empty: none, NULL). A recipe with more or fewer is refused. */
+#define RECIPE_CONSTS(X)                                                                                 \
+    X(index, INT) X(uid, INT) X(input_max, INT) X(output_max, INT) X(timeout_max_ms, INT)               \
+    X(starved_max_times, INT) X(judge_part_max, INT) X(layer_max, INT) X(cwd, TEXT) X(judge_dir, TEXT) \
+    X(upper, TEXT) X(layers, TEXT) X(reusable, INT) X(setgroups, INT)
 
 struct arg {
     const char *p; /* NUL-terminated (the NUL is not counted in len) */
@@ -64,8 +73,8 @@ struct recipe {
     size_t n;
     const char *data; /* the mapping */
     size_t size;
-    /* its K_CONST records, read once by recipe_load (absent: index and uid -1, the others 0 or
-     * NULL); uid 0 only rootless with one id mapped (kiln/rootless.py) */
+    /* its K_CONSTS record, read once by recipe_load; uid 0 only rootless with one id mapped
+     * (kiln/rootless.py) */
     long index, uid;
     long setgroups; /* 1: the task drops its supplementary groups; 0: its user namespace forbids it */
     long long input_max, output_max, timeout_max_ms;
@@ -144,6 +153,7 @@ static inline double monotonic_s(void) {
 enum op { OP_MOUNT = 1, OP_SETATTR, OP_MKDIR, OP_MKDIRS, OP_TOUCH, OP_WRITE, OP_SYMLINK, OP_MKNOD, OP_PIVOT, OP_SAVE_NS, OP_UNSHARE_NS, OP_HOSTNAME, OP_DETACH, OP_OVERLAY };
 
 int apply_ops(struct slot *s, struct span span, uint32_t type, int *template_fd, char *err);
+const char *op_name(unsigned code); /* NULL: no such op */
 /* the index's template root built (its descriptor: >= 0) or a copy of it entered (-1), then the
  * slot's own; -2 on error */
 int build_root(struct slot *s, int template_fd, char *err);
@@ -251,6 +261,8 @@ struct job {
 #define MAX_JOB_FDS 2
 int read_frame(int fd, size_t max, char **body, size_t *len, int *fds, int *nfds, char *err, size_t errlen);
 int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, char *err, size_t errlen);
+const char *part_name(unsigned i);    /* a test's parts, protocol.PARTS; NULL past them */
+const char *command_name(unsigned i); /* enum command's, protocol.COMMANDS; NULL past them */
 int send_json(int fd, const char *json, int pass_fd);
 void json_escape(char *out, size_t cap, const char *text);
 /* the result's fields, then its blobs: stdout, stderr, and a build's layer (or the file an exec
@@ -315,11 +327,12 @@ int collect_layer(const struct slot *s, char **out, size_t *len, char *err);
 
 void set_title(struct slot *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* --- check.c, launch.c: kiln-init's other modes, and what a job is checked against ---------- */
+/* --- check.c, contract.c, launch.c: kiln-init's other modes, and what a job is checked against ---------- */
 
 size_t job_frame_max(const struct slot *s);
 int refused_here(const struct slot *s, const struct job *job, char *err); /* a prestarted slot takes its language's only */
 int check_job(struct slot *s);                                     /* `kiln-init check` */
+int print_contract(void);                                          /* `kiln-init contract` */
 void exec_template(struct slot *s, int template_fd, const char *slug, int module); /* KILN_TEMPLATE_OF */
 
 #endif

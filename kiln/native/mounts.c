@@ -27,6 +27,10 @@ static const int OP_ARGS[] = {
 };
 #define N_OPS ((long)(sizeof OP_NAMES / sizeof OP_NAMES[0]))
 
+const char *op_name(unsigned code) {
+    return code >= OP_MOUNT && code < N_OPS ? OP_NAMES[code] : NULL;
+}
+
 static const char *or_null(const struct arg *a) {
     return a->len ? a->p : NULL;
 }

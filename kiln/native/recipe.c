@@ -42,31 +42,23 @@ static int walk(const char *data, const char *end, struct rec *recs, struct arg 
 }
 
 /* the constants every step reads (limits, the uid, the working directory) as fields: a job's
- * path never looks them up by name */
-static void read_consts(struct recipe *r) {
-    r->index = r->uid = -1;
-    r->input_max = r->output_max = r->timeout_max_ms = r->starved_max_times = r->judge_part_max = r->layer_max = r->reusable = r->setgroups = 0;
-    r->cwd = r->judge_dir = r->upper = r->layers = NULL;
-    for (size_t i = 0; i < r->n; i++) {
-        const struct rec *c = &r->recs[i];
-        if (c->type != K_CONST || c->nargs != 2) continue;
-        const char *name = c->args[0].p;
-        long long value = strtoll(c->args[1].p, NULL, 10);
-        if (!strcmp(name, "index")) r->index = value;
-        else if (!strcmp(name, "uid")) r->uid = value;
-        else if (!strcmp(name, "input_max")) r->input_max = value;
-        else if (!strcmp(name, "output_max")) r->output_max = value;
-        else if (!strcmp(name, "timeout_max_ms")) r->timeout_max_ms = value;
-        else if (!strcmp(name, "starved_max_times")) r->starved_max_times = value;
-        else if (!strcmp(name, "judge_part_max")) r->judge_part_max = value;
-        else if (!strcmp(name, "layer_max")) r->layer_max = value;
-        else if (!strcmp(name, "reusable")) r->reusable = value;
-        else if (!strcmp(name, "setgroups")) r->setgroups = value;
-        else if (!strcmp(name, "cwd")) r->cwd = c->args[1].p;
-        else if (!strcmp(name, "judge_dir")) r->judge_dir = c->args[1].p;
-        else if (!strcmp(name, "upper")) r->upper = c->args[1].p;
-        else if (!strcmp(name, "layers")) r->layers = c->args[1].p;
-    }
+ * path never looks them up. One K_CONSTS record with exactly RECIPE_CONSTS' values, or none. */
+#define INT(a) strtoll((a)->p, NULL, 10)
+#define TEXT(a) ((a)->len ? (a)->p : NULL)
+#define COUNT_CONST(field, kind) +1
+#define READ_CONST(field, kind) r->field = kind(&c->args[i]), i++;
+static int read_consts(struct recipe *r, char *err, size_t errlen) {
+    const struct rec *c = NULL;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->recs[i].type == K_CONSTS) {
+            if (c) return snprintf(err, errlen, "recipe: two K_CONSTS records"), -1;
+            c = &r->recs[i];
+        }
+    if (!c || c->nargs != 0 RECIPE_CONSTS(COUNT_CONST))
+        return snprintf(err, errlen, "recipe: %u constants where kiln-init reads %d (kiln-init is older or newer than kiln: make -C kiln/native)", c ? c->nargs : 0, 0 RECIPE_CONSTS(COUNT_CONST)), -1;
+    size_t i = 0;
+    RECIPE_CONSTS(READ_CONST)
+    return 0;
 }
 
 /* The memfd is mapped, not copied (its pages are the page cache's), and indexed in one
@@ -91,7 +83,10 @@ int recipe_load(int fd, struct recipe *out, char *err, size_t errlen) {
     out->recs = malloc(n_recs * sizeof *out->recs + n_args * sizeof(struct arg));
     out->n = n_recs, out->data = data, out->size = st.st_size;
     walk(data + 8, end, out->recs, (struct arg *)(out->recs + n_recs), &n_recs, &n_args);
-    read_consts(out);
+    if (read_consts(out, err, errlen)) {
+        recipe_unload(out);
+        return -1;
+    }
     return 0;
 }
 

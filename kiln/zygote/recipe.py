@@ -26,10 +26,16 @@ from kiln.zygote import protocol
 from kiln.sandbox.plan import LAYERS_DIR, LOWER_DIR, WORKSPACES_DIR, OVERLAY_UPPER, OVERLAY_WORK, PROC_ANCHOR, SANDBOX_DIR, RootPlan, Tmpfs, cpu_rlimit_terms, fixed_rlimits, upper_layer_dirs
 
 MAGIC = b"KILNRCP1"
-K_CONST, K_SECCOMP, K_STAT, K_BUILD, K_FINISH, K_WARM_LIMIT = 1, 2, 3, 4, 5, 6
+K_CONSTS, K_SECCOMP, K_STAT, K_BUILD, K_FINISH, K_WARM_LIMIT = 1, 2, 3, 4, 5, 6
 K_WORKLOAD, K_W_MOUNT, K_W_DIR, K_W_PART, K_W_LIMIT, K_W_ARGV, K_W_ENV, K_W_RLIMIT, K_W_RLIMIT_CPU = 7, 8, 9, 10, 11, 12, 13, 14, 15
 K_W_PRESTART_ARGV, K_W_PRESTART_LIMIT, K_W_TEMPLATE_ARGV = 16, 17, 18
 K_JOB_LIMIT, K_W_BUILD_ARGV, K_W_EXEC_ARGV, K_FRESH, K_PEAK_RESET, K_UNLIMIT = 19, 20, 21, 22, 23, 24
+
+# the K_CONSTS record's values, in this order (kiln.h's RECIPE_CONSTS; `kiln-init contract`)
+CONSTS = (
+    "index", "uid", "input_max", "output_max", "timeout_max_ms", "starved_max_times", "judge_part_max", "layer_max",
+    "cwd", "judge_dir", "upper", "layers", "reusable", "setgroups",
+)  # fmt: skip
 
 Op = tuple  # (step, op name, *args): one kiln-init op (mounts.c)
 # the ops kiln-init knows, written as their codes (from 1: kiln.h's enum op, checked by
@@ -41,25 +47,27 @@ def compile_recipe(index: int, root: RootPlan, runtime: Runtime, cgroup: SlotCgr
     """Everything a slot of this index needs (its task's uid is the root plan's). `cgroup`: any
     slot cgroup of the driver (which limit files exist is the same for all)."""
     config = runtime.config
-    records = [
-        _record(K_CONST, "index", index),
-        _record(K_CONST, "uid", root.uid),
-        _record(K_CONST, "input_max", config.input_max),
-        _record(K_CONST, "output_max", config.output_max),
-        _record(K_CONST, "timeout_max_ms", config.timeout_max_ms),
-        _record(K_CONST, "starved_max_times", runtime.starved_max_times),
-        _record(K_CONST, "judge_part_max", config.judge_part_max),
-        _record(K_CONST, "layer_max", protocol.LAYER_MAX),
-        _record(K_CONST, "cwd", SANDBOX_DIR),
-        _record(K_CONST, "judge_dir", langs.JUDGE_DIR),
-        _record(K_CONST, "upper", OVERLAY_UPPER),
-        *([_record(K_CONST, "layers", LAYERS_DIR)] if root.layers else []),
+    consts = {
+        "index": index,
+        "uid": root.uid,
+        "input_max": config.input_max,
+        "output_max": config.output_max,
+        "timeout_max_ms": config.timeout_max_ms,
+        "starved_max_times": runtime.starved_max_times,
+        "judge_part_max": config.judge_part_max,
+        "layer_max": protocol.LAYER_MAX,
+        "cwd": SANDBOX_DIR,
+        "judge_dir": langs.JUDGE_DIR,
+        "upper": OVERLAY_UPPER,
+        "layers": LAYERS_DIR if root.layers else "",  # empty: none
         # a plain slot may run a judge's tests one after another, each in a fresh sandbox, where
         # the cgroup's memory peak can be set back between them
-        _record(K_CONST, "reusable", int(cgroup.peak_resettable)),
+        "reusable": int(cgroup.peak_resettable),
         # rootless with one id mapped, setgroups is denied (and there are no other groups to drop)
-        _record(K_CONST, "setgroups", int(runtime.user_namespace is None or not runtime.user_namespace.single_id)),
-    ]
+        "setgroups": int(runtime.user_namespace is None or not runtime.user_namespace.single_id),
+    }
+    assert tuple(consts) == CONSTS, "the constants go in CONSTS' order"
+    records = [_record(K_CONSTS, *consts.values())]
     if runtime.seccomp_filter is not None:
         records.append(_record(K_SECCOMP, runtime.seccomp_filter))
     records += [_record(K_STAT, s.what, s.dir_index, s.file, s.key, s.divisor) for s in cgroup.stat_sources()]

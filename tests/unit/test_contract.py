@@ -1,13 +1,19 @@
-"""The Python <-> C contract, checked against the C sources: every fact that both sides state
-(record types, job and result fields and their order, the parts of a job, the outcomes) is owned
-by Python (kiln/zygote/protocol.py, kiln/zygote/recipe.py) and must read the same in C."""
+"""The Python <-> C contract: every fact that both sides state (record kinds, constants, ops, job
+and result fields and their order, the parts of a job, the outcomes) is owned by Python
+(kiln/zygote/protocol.py, kiln/zygote/recipe.py) and must read the same in C: compared with what
+`kiln-init contract` prints where kiln-init has the table, else read out of the C sources."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
 from pathlib import Path
 
-from kiln import runtime, slots
+import pytest
+
+from kiln import native, runtime, slots
 from kiln.zygote import protocol, recipe
 
 NATIVE = Path(__file__).resolve().parents[2] / "kiln" / "native"
@@ -17,10 +23,27 @@ def c_source(name: str) -> str:
     return (NATIVE / name).read_text()
 
 
-def test_record_types_are_kiln_h_s():
-    enum = dict((name, int(value)) for name, value in re.findall(r"^\s*(K_[A-Z_]+)\s*=\s*(\d+),", c_source("kiln.h"), re.MULTILINE))
+@pytest.fixture(scope="module")
+def contract() -> dict:
+    """The tables kiln-init was built with, as it prints them."""
+    return json.loads(subprocess.run([str(native.INIT), "contract"], capture_output=True, check=True).stdout)
+
+
+def test_the_record_kinds_are_kiln_init_s(contract):
     python = {name: value for name, value in vars(recipe).items() if re.fullmatch(r"K_[A-Z_]+", name)}
-    assert enum == python
+    assert contract["record_kinds"] == python
+
+
+def test_the_recipe_s_constants_are_the_ones_kiln_init_reads_in_its_order(contract):
+    # a constant kiln-init did not read would be a policy the front believes applies and no slot
+    # does (as the starvation allowance would be); one out of order, another's value
+    assert contract["consts"] == list(recipe.CONSTS)
+
+
+def test_the_ops_commands_and_parts_are_kiln_init_s(contract):
+    assert contract["ops"] == list(recipe.OPS)
+    assert contract["commands"] == list(protocol.COMMANDS)
+    assert contract["parts"] == list(protocol.PARTS)
 
 
 def test_the_job_header_is_read_in_the_order_encode_job_writes_it():
@@ -32,20 +55,10 @@ def test_the_job_header_is_read_in_the_order_encode_job_writes_it():
     assert list(header) == list(protocol.JOB_KEYS) and blobs == [b"x", b"in"]
 
 
-def test_the_commands_of_a_job_are_frames_c_s():
-    [names] = re.findall(r"COMMAND_NAMES\[\] = \{([^}]*)\}", c_source("frames.c"))
-    assert tuple(re.findall(r'"([a-z]+)"', names)) == protocol.COMMANDS
-
-
 def test_a_builds_layer_is_written_as_protocol_reads_it():
     layer = c_source("layer.c")
     assert set(re.findall(r"entry\(l, '(\w)'", layer)) == {t.decode() for t in protocol.LAYER_TYPES}
     assert protocol.LAYER_ENTRY.format == ">cHHI" and "htons(mode & 0777), len16 = htons(path_len)" in layer and "htonl(size)" in layer
-
-
-def test_the_parts_of_a_job_are_frames_c_s():
-    [names] = re.findall(r"PART_NAMES\[\] = \{([^}]*)\}", c_source("frames.c"))
-    assert tuple(re.findall(r'"([a-z]+)"', names)) == protocol.PARTS
 
 
 def test_the_result_is_written_with_the_keys_decode_result_reads():
@@ -74,26 +87,9 @@ def test_every_title_kiln_init_writes_is_one_kiln_slots_reads():
     assert float(every) == slots.TITLE_EVERY_S
 
 
-def test_the_ops_are_kiln_h_s():
-    [body] = re.findall(r"enum op \{([^}]*)\}", c_source("kiln.h"))
-    names = [name.split("=")[0].strip() for name in body.split(",")]
-    assert names == [f"OP_{op.upper()}" for op in recipe.OPS] and "OP_MOUNT = 1" in body
-    mounts = c_source("mounts.c")
-    assert all(f'[OP_{op.upper()}] = "{op}"' in mounts for op in recipe.OPS)
-
-
 def test_the_shell_kiln_init_reads_statuses_of_is_the_one_task_argv_runs():
     [shell] = re.findall(r'#define TASK_SHELL "([^"]+)"', c_source("kiln.h"))
     assert shell == runtime.SHELL[0]
-
-
-def test_every_constant_the_recipe_carries_is_one_kiln_init_reads():
-    """A constant kiln-init does not read is a policy the front believes applies and no slot
-    does (as the starvation allowance would be)."""
-    written = set(re.findall(r'_record\(K_CONST, "([a-z_]+)"', Path(recipe.__file__).read_text()))
-    [body] = re.findall(r"static void read_consts\(struct recipe \*r\) \{(.*?)\n\}", c_source("recipe.c"), re.DOTALL)
-    read = set(re.findall(r'!strcmp\(name, "([a-z_]+)"\)', body))
-    assert "starved_max_times" in written and written == read
 
 
 HOLDING_HARNESSES = (
@@ -111,3 +107,16 @@ def test_the_held_stdout_is_kiln_h_s_and_the_harnesses_name_it():
     langs = NATIVE.parents[1] / "langs"
     for harness in HOLDING_HARNESSES:
         assert f"/sandbox/{runtime.HELD_STDOUT}" in (langs / harness).read_text(), harness
+
+
+def test_a_recipe_whose_constants_kiln_init_does_not_know_is_refused_saying_what_to_do():
+    """A kiln-init older or newer than the zygote reading constants by position would take one
+    for another: it refuses the recipe instead."""
+    consts = recipe._record(recipe.K_CONSTS, *range(len(recipe.CONSTS) - 1))
+    fd = recipe.sealed_memfd(recipe.MAGIC + consts)
+    try:
+        done = subprocess.run([str(native.INIT), "check"], env={"KILN_RECIPE": str(fd)}, pass_fds=(fd,), capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    finally:
+        os.close(fd)
+    assert done.returncode == 70 and f"{len(recipe.CONSTS) - 1} constants where kiln-init reads {len(recipe.CONSTS)}" in done.stderr, done
+    assert "make -C kiln/native" in done.stderr

@@ -84,7 +84,7 @@ def workload_records(records, slug: str) -> list[tuple[int, list[bytes]]]:
 
 def test_constants_and_the_seccomp_filter(rt, root):
     records = decode(recipe.compile_recipe(3, root, rt, NoSlot("s")))
-    consts = dict(of_kind(records, recipe.K_CONST))
+    consts = dict(zip(recipe.CONSTS, *of_kind(records, recipe.K_CONSTS), strict=True))
     assert consts == {
         "index": "3", "uid": str(UID), "input_max": str(rt.config.input_max), "output_max": str(rt.config.output_max),
         "timeout_max_ms": str(rt.config.timeout_max_ms), "starved_max_times": str(rt.starved_max_times), "judge_part_max": str(max(rt.config.judge_input_max, rt.config.file_max)),
@@ -178,7 +178,8 @@ def test_each_language_gets_its_workspace_files_command_and_limits(rt, root, v1_
 
 def test_v1_sets_the_memory_peak_back_between_a_slots_tests(rt, root, v1_slot):
     records = decode(recipe.compile_recipe(0, root, rt, v1_slot))
-    assert ("reusable", "1") in of_kind(records, recipe.K_CONST)
+    [consts] = of_kind(records, recipe.K_CONSTS)
+    assert consts[recipe.CONSTS.index("reusable")] == "1"
     assert of_kind(records, recipe.K_PEAK_RESET) == [("0", "memory.max_usage_in_bytes", "0")]
 
 

@@ -1,0 +1,31 @@
+/* `kiln-init contract`: the tables this kiln-init was built with, as JSON on stdout, so that the
+ * Python side's (kiln/zygote/recipe.py, kiln/zygote/protocol.py) are compared with them as data
+ * (tests/unit/test_contract.py), not read out of C sources. Every name here is a C identifier
+ * or a lower-case word: nothing needs escaping. */
+#include "kiln.h"
+
+#include <stdio.h>
+
+#define PRINT_KIND(name, code) printf("%s\"%s\": %d", n++ ? ", " : "", #name, code);
+#define PRINT_CONST(field, kind) printf("%s\"%s\"", n++ ? ", " : "", #field);
+
+static void print_list(const char *key, const char *(*name)(unsigned), unsigned from) {
+    printf(", \"%s\": [", key);
+    for (unsigned i = from; name(i); i++) printf("%s\"%s\"", i > from ? ", " : "", name(i));
+    printf("]");
+}
+
+int print_contract(void) {
+    int n = 0;
+    printf("{\"record_kinds\": {");
+    RECORD_KINDS(PRINT_KIND)
+    n = 0;
+    printf("}, \"consts\": [");
+    RECIPE_CONSTS(PRINT_CONST)
+    printf("]");
+    print_list("ops", op_name, OP_MOUNT);
+    print_list("commands", command_name, 0);
+    print_list("parts", part_name, 0);
+    printf("}\n");
+    return fflush(stdout) ? 70 : 0;
+}
