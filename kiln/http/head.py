@@ -4,7 +4,7 @@ A run's request is nearly always the same shape: `POST /run HTTP/1.1`, a few hea
 Content-Length and a JSON body, all in the first segment the client sends. Parsing that head
 here, into the WSGI environ keys the App reads, skips pywsgi's header parser (email.parser),
 its WSGI plumbing and werkzeug's routing and Response: ~0.1 ms of a no-op run's 2.7 at one
-connection, more when the client pauses between runs (bench/README.md, stop 22).
+connection, more when the client pauses between runs (bench/history/noop-path.md, stop 22).
 
 Anything else is not this module's: `direct_run_environ` answers None and pywsgi reads the
 request as before, so what HTTP allows beyond this shape (chunked or compressed bodies,

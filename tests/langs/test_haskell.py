@@ -130,7 +130,7 @@ def test_a_type_error_is_ghcs_message_and_status(lang_server):
 
 def test_a_link_error_is_lld_s_message_and_ghcs_status(lang_server):
     # boot/ld links with LLD: its message, GHC's phase and status (mold, tried for issue 19, words
-    # it differently: bench/README.md)
+    # it differently: bench/history/compiled.md)
     solution = 'module Solution where\n\nforeign import ccall "kiln_nowhere" nowhere :: Int -> Int\n\nsolution :: Int -> Int -> Int\nsolution a b = nowhere a + b\n'
     checker = "module Main (main) where\nimport Solution (solution)\nmain :: IO ()\nmain = print (solution 1 2)\n"
     body = HASKELL.run(lang_server, solution, checker=checker)

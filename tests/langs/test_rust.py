@@ -81,7 +81,7 @@ def test_a_checker_in_codebattles_shape_compiles_unchanged(lang_server):
 
 def test_a_link_error_is_lds_message_and_cargos_status(lang_server):
     # the message is ld.bfd's, gcc's default linker, and rustc's notes that read it follow (a
-    # faster linker, mold, was tried for issue 19: its words differ, bench/README.md)
+    # faster linker, mold, was tried for issue 19: its words differ, bench/history/compiled.md)
     solution = 'extern "C" {\n    fn kiln_nowhere() -> i64;\n}\n\npub fn solution(a: i64, b: i64) -> i64 {\n    a + b + unsafe { kiln_nowhere() }\n}\n'
     body = RUST.run(lang_server, solution)
     assert (body["exit_code"], body["stdout"]) == (101, ""), body
