@@ -29,7 +29,7 @@ int check_job(struct slot *s) {
     char err[ERR], *body, json[8192];
     size_t len;
     struct job job;
-    const char *prestart = getenv("KILN_PRESTART");
+    const char *prestart = getenv(START_VAR(PRESTART));
     s->sock = 0;
     if (prestart) s->prestarted.workload_rec = find_workload_rec(&s->recipe, prestart);
     int fds[MAX_JOB_FDS], nfds = 0;

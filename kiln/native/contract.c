@@ -1,6 +1,7 @@
 /* `kiln-init contract`: the tables this kiln-init was built with, as JSON on stdout, so that the
  * Python side's (kiln/zygote/recipe.py, kiln/zygote/protocol.py) are compared with them as data
- * (tests/unit/test_contract.py), not read out of C sources. Every name here is a C identifier
+ * (tests/unit/test_contract.py), not read out of C sources: record kinds, the recipe's constants,
+ * the start's variables, ops, job commands and parts. Every name here is a C identifier
  * or a lower-case word: nothing needs escaping. */
 #include "kiln.h"
 
@@ -8,6 +9,7 @@
 
 #define PRINT_KIND(name, code) printf("%s\"%s\": %d", n++ ? ", " : "", #name, code);
 #define PRINT_CONST(field, kind) printf("%s\"%s\"", n++ ? ", " : "", #field);
+#define PRINT_START(name) printf("%s\"%s\"", n++ ? ", " : "", START_VAR(name));
 
 static void print_list(const char *key, const char *(*name)(unsigned), unsigned from) {
     printf(", \"%s\": [", key);
@@ -22,6 +24,9 @@ int print_contract(void) {
     n = 0;
     printf("}, \"consts\": [");
     RECIPE_CONSTS(PRINT_CONST)
+    n = 0;
+    printf("], \"start\": [");
+    START_VARIABLES(PRINT_START)
     printf("]");
     print_list("ops", op_name, OP_MOUNT);
     print_list("commands", command_name, 0);

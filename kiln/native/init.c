@@ -13,10 +13,11 @@
  *   result.c    its figures and outcome          frames.c    the socket's frames
  *   check.c     `kiln-init check` (the fuzz tests)   launch.c    template mode (KILN_TEMPLATE_OF)
  *
- * Descriptors come in the environment: KILN_SOCK, KILN_ZYGOTE (a pidfd), KILN_RECIPE (a memfd),
- * KILN_TEMPLATE (the index's kept template mount namespace, if any), KILN_CG_DIRS and KILN_CG_PROCS
- * (SlotCgroup.fd_groups), KILN_PRESTART (a language) for a prestarted slot, KILN_FORKED and
- * KILN_FORKED_PID for one cloned by its language's template. Every error while warming is a
+ * Descriptors come in the environment (kiln.h START_VARIABLES; kiln/zygote/start.py writes them):
+ * KILN_SOCK, KILN_ZYGOTE (a pidfd), KILN_RECIPE (a memfd), KILN_TEMPLATE (the index's kept
+ * template mount namespace, if any), KILN_CG_DIRS and KILN_CG_PROCS (SlotCgroup.fd_groups),
+ * KILN_PRESTART (a language) for a prestarted slot, KILN_FORKED and KILN_FORKED_PID for one cloned
+ * by its language's template. Every error while warming is a
  * "failed" frame to the zygote; every error in a job, an infrastructure_failure result. */
 #include "kiln.h"
 
@@ -349,12 +350,12 @@ static int env_fds(const char *name, int *fds) {
 
 /* the descriptors and settings the environment names, copied out of it (it is cleared) */
 static void read_environment(struct slot *s, struct start *start) {
-    s->sock = env_fd("KILN_SOCK"), s->zygote = env_fd("KILN_ZYGOTE");
-    s->n_dirs = env_fds("KILN_CG_DIRS", s->cg_dirs), s->n_procs = env_fds("KILN_CG_PROCS", s->cg_procs);
-    start->template_fd = env_fd("KILN_TEMPLATE");
-    start->forked = env_fd("KILN_FORKED"), start->module = env_fd("KILN_TEMPLATE_MODULE");
-    s->lower_held[0] = env_fd("KILN_LOWER_WORKSPACES"), s->lower_held[1] = env_fd("KILN_LOWER_LAYERS");
-    const char *forked_pid = getenv("KILN_FORKED_PID"), *prestart = getenv("KILN_PRESTART"), *template_of = getenv("KILN_TEMPLATE_OF");
+    s->sock = env_fd(START_VAR(SOCK)), s->zygote = env_fd(START_VAR(ZYGOTE));
+    s->n_dirs = env_fds(START_VAR(CG_DIRS), s->cg_dirs), s->n_procs = env_fds(START_VAR(CG_PROCS), s->cg_procs);
+    start->template_fd = env_fd(START_VAR(TEMPLATE));
+    start->forked = env_fd(START_VAR(FORKED)), start->module = env_fd(START_VAR(TEMPLATE_MODULE));
+    s->lower_held[0] = env_fd(START_VAR(LOWER_WORKSPACES)), s->lower_held[1] = env_fd(START_VAR(LOWER_LAYERS));
+    const char *forked_pid = getenv(START_VAR(FORKED_PID)), *prestart = getenv(START_VAR(PRESTART)), *template_of = getenv(START_VAR(TEMPLATE_OF));
     start->forked_pid = forked_pid ? atoi(forked_pid) : -1;
     snprintf(start->prestart, sizeof start->prestart, "%s", prestart ? prestart : "");
     snprintf(start->template_of, sizeof start->template_of, "%s", template_of ? template_of : "");
@@ -379,7 +380,7 @@ int main(int argc, char **argv) {
     char err[ERR];
     if (argc > 2 && !strcmp(argv[1], "probe-lower")) return probe_lower(argv[2]);
     if (argc > 1 && !strcmp(argv[1], "contract")) return print_contract();
-    if (recipe_load(env_fd("KILN_RECIPE"), &s.recipe, err, ERR)) {
+    if (recipe_load(env_fd(START_VAR(RECIPE)), &s.recipe, err, ERR)) {
         fprintf(stderr, "kiln-init: %s\n", err);
         return 70;
     }

@@ -98,6 +98,18 @@ long long arg_int(const struct arg *a);
 long find_workload_rec(const struct recipe *r, const char *slug); /* its K_WORKLOAD record, or -1 */
 struct span workload_span(const struct recipe *r, size_t record);
 
+/* --- kiln-init's start: the variables of its environment ------------------------------------ */
+
+/* The zygote writes them (kiln/zygote/start.py Start), a language's template adds the FORKED
+ * pair for the slot it forks (template.c); `kiln-init contract` prints the names. START_VAR(X) is
+ * "KILN_X", and fails to compile for a name not in the table. */
+#define START_VARIABLES(X)                                                                        \
+    X(SOCK) X(ZYGOTE) X(RECIPE) X(TEMPLATE) X(CG_DIRS) X(CG_PROCS) X(LOWER_WORKSPACES) X(LOWER_LAYERS) \
+    X(PRESTART) X(TEMPLATE_MODULE) X(TEMPLATE_OF) X(FORKED) X(FORKED_PID)
+#define START_VARIABLE_ENUM(name) START_##name,
+enum { START_VARIABLES(START_VARIABLE_ENUM) };
+#define START_VAR(name) ((void)START_##name, "KILN_" #name)
+
 /* --- the slot: everything kiln-init knows, handed from step to step ------------------------ */
 
 struct slot {

@@ -75,6 +75,12 @@ static void close_all(const int *fds, int n) {
 }
 
 /* "KEY=#0,#3" -> "KEY=<fds[0]>,<fds[3]>" written at *out; other entries as they are */
+/* the value of environment `entry` if it is `name`'s, else NULL */
+static const char *value_of(const char *entry, const char *name) {
+    size_t n = strlen(name);
+    return !strncmp(entry, name, n) && entry[n] == '=' ? entry + n + 1 : NULL;
+}
+
 static char *substitute(const struct request *req, char *entry, char **out, const char *end) {
     char *value = strchr(entry, '=');
     if (!value || value[1] != '#') return entry;
@@ -107,8 +113,9 @@ static int parse_request(struct request *req, size_t len) {
     req->recipe_fd = -1, req->slug = NULL;
     for (p++; p < end && envc < MAX_STRINGS - 1; p += strlen(p) + 1) {
         if (!(req->envp[envc] = substitute(req, p, &env, req->env + sizeof req->env))) return errno = EINVAL, -1;
-        if (!strncmp(req->envp[envc], "KILN_RECIPE=", 12)) req->recipe_fd = atoi(req->envp[envc] + 12);
-        if (!strncmp(req->envp[envc], "KILN_PRESTART=", 14)) req->slug = req->envp[envc] + 14;
+        const char *value;
+        if ((value = value_of(req->envp[envc], START_VAR(RECIPE)))) req->recipe_fd = atoi(value);
+        if ((value = value_of(req->envp[envc], START_VAR(PRESTART)))) req->slug = value;
         envc++;
     }
     req->argv[argc] = req->envp[envc] = NULL;
@@ -309,8 +316,8 @@ static void become_slot(struct request *req, int reserve, int *task_sock) {
     char forked[32], forked_pid[32];
     int envc = 0;
     while (req->envp[envc]) envc++;
-    snprintf(forked, sizeof forked, "KILN_FORKED=%d", pair[0]);
-    snprintf(forked_pid, sizeof forked_pid, "KILN_FORKED_PID=%d", task);
+    snprintf(forked, sizeof forked, "%s=%d", START_VAR(FORKED), pair[0]);
+    snprintf(forked_pid, sizeof forked_pid, "%s=%d", START_VAR(FORKED_PID), task);
     req->envp[envc++] = forked, req->envp[envc++] = forked_pid, req->envp[envc] = NULL;
     fcntl(pair[0], F_SETFD, 0);
     for (int i = 0; i < req->nfds; i++) fcntl(req->fds[i], F_SETFD, 0);

@@ -30,7 +30,8 @@ from kiln.sandbox import libc
 from kiln.sandbox.cgroups import SlotCgroup
 from kiln.sandbox.plan import RootPlan
 from kiln.zygote.backoff import Backoff
-from kiln.zygote.template import LOWER_VARIABLES, Template
+from kiln.zygote.start import Start
+from kiln.zygote.template import Template
 
 NAMESPACES = libc.CLONE_NEWPID | libc.CLONE_NEWIPC | libc.CLONE_NEWUTS | libc.CLONE_NEWCGROUP | libc.CLONE_NEWNET
 TITLE_ROOM = 96  # kiln-init writes its title over its argv[0]: room for the longest
@@ -58,12 +59,8 @@ def spawn(
     # with a template the slot starts in the zygote's mount namespace and leaves it at once
     flags = NAMESPACES | (libc.CLONE_NEWNS if root is None else 0)
     dirs, procs = cgroup.fd_groups()
-    env = {"KILN_SOCK": slot_end.fileno(), "KILN_ZYGOTE": zygote, "KILN_RECIPE": recipe, "KILN_TEMPLATE": root}
-    env.update(zip(LOWER_VARIABLES, spec.lower))
-    env = {key: str(value) for key, value in env.items() if value is not None}
-    env.update(KILN_CG_DIRS=_fd_list(dirs), KILN_CG_PROCS=_fd_list(procs))
-    if prestart is not None:
-        env["KILN_PRESTART"] = prestart.slug
+    start = Start(slot_end.fileno(), zygote, recipe, root, dirs, procs, spec.lower, prestart=prestart.slug if prestart is not None else None)
+    env = start.environment()
     title = f"kiln: slot {spec.index} warming".ljust(TITLE_ROOM)
     try:
         keep = [slot_end.fileno(), zygote, recipe, *([root] if root is not None else []), *cgroup.fds(), *spec.lower]
@@ -74,10 +71,6 @@ def spawn(
     finally:
         slot_end.close()
     return pid, zygote_end
-
-
-def _fd_list(fds: tuple[int, ...]) -> str:
-    return ",".join(map(str, fds))
 
 
 # --- the zygote's records: a live slot, and a slot index ---------------------------------------

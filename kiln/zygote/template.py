@@ -28,13 +28,11 @@ from kiln.log import Log
 from kiln.runtime import Workload
 from kiln.sandbox import libc
 from kiln.zygote.backoff import Backoff
+from kiln.zygote.start import DESCRIPTOR_VARIABLES, Start
 
 # its own network namespace (a forked task is there until it enters its slot's: an empty one),
 # and its own hostname and SysV IPC; the mount namespace is kiln-init's to make
 NAMESPACES = libc.CLONE_NEWNET | libc.CLONE_NEWUTS | libc.CLONE_NEWIPC
-# the variables of kiln-init's environment that name descriptors (slot.spawn)
-LOWER_VARIABLES = ("KILN_LOWER_WORKSPACES", "KILN_LOWER_LAYERS")  # SlotSpec.lower's, in order
-FD_VARIABLES = frozenset({"KILN_SOCK", "KILN_ZYGOTE", "KILN_RECIPE", "KILN_TEMPLATE", "KILN_CG_DIRS", "KILN_CG_PROCS", *LOWER_VARIABLES})
 ANSWER_TIMEOUT_S = 2.0
 READY = b"r"
 # what a template command says, before it exits, when its runtime cannot fork tasks here (a build
@@ -114,11 +112,10 @@ def start(slug: str, module_path: str, template_root: int, zygote: int, recipe: 
     serves."""
     zygote_end, template_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     module = _module_copy(module_path)
-    fds = {"KILN_SOCK": template_end.fileno(), "KILN_ZYGOTE": zygote, "KILN_RECIPE": recipe, "KILN_TEMPLATE": template_root, "KILN_TEMPLATE_MODULE": module}
-    fds.update(zip(LOWER_VARIABLES, lower))
-    env = {key: str(fd) for key, fd in fds.items()} | {"KILN_TEMPLATE_OF": slug}
+    start = Start(template_end.fileno(), zygote, recipe, template_root, lower=lower, template_module=module, template_of=slug)
     try:
-        pid = native.spawn_init(NAMESPACES, [f"kiln: template {slug}"], env, list(fds.values()))
+        keep = [template_end.fileno(), zygote, recipe, template_root, module, *lower]
+        pid = native.spawn_init(NAMESPACES, [f"kiln: template {slug}"], start.environment(), keep)
     except BaseException:
         zygote_end.close()
         raise
@@ -146,7 +143,7 @@ def fork_message(flags: int, argv: list[str], env: dict[str, str], keep: list[in
     position = {fd: i for i, fd in enumerate(keep)}
     entries = []
     for key, value in env.items():
-        if key in FD_VARIABLES and value:
+        if key in DESCRIPTOR_VARIABLES and value:
             value = ",".join(f"#{position[int(fd)]}" for fd in value.split(","))
         entries.append(f"{key}={value}")
     strings = [*map(os.fsencode, argv), b"", *map(os.fsencode, entries)]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kiln import native, runtime, slots
-from kiln.zygote import protocol, recipe
+from kiln.zygote import protocol, recipe, start
 
 NATIVE = Path(__file__).resolve().parents[2] / "kiln" / "native"
 
@@ -120,3 +120,9 @@ def test_a_recipe_whose_constants_kiln_init_does_not_know_is_refused_saying_what
         os.close(fd)
     assert done.returncode == 70 and f"{len(recipe.CONSTS) - 1} constants where kiln-init reads {len(recipe.CONSTS)}" in done.stderr, done
     assert "make -C kiln/native" in done.stderr
+
+
+def test_the_start_s_variables_are_the_ones_kiln_init_reads(contract):
+    assert sorted(contract["start"]) == sorted(start.variables())
+    env = start.Start(5, 6, 7, lower=(8, 9), prestart="python").environment()
+    assert env == {"KILN_SOCK": "5", "KILN_ZYGOTE": "6", "KILN_RECIPE": "7", "KILN_CG_DIRS": "", "KILN_CG_PROCS": "", "KILN_LOWER_WORKSPACES": "8", "KILN_LOWER_LAYERS": "9", "KILN_PRESTART": "python"}
