@@ -1,15 +1,19 @@
 """A test's output against its expected answer (DESIGN.md, "Judge API": compare modes).
 
-Both are bytes already held by the front (the output within the test's output limit); the modes
-walk them with iterators, never building a list of every token or line of a large output. The
-walk runs in the front's event loop: `pause` (the judge's: a yield to the other requests) is
-called every PACE tokens or lines, so one large comparison never holds up the rest.
+The output is bytes the front holds (within the test's output limit); the expected answer is
+bytes too, or a file of the store mapped (same_as_file), read only as far as the walk goes. The
+modes walk them with iterators, never building a list of every token or line of a large output.
+`pause` is called every PACE tokens or lines: the judge runs large comparisons in a worker
+thread (kiln/judge/judge.py), where the pause lets the event loop's thread take the GIL, so one
+large comparison never holds up the rest.
 """
 
 from __future__ import annotations
 
 import decimal
 import math
+import mmap
+import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -28,17 +32,43 @@ _ULP = sys.float_info.epsilon
 _EXACT = decimal.Context(prec=200, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN, traps=[decimal.InvalidOperation, decimal.Overflow])
 
 
-def same(mode: str, output: bytes, expected: bytes, epsilon: float = 1e-6, pause: Callable[[], object] | None = None) -> bool:
-    """Whether `output` answers `expected` under `mode` (tokens, lines, exact, float)."""
+def same(mode: str, output: bytes, expected: bytes | mmap.mmap, epsilon: float = 1e-6, pause: Callable[[], object] | None = None) -> bool:
+    """Whether `output` answers `expected` under `mode` (tokens, lines, exact, float). `expected`
+    may be a store file mapped: it is read only as far as the comparison walks."""
     if mode == "exact":
-        return output == expected
+        return _equal(output, expected)
     if mode == "tokens":
         return all(a == b for a, b in _paced(zip_longest(_tokens(output), _tokens(expected)), pause))
     if mode == "float":
         return all(a is not None and b is not None and _close(a, b, epsilon) for a, b in _paced(zip_longest(_tokens(output), _tokens(expected)), pause))
     if mode == "lines":
-        return output == expected or all(a == b for a, b in _paced(zip_longest(_lines(output), _lines(expected)), pause))
+        return _equal(output, expected) or all(a == b for a, b in _paced(zip_longest(_lines(output), _lines(expected)), pause))
     raise ValueError(f"not a comparison: {mode}")
+
+
+def same_as_file(mode: str, output: bytes, fd: int, epsilon: float = 1e-6, pause: Callable[[], object] | None = None) -> bool:
+    """same() against a file's content (an expected answer of the store), mapped read-only and
+    read only as far as the comparison walks; `fd` is closed here (whoever runs this owns it:
+    a worker thread may finish after the request that asked for it has gone)."""
+    try:
+        if os.fstat(fd).st_size == 0:
+            return same(mode, output, b"", epsilon, pause)
+        mapped = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
+    finally:
+        os.close(fd)  # a mapping holds the file without it
+    try:
+        return same(mode, output, mapped, epsilon, pause)
+    finally:
+        try:
+            mapped.close()
+        except BufferError:  # a walk cut short by an exception still holds it: freed with it
+            pass
+
+
+def _equal(output: bytes, expected: bytes | mmap.mmap) -> bool:
+    """Byte for byte; a mapped answer is copied only when its size is the output's (bounded by
+    the output limit)."""
+    return len(output) == len(expected) and output == expected[:]
 
 
 def _paced(pairs: Iterable[tuple], pause: Callable[[], object] | None) -> Iterator[tuple]:

@@ -150,10 +150,14 @@ class FileStore:
 
     def read(self, file_id: str) -> bytes:
         """The whole content (for small files)."""
-        self._entry(file_id)
-        fd = os.open(self.folder / file_id[len(PREFIX) :], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        with os.fdopen(fd, "rb") as file:
+        with os.fdopen(self.descriptor(file_id), "rb") as file:
             return file.read()
+
+    def descriptor(self, file_id: str) -> int:
+        """A new descriptor of the file, open for reading only; the caller's to close. Only
+        valid while it is pinned (the open file stays readable whatever happens after)."""
+        self._entry(file_id)
+        return os.open(self.folder / file_id[len(PREFIX) :], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
 
     # -- the HTTP interface ---------------------------------------------------------------------
     def upload(self, owner: str = "") -> Upload:

@@ -31,12 +31,13 @@ from typing import Protocol
 
 import gevent
 import gevent.event
+import gevent.threadpool
 
 from kiln.judge import compare, scoring
 from kiln.judge.builds import Build, Builds, not_runnable
 from kiln.judge.files import FileStore
 from kiln.judge.request import GIVEN_FILES, JudgeRequest, Source, Test, TestLimits
-from kiln.judge.sources import read, read_build_files
+from kiln.judge.sources import read, read_build_files, stdin_of
 from kiln.log import Log
 from kiln.run.runner import Cancelled, Runner, Session, SlotLost
 from kiln.runtime import Runtime
@@ -47,6 +48,10 @@ VERDICTS = ("SK", "TLE", "MLE", "OLE", "SV", "RE", "AC", "PT", "WA", "PE", "IE")
 CUT = 4096  # bytes of a test's or the compile's stdout and stderr in the answer
 CHECKER_WALL_MS = 10_000  # a checker's; an interactor's at least its test's wall time + 1 s; never past RUN_TIMEOUT_MAX
 CHECKER_VERDICTS = {0: "AC", 1: "WA", 2: "PE"}  # testlib's exit codes; any other: IE
+# a comparison of at most this many bytes (output and inline expected answer) runs on the event
+# loop (~3 ms of tokens at worst): a thread's hand-over would cost more than it saves
+COMPARE_INLINE_MAX = 16 * 1024
+COMPARE_THREADS = 2
 
 
 class DoesNotBuild(Exception):
@@ -85,6 +90,9 @@ class Judge:
         self.builds = builds
         self.log = log
         self.parallel = parallel
+        # comparisons too large for the event loop: a bounded pool (the GIL runs one at a time;
+        # a second thread keeps a small one from waiting behind a 1 MiB one)
+        self.comparisons = gevent.threadpool.ThreadPool(COMPARE_THREADS)
 
     def run(self, request: JudgeRequest, files: FileStore | None, gone: gevent.event.Event | None = None, client: str = "", progress: Progress | None = None) -> dict:
         """The request judged; `client` is whose it is (its admission's and its builds' turns);
@@ -201,28 +209,41 @@ class Judge:
         return answers
 
     def _test(self, request: JudgeRequest, build: Build, checker: Build | None, test: Test, files: FileStore | None, gone, session: Session) -> dict:
+        """One test; an input of the store goes to the slot as a descriptor of its file (the
+        task reads it there: no copy in the front)."""
         limits = request.limits
-        stdin = read(test.stdin, files)
-        job = Job(
-            request.slug,
-            limits.wall_time_ms,
-            (),
-            stdin=stdin,
-            command="exec",
-            limits=_job_limits(limits),
-            layer=build.name,
-        )
-        try:
-            result = session.run(job).result
-        except SlotLost as error:
-            self.log.error("a judge test's slot was lost", lang=request.slug, error=str(error))
-            return _not_run("IE")
+        with stdin_of(test.stdin, files) as (stdin, stdin_file):
+            job = Job(request.slug, limits.wall_time_ms, (), stdin=stdin, stdin_file=stdin_file, command="exec", limits=_job_limits(limits), layer=build.name)
+            try:
+                result = session.run(job).result
+            except SlotLost as error:
+                self.log.error("a judge test's slot was lost", lang=request.slug, error=str(error))
+                return _not_run("IE")
         verdict, message, partial = run_verdict(result, limits.time_ms, limits.memory), None, None
         if verdict is None and checker is not None:
-            verdict, message, partial = self._check(request, checker, (stdin, result.stdout, read(test.expected, files)), session, request.scoring.full(test.index))
+            texts = (read(test.stdin, files), result.stdout, read(test.expected, files))
+            verdict, message, partial = self._check(request, checker, texts, session, request.scoring.full(test.index))
         elif verdict is None:
-            verdict = _compared(request, result.stdout, test.expected, files)
+            verdict = self._compared(request, result.stdout, test.expected, files)
         return _test_answer(verdict, result, message, partial)
+
+    def _compared(self, request: JudgeRequest, output: bytes, expected: Source | None, files: FileStore | None) -> str:
+        """The comparison's verdict. A small one runs here; a larger one in the comparisons'
+        worker thread (COMPARE_THREADS), which gives the event loop's thread the GIL every PACE
+        tokens: /health and the other requests go on meanwhile. An expected answer of the store
+        is mapped there, never read whole into the front."""
+        if request.compare == "none":
+            return "AC"
+        if expected is None or expected.file_id is None:
+            text = read(expected, files)
+            if len(output) + len(text) <= COMPARE_INLINE_MAX:
+                return "AC" if compare.same(request.compare, output, text, request.epsilon) else "WA"
+            work, argument = compare.same, text
+        else:
+            assert files is not None  # the request's files are pinned in the store
+            work, argument = compare.same_as_file, files.descriptor(expected.file_id)  # closed by same_as_file
+        same = self.comparisons.apply(work, (request.compare, output, argument, request.epsilon, _give_the_gil))
+        return "AC" if same else "WA"
 
     def _interactive_test(self, request: JudgeRequest, build: Build, helpers: dict[str, Build], test: Test, files: FileStore | None, gone) -> dict:
         """The submission and its interactor at once, each in its own slot: the submission's
@@ -321,11 +342,10 @@ def run_verdict(result: RunResult, time_ms: int, memory: int) -> str | None:
     return None
 
 
-def _compared(request: JudgeRequest, output: bytes, expected: Source | None, files: FileStore | None) -> str:
-    if request.compare == "none":
-        return "AC"
-    # a large comparison gives the other requests their turns (gevent.sleep(): a yield to the hub)
-    return "AC" if compare.same(request.compare, output, read(expected, files), request.epsilon, pause=gevent.sleep) else "WA"
+def _give_the_gil() -> None:
+    """A comparison thread's pause: time.sleep(0) releases the GIL, and the event loop's thread,
+    if it waits for it, takes it at once rather than after the interpreter's switch interval."""
+    time.sleep(0)
 
 
 def _test_answer(verdict: str, result: RunResult, message: str | None, partial: float | None) -> dict:

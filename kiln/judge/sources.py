@@ -6,6 +6,10 @@ test). The front pins the store's files a request names before the judge reads a
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
+
 from kiln.judge.files import FileStore
 from kiln.judge.request import Source
 
@@ -22,6 +26,21 @@ def read(source: Source | None, store: FileStore | None) -> bytes:
         return source.text or b""
     assert store is not None  # the request's files are pinned in the store
     return store.read(source.file_id)
+
+
+@contextlib.contextmanager
+def stdin_of(source: Source, store: FileStore | None) -> Iterator[tuple[bytes | None, int | None]]:
+    """A test's input as a job takes it: (its text, None) when given inline, else (None, a
+    descriptor of the store's file, closed on leaving): the slot reads the file itself."""
+    if source.file_id is None:
+        yield source.text or b"", None
+        return
+    assert store is not None  # the request's files are pinned in the store
+    fd = store.descriptor(source.file_id)
+    try:
+        yield None, fd
+    finally:
+        os.close(fd)
 
 
 def read_build_files(files: tuple[tuple[str, Source], ...], store: FileStore | None, limit: int, field: str) -> tuple[tuple[str, bytes], ...]:

@@ -183,6 +183,8 @@ static int check_limits(const struct recipe *r, const struct job *job, char *err
         return snprintf(err, errlen, "bad layer"), -1;
     if (job->command == CMD_BUILD && job->has_stdin) return snprintf(err, errlen, "a build job with stdin"), -1;
     if (job->has_pipes && (job->command != CMD_EXEC || job->has_stdin)) return snprintf(err, errlen, "pipes for a job other than an exec job without stdin"), -1;
+    if (job->has_stdin_file && (job->command != CMD_EXEC || job->has_stdin || job->has_pipes))
+        return snprintf(err, errlen, "a stdin file for a job other than an exec job without stdin or pipes"), -1;
     return 0;
 }
 
@@ -216,6 +218,9 @@ int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, c
     else if (expect(&c, "false")) goto form;
     if (expect(&c, ",\"pipes\":")) goto form;
     if (!expect(&c, "true")) job->has_pipes = 1;
+    else if (expect(&c, "false")) goto form;
+    if (expect(&c, ",\"stdin_file\":")) goto form;
+    if (!expect(&c, "true")) job->has_stdin_file = 1;
     else if (expect(&c, "false")) goto form;
     char give_back[FILE_NAME_MAX + 1];
     if (expect(&c, ",\"give_back\":") || word(&c, give_back, sizeof give_back)) goto form;

@@ -32,6 +32,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -253,7 +254,7 @@ static void execute(struct slot *s, const struct job *job, struct span w, const 
         return send_failure(s, err);
     for (int i = 0; i < nargs; i++) args[i] = paths[i];
     make_as_task(s, 1);
-    int failed = (stdio[0] = job->has_pipes ? job->pipe_fds[0] : open_stdin(job)) < 0 || output_pipe(out) || output_pipe(errp);
+    int failed = (stdio[0] = job->has_pipes ? job->pipe_fds[0] : job->has_stdin_file ? job->stdin_fd : open_stdin(job)) < 0 || output_pipe(out) || output_pipe(errp);
     make_as_task(s, 0);
     if (failed) return snprintf(err, ERR, "sandbox step 'open stdin and pipes' failed: %s", strerror(errno)), send_failure(s, err);
     stdio[1] = out[1], stdio[2] = errp[1];
@@ -298,14 +299,24 @@ static void execute_prestarted(struct slot *s, const struct job *job, struct spa
     supervise_and_answer(s, &run, job, w, started, cpu_before_ms > 0 ? cpu_before_ms : 0, title);
 }
 
-/* the descriptors that came with the frame: exactly the two of a job with pipes, else none */
-static int take_pipes(struct job *job, const int *fds, int nfds, char *err) {
-    if (nfds == (job->has_pipes ? 2 : 0)) {
-        if (nfds) job->pipe_fds[0] = fds[0], job->pipe_fds[1] = fds[1];
+/* the descriptors that came with the frame: exactly the two of a job with pipes, the one of a
+ * job with a stdin file (a regular file open for reading only, within the judge's part maximum,
+ * read from its start: a slot lost mid-test may have moved the offset its retry shares), else none */
+static int take_descriptors(const struct slot *s, struct job *job, const int *fds, int nfds, char *err) {
+    int wanted = job->has_pipes ? 2 : job->has_stdin_file ? 1 : 0;
+    struct stat st;
+    if (nfds != wanted) snprintf(err, ERR, "%d descriptors with a job that carries %d", nfds, wanted);
+    else if (job->has_stdin_file && (fstat(fds[0], &st) || !S_ISREG(st.st_mode) || (fcntl(fds[0], F_GETFL) & O_ACCMODE) != O_RDONLY))
+        snprintf(err, ERR, "the stdin file is not a regular file open for reading only");
+    else if (job->has_stdin_file && (st.st_size > s->recipe.judge_part_max || lseek(fds[0], 0, SEEK_SET) != 0))
+        snprintf(err, ERR, "the stdin file is larger than the judge's part maximum, or cannot be read from its start");
+    else {
+        if (job->has_pipes) job->pipe_fds[0] = fds[0], job->pipe_fds[1] = fds[1];
+        if (job->has_stdin_file) job->stdin_fd = fds[0];
         return 0;
     }
     for (int i = 0; i < nfds; i++) close(fds[i]);
-    return snprintf(err, ERR, "%d descriptors with a job %s pipes", nfds, job->has_pipes ? "with" : "without"), -1;
+    return -1;
 }
 
 /* one frame, checked -> the slot's kind of run -> one result frame. 1: the slot may run another
@@ -317,7 +328,7 @@ static int serve_job(struct slot *s) {
     int fds[MAX_JOB_FDS], nfds = 0;
     int rc = read_frame(s->sock, job_frame_max(s), &body, &len, fds, &nfds, err, ERR);
     if (rc == 0) return 0; /* the front closed the slot (unused: shutdown, or warmed for another language) */
-    if (rc < 0 || parse_job(&s->recipe, body, len, &job, err, ERR) || refused_here(s, &job, err) || take_pipes(&job, fds, nfds, err) ||
+    if (rc < 0 || parse_job(&s->recipe, body, len, &job, err, ERR) || refused_here(s, &job, err) || take_descriptors(s, &job, fds, nfds, err) ||
         (s->tests_served && job.command != CMD_EXEC && snprintf(err, ERR, "only a judge's tests follow a judge's test") > 0))
         return send_error(s->sock, "error", err), 0;
     struct span w = workload_span(&s->recipe, job.workload_rec);

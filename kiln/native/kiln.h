@@ -266,6 +266,9 @@ struct job {
     /* an interactive test's: the frame came with two descriptors, the task's stdin and where
      * its stdout goes on to (init forwards it as it comes, and keeps it for the result) */
     int has_pipes, pipe_fds[2];
+    /* a judge's test whose input is a file of the store: the frame came with one descriptor of
+     * it, open for reading, the task's stdin as it is (no copy in the front or here) */
+    int has_stdin_file, stdin_fd;
     /* an exec job's file whose content the task leaves goes back with the result (an
      * interactor's record, for the problem's checker): its index in the files, -1 none */
     int give_back;

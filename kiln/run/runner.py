@@ -130,7 +130,7 @@ class Runner:
         with its own memory or pids limit needs a plain slot: a prestarted one's were written
         while it warmed, and its runtime may already hold more than the job allows."""
         workload = self.workloads.get(job.slug)
-        if workload is None or workload.prestart_argv is None or job.stdin is not None or job.command != "test" or job.slug in self.prestart_broken:
+        if workload is None or workload.prestart_argv is None or job.stdin is not None or job.stdin_file is not None or job.command != "test" or job.slug in self.prestart_broken:
             return None
         if job.limits.memory or job.limits.pids:
             return None
@@ -176,7 +176,7 @@ class Runner:
         try:
             with silence:
                 try:
-                    protocol.send_frame(slot.sock, *protocol.encode_job(job), fds=job.pipes or ())
+                    protocol.send_frame(slot.sock, *protocol.encode_job(job), fds=protocol.job_fds(job))
                 finally:
                     _close_pipes(job)  # the slot has its own copies: the other side's end-of-file needs ours gone
                 limit = self.build_result_limit if job.command == "build" else self.given_back_limit if job.give_back else self.result_limit

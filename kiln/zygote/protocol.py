@@ -129,7 +129,7 @@ def send_frame(sock: socket.socket, header: dict, blobs: tuple[bytes, ...] | lis
 
 # --- one job, one result: the front <-> kiln-init contract ------------------------------------
 
-JOB_KEYS = ("op", "slug", "command", "timeout_ms", "limits", "layer", "files", "stdin", "pipes", "give_back")  # then "blobs" (encode): frames.c's order
+JOB_KEYS = ("op", "slug", "command", "timeout_ms", "limits", "layer", "files", "stdin", "pipes", "stdin_file", "give_back")  # then "blobs" (encode): frames.c's order
 PARTS = ("solution", "checker", "asserts")  # the files a test job may carry (frames.c PART_NAMES)
 # what a job runs (frames.c COMMAND_NAMES): the workspace's test command (POST /run), or a
 # judge's build of its files (answered with the build's layer) or one test on that layer
@@ -163,6 +163,11 @@ class Job:
     # an interactive test's exec job: two descriptors sent with the frame, the task's stdin and
     # where its stdout goes on to (kiln-init passes it on as it comes)
     pipes: tuple[int, int] | None = None
+    # a judge test's input that is a file of the store: a descriptor of it open for reading, sent
+    # with the frame and read by the task as its stdin (kiln-init checks it is a regular file
+    # opened read-only, within the judge's part maximum, and reads it from its start); the
+    # caller's to close, after the job (a Session may send it again to a fresh slot)
+    stdin_file: int | None = None
     # an exec job's file (one of `files`) whose content the task leaves comes back with the
     # result (RunResult.returned), at most its output limit and one byte: an interactor's record
     give_back: str = ""
@@ -190,12 +195,20 @@ class PrestartFailed(Exception):
 
 
 def encode_job(job: Job) -> tuple[dict, list[bytes]]:
-    """The job frame's header and blobs (send_frame adds the blob sizes; the job's pipes go as
-    the frame's descriptors)."""
-    values = ("job", job.slug, job.command, job.timeout_ms, job.limits.as_list(), job.layer, [name for name, _ in job.files], job.stdin is not None, job.pipes is not None, job.give_back)
+    """The job frame's header and blobs (send_frame adds the blob sizes; the job's pipes, or its
+    stdin file, go as the frame's descriptors: job_fds)."""
+    values = (
+        "job", job.slug, job.command, job.timeout_ms, job.limits.as_list(), job.layer, [name for name, _ in job.files],
+        job.stdin is not None, job.pipes is not None, job.stdin_file is not None, job.give_back,
+    )  # fmt: skip
     header = dict(zip(JOB_KEYS, values))
     blobs = [content for _, content in job.files] + ([job.stdin] if job.stdin is not None else [])
     return header, blobs
+
+
+def job_fds(job: Job) -> tuple[int, ...]:
+    """The descriptors the job's frame carries: its two pipes, or its stdin file, or none."""
+    return job.pipes or ((job.stdin_file,) if job.stdin_file is not None else ())
 
 
 # result.c writes "op" then these, in this order

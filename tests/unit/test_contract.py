@@ -53,6 +53,19 @@ def test_the_job_header_is_read_in_the_order_encode_job_writes_it():
     assert keys == [*protocol.JOB_KEYS, "blobs"]
     header, blobs = protocol.encode_job(protocol.Job("python", 1000, (("solution", b"x"),), b"in"))
     assert list(header) == list(protocol.JOB_KEYS) and blobs == [b"x", b"in"]
+    header, blobs = protocol.encode_job(protocol.Job("python", 1000, (), command="exec", layer="a" * 64, stdin_file=7))
+    assert header["stdin_file"] is True and header["stdin"] is False and blobs == [] and protocol.job_fds(protocol.Job("python", 1, (), stdin_file=7)) == (7,)
+
+
+def test_a_stdin_file_is_taken_as_the_one_descriptor_of_its_frame_and_checked():
+    """kiln-init takes a job's descriptors as protocol.job_fds sends them: two with pipes, one
+    with a stdin file, which it checks (a regular file, read-only, within the part maximum) and
+    reads from its start."""
+    init = c_source("init.c")
+    take = init[init.index("static int take_descriptors("):init.index("/* one frame, checked")]
+    assert "job->has_pipes ? 2 : job->has_stdin_file ? 1 : 0" in take
+    assert all(check in take for check in ("S_ISREG(st.st_mode)", "O_ACCMODE) != O_RDONLY", "st.st_size > s->recipe.judge_part_max", "lseek(fds[0], 0, SEEK_SET)"))
+    assert "job->has_stdin_file ? job->stdin_fd" in init
 
 
 def test_a_builds_layer_is_written_as_protocol_reads_it():

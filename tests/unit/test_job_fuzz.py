@@ -101,7 +101,7 @@ def verdict(header: dict, blobs: list[bytes], rt) -> dict | None:
     if list(header) != FRONT_KEYS or header["op"] != "job":
         return None
     slug, command, timeout_ms, limits, layer = header["slug"], header["command"], header["timeout_ms"], header["limits"], header["layer"]
-    parts, stdin, pipes = header["files"], header["stdin"], header["pipes"]
+    parts, stdin, pipes, stdin_file = header["files"], header["stdin"], header["pipes"], header["stdin_file"]
     if not isinstance(slug, str) or slug not in rt.workloads or command not in protocol.COMMANDS:
         return None
     if type(timeout_ms) is not int or not 0 < timeout_ms <= TIMEOUT_MAX_MS:
@@ -117,7 +117,9 @@ def verdict(header: dict, blobs: list[bytes], rt) -> dict | None:
         return None
     if type(pipes) is not bool or (pipes and (command != "exec" or stdin)):
         return None  # (kiln-init check takes no descriptors: a slot also wants exactly two with pipes)
-    return {"op": "job", "slug": slug, "command": command, "timeout_ms": timeout_ms, "limits": limits, "layer": layer, "stdin": stdin, "pipes": pipes, "files": parts}
+    if type(stdin_file) is not bool or (stdin_file and (command != "exec" or stdin or pipes)):
+        return None  # (and exactly one, a regular file open read-only, with a stdin file)
+    return {"op": "job", "slug": slug, "command": command, "timeout_ms": timeout_ms, "limits": limits, "layer": layer, "stdin": stdin, "pipes": pipes, "stdin_file": stdin_file, "files": parts}
 
 
 def check_front_frame(header: dict, blobs: list[bytes], rt, recipe_fd: int) -> dict | None:
@@ -164,7 +166,7 @@ layers = st.just("") | st.just("a" * 64) | st.just("A" * 64) | st.just("a" * 63)
 
 headers = st.builds(
     lambda known, extra: {**extra, **known},
-    st.fixed_dictionaries({}, optional={"op": st.just("job") | json_values, "slug": slugs, "command": commands, "timeout_ms": timeouts, "limits": limit_lists, "layer": layers, "files": file_lists, "stdin": stdin_flags, "pipes": stdin_flags}),
+    st.fixed_dictionaries({}, optional={"op": st.just("job") | json_values, "slug": slugs, "command": commands, "timeout_ms": timeouts, "limits": limit_lists, "layer": layers, "files": file_lists, "stdin": stdin_flags, "pipes": stdin_flags, "stdin_file": stdin_flags}),
     st.dictionaries(text, json_values, max_size=3),
 )
 blob = st.binary(max_size=24) | st.integers(INPUT_MAX - 1, INPUT_MAX + 1).map(lambda n: b"x" * n)
@@ -185,9 +187,10 @@ def valid_jobs(draw, served: tuple[str, ...], rt=None):
     limits = [draw(st.integers(0, TIMEOUT_MAX_MS)), draw(st.integers(0, 16 << 20)), draw(st.integers(0, 8)), draw(st.integers(0, OUTPUT_MAX))]
     layer = draw(st.from_regex(LAYER, fullmatch=True)) if command == "exec" else ""
     pipes = command == "exec" and not stdin and draw(st.booleans())
+    stdin_file = command == "exec" and not stdin and not pipes and draw(st.booleans())
     # an exec job's file given back: one of its files, named in the form the front writes
     give_back = draw(st.sampled_from(["", *(n for n in names if re.fullmatch(r"[a-z0-9_+-]+", n))])) if command == "exec" else ""
-    header = {"op": "job", "slug": slug, "command": command, "timeout_ms": draw(st.integers(1, TIMEOUT_MAX_MS)), "limits": limits, "layer": layer, "files": names, "stdin": stdin, "pipes": pipes, "give_back": give_back}
+    header = {"op": "job", "slug": slug, "command": command, "timeout_ms": draw(st.integers(1, TIMEOUT_MAX_MS)), "limits": limits, "layer": layer, "files": names, "stdin": stdin, "pipes": pipes, "stdin_file": stdin_file, "give_back": give_back}
     blob_max = INPUT_MAX if command == "test" else JUDGE_INPUT_MAX
     return header, draw(st.lists(st.binary(max_size=blob_max), min_size=len(names) + stdin, max_size=len(names) + stdin))
 
@@ -197,7 +200,7 @@ def near_misses(draw, served: tuple[str, ...]):
     """A valid job with one thing wrong, so that every rule gets its turn: the slug, the timeout,
     the file parts (any subset or repeat), the stdin flag, the blob count, a blob's size."""
     header, blobs = draw(valid_jobs(served))
-    fault = draw(st.sampled_from(["slug", "command", "timeout_ms", "limits", "layer", "files", "stdin", "pipes", "count", "size"]))
+    fault = draw(st.sampled_from(["slug", "command", "timeout_ms", "limits", "layer", "files", "stdin", "pipes", "stdin_file", "count", "size"]))
     if fault == "slug":
         header["slug"] = draw(slugs)
     elif fault == "command":
@@ -214,6 +217,8 @@ def near_misses(draw, served: tuple[str, ...]):
         header["stdin"] = draw(stdin_flags)
     elif fault == "pipes":
         header["pipes"] = draw(stdin_flags)
+    elif fault == "stdin_file":
+        header["stdin_file"] = draw(stdin_flags)
     elif fault == "count":
         blobs = blobs[:-1] if blobs and draw(st.booleans()) else [*blobs, draw(blob)]
     elif blobs:
@@ -266,7 +271,7 @@ def test_every_valid_job_is_accepted(rt, recipe_fd, data):
 
 
 def job_header(**overrides) -> dict:
-    header = {"op": "job", "slug": "python", "command": "test", "timeout_ms": 1000, "limits": [0, 0, 0, 0], "layer": "", "files": ["solution"], "stdin": False, "pipes": False, "give_back": ""}
+    header = {"op": "job", "slug": "python", "command": "test", "timeout_ms": 1000, "limits": [0, 0, 0, 0], "layer": "", "files": ["solution"], "stdin": False, "pipes": False, "stdin_file": False, "give_back": ""}
     return {**header, **overrides}
 
 
@@ -299,6 +304,10 @@ def job_header(**overrides) -> dict:
         (job_header(command="exec", files=["../input"], layer="a" * 64), [b""], "not in the form"),
         (job_header(pipes=True), [b""], "pipes for a job other than an exec job without stdin"),
         (job_header(command="exec", files=[], layer="a" * 64, stdin=True, pipes=True), [b""], "pipes for a job other than"),
+        (job_header(stdin_file=True), [b""], "a stdin file for a job other than an exec job"),
+        (job_header(command="exec", files=[], layer="a" * 64, stdin=True, stdin_file=True), [b""], "a stdin file for a job other than"),
+        (job_header(command="exec", files=[], layer="a" * 64, pipes=True, stdin_file=True), [], "a stdin file for a job other than"),
+        (job_header(command="exec", files=[], layer="a" * 64, stdin_file="yes"), [], "not in the form"),
         (job_header(command="build", files=[]), [], "a build job without files"),
         (job_header(command="exec", files=["input"], layer="a" * 64, give_back="record"), [b""], "give_back names no file of an exec job"),
         (job_header(command="build", files=["record"], give_back="record"), [b""], "give_back names no file of an exec job"),

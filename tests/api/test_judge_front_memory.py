@@ -1,0 +1,122 @@
+"""The front's memory under a judge's big tests (issue 32 item 7), through the real API: a test's
+input of the file store reaches its task as the store's file itself (a descriptor, not a copy in
+the front), and an expected answer of the store is compared without being read whole into the
+front (mapped, walked only as far as the comparison goes)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from kilntest import Server
+
+MIB = 1 << 20
+BIG = 32 * MIB
+# prints its stdin's device and inode, and how many bytes it read from it
+STDIN_FACTS = "import os, sys\nst = os.fstat(0)\nn = 0\nwhile chunk := sys.stdin.buffer.read(1 << 16):\n    n += len(chunk)\nprint(st.st_dev, st.st_ino, n)\n"
+
+
+ENV = {"RUN_LANGS": "python", "RUN_CONCURRENCY": "2", "RUN_FILE_MAX": "64m"}
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = Server(ENV).wait_ready()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def fresh():
+    """A server of its own: the front's peak (VmHWM) is no other test's."""
+    srv = Server(ENV).wait_ready()
+    yield srv
+    srv.stop()
+
+
+def upload(srv: Server, data: bytes) -> str:
+    answer = srv.client.post("/files", content=data)
+    assert answer.status_code in (200, 201), answer.text
+    return answer.json()["id"]
+
+
+def stored_path(srv: Server, file_id: str) -> Path:
+    return Path(srv.env["RUN_FILE_STORE"]) / "sha256" / file_id.removeprefix("sha256:")
+
+
+def front_kib(srv: Server, field: str) -> int:
+    for line in Path(f"/proc/{srv.pids()['front']}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {field} in the front's status")
+
+
+def judge(srv: Server, solution: str, tests: list[dict], **fields) -> dict:
+    answer = srv.client.post("/judge", json={"lang_slug": "python", "solution_text": solution, "tests": tests, "limits": {"time": "5s"}, **fields}, timeout=120)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def test_a_store_file_as_stdin_is_the_tasks_stdin_itself_read_from_its_start_by_every_test(fresh):
+    server = fresh
+    data = b"5 " * (BIG // 2)
+    file_id = upload(server, data)
+    path = stored_path(server, file_id)
+    judge(server, "print(1)\n", [{"stdin": "", "expected": "1"}])  # the build cached, the front's paths warm
+    peak_before = front_kib(server, "VmHWM")
+    body = judge(server, STDIN_FACTS, [{"stdin_file": file_id} for _ in range(3)], compare="none")
+    grown_mib = (front_kib(server, "VmHWM") - peak_before) / 1024
+    assert [t["verdict"] for t in body["tests"]] == ["AC"] * 3, body
+    stat = path.stat()
+    for test in body["tests"]:  # the store's file itself (a copy would be a memfd), whole each time
+        assert test["stdout"].split() == [str(stat.st_dev), str(stat.st_ino), str(len(data))], test
+    # before: each test's input was read into the front and copied into its frame (+64 MiB)
+    assert grown_mib < BIG / MIB / 2, f"the front's peak grew by {grown_mib:.1f} MiB for a {BIG // MIB} MiB input"
+
+
+def test_a_store_file_as_the_expected_answer_is_not_read_whole_into_the_front(fresh):
+    server = fresh
+    expected = b"2\n" * (BIG // 2)
+    file_id = upload(server, expected)
+    judge(server, "print(1)\n", [{"stdin": "", "expected": "1"}])
+    peak_before = front_kib(server, "VmHWM")
+    body = judge(server, "print(1)\n", [{"stdin": "", "expected_file": file_id}] * 2)
+    grown_mib = (front_kib(server, "VmHWM") - peak_before) / 1024
+    assert body["verdict"] == "WA" and [t["verdict"] for t in body["tests"]] == ["WA", "WA"], body
+    # before: each comparison read the 32 MiB answer into the front
+    assert grown_mib < BIG / MIB / 2, f"the front's peak grew by {grown_mib:.1f} MiB for a {BIG // MIB} MiB answer"
+
+
+OUTPUT = "1 2\n3   4\n" * 4000  # 32 KiB: compared in the comparisons' thread, not on the event loop
+
+
+@pytest.mark.parametrize(
+    ("compare", "answer", "verdict"),
+    [
+        ("tokens", b"1 2 3 4\n" * 4000, "AC"),
+        ("tokens", b"1 2 3 4\n" * 3999 + b"1 2 3 5\n", "WA"),
+        ("tokens", b"1 2 3 4\n" * 4000 + b"5", "WA"),
+        ("lines", b"1 2\n3   4 \n" * 4000 + b"\n\n", "AC"),
+        ("lines", b"1 2\n3 4\n" * 4000, "WA"),
+        ("exact", OUTPUT.encode(), "AC"),
+        ("exact", OUTPUT.encode()[:-1], "WA"),
+        ("float", b"1.0000001 2 3 4\n" * 4000, "AC"),
+        ("float", b"1.1 2 3 4\n" * 4000, "WA"),
+        ("tokens", b"", "WA"),
+    ],
+)
+def test_an_expected_file_is_compared_as_the_same_text_inline_is(server, compare, answer, verdict):
+    solution = f"import sys\nsys.stdout.write({OUTPUT!r})\n"
+    file_id = upload(server, answer)
+    assert file_id == "sha256:" + hashlib.sha256(answer).hexdigest()
+    from_file = judge(server, solution, [{"stdin": "", "expected_file": file_id}], compare=compare)
+    inline = judge(server, solution, [{"stdin": "", "expected": answer.decode()}], compare=compare)
+    assert (from_file["verdict"], inline["verdict"]) == (verdict, verdict), (from_file["tests"][0]["stderr"], inline["tests"][0]["stderr"])
+
+
+def test_an_empty_expected_file_answers_an_empty_output(server):
+    file_id = upload(server, b"")
+    assert judge(server, "pass\n", [{"stdin": "", "expected_file": file_id}], compare="exact")["verdict"] == "AC"
+    assert judge(server, "print(1)\n", [{"stdin": "", "expected_file": file_id}], compare="tokens")["verdict"] == "WA"
