@@ -11,6 +11,7 @@ are here and nowhere else.
 from __future__ import annotations
 
 import difflib
+import os
 import pathlib
 import posixpath
 import re
@@ -79,6 +80,7 @@ class Config:
     queue_wait_ms: int
     queue_max: int
     judge_input_max: int
+    judge_bodies_max: int
     judge_tests_max: int
     judge_time_max_ms: int
     judge_parallel: int
@@ -169,6 +171,7 @@ class Config:
             "queue_wait": duration(self.queue_wait_ms),
             "queue_max": self.queue_max,
             "judge_input_max": size(self.judge_input_max),
+            "judge_bodies_max": size(self.judge_bodies_max),
             "judge_tests_max": self.judge_tests_max,
             "judge_time_max": duration(self.judge_time_max_ms),
             "judge_parallel": self.judge_parallel,
@@ -433,6 +436,9 @@ _SETTINGS = (
     # POST /judge (DESIGN.md "Judge API"): its body, its tests, a test's CPU time, how many slots
     # one judge request's tests take at a time (default: half the slots, at least one)
     _Setting("RUN_JUDGE_INPUT_MAX", "judge_input_max", _size(1), "16m"),
+    # what the judge requests in flight may hold of the front's memory, twice their bodies
+    # (kiln/http/bodies.py); default an eighth of the host's memory, at most 64 of the largest
+    _Setting("RUN_JUDGE_BODIES_MAX", "judge_bodies_max", _size(1), None),
     _Setting("RUN_JUDGE_TESTS_MAX", "judge_tests_max", _whole_number(1, 100_000), "1000"),
     _Setting("RUN_JUDGE_TIME_MAX", "judge_time_max_ms", _duration(1), "10s"),
     _Setting("RUN_JUDGE_PARALLEL", "judge_parallel", _whole_number(1, 256), None),  # load(): RUN_CONCURRENCY / 2
@@ -509,6 +515,8 @@ def load(environ: Mapping[str, str], repo_root: pathlib.Path, pid: int = 0) -> C
         values["judge_parallel"] = max(1, values["concurrency"] // 2)
     if values["judge_max"] is None:
         values["judge_max"] = max(1, values["concurrency"] // values["judge_parallel"])
+    if values["judge_bodies_max"] is None:
+        values["judge_bodies_max"] = min(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 8, 64 * 2 * values["judge_input_max"])
     if values["file_store"] is None:
         values["file_store"] = pathlib.Path("/var/lib", values["instance"], "files")
     inherited = dict.fromkeys(INHERITED_ENV + values["env_allow"])

@@ -17,6 +17,7 @@ from werkzeug.wrappers import Response
 from werkzeug.wsgi import ClosingIterator
 
 from kiln.http import files_api, judge_stream
+from kiln.http.bodies import BodyBudget
 from kiln.http.judge_request import parse_judge
 from kiln.http.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from kiln.http.metrics import Metrics
@@ -62,6 +63,7 @@ class App:
         self.cgroups = not no_cgroups_reason
         self.shutting_down = False
         self.runner = Runner(pool, runtime, log)
+        self.bodies = BodyBudget(runtime.config.judge_bodies_max)
         self.judge = Judge(self.runner, runtime, Builds(runtime.layers_dir, runtime.config.build_cache_max, log), log, runtime.config.judge_parallel)
         self.openapi = OPENAPI_DOCUMENT.read_bytes()  # GET /openapi.json: read once, served as is
         self.url_map = Map(
@@ -180,36 +182,46 @@ class App:
         """parse -> judge -> respond (kiln/judge/); with Accept: application/x-ndjson, streamed
         as things end (kiln/http/judge_stream.py)"""
         owner = self._authorize(environ)
-        raw = self._read_body(environ, info, self.config.judge_input_max)
-        info["bytes_in"] = len(raw)
-        request = parse_judge(raw, self.runtime)
-        info["lang"] = request.slug
-        if self.shutting_down:
-            raise ApiError(503, "shutting down")
-        files = files_api.store_of(self) if request.file_ids else None
-        watch = ClientWatch(environ)
-
-        def judged(progress=None) -> dict:
-            with files.pinned(request.file_ids, owner) if files else contextlib.nullcontext():
-                return self.judge.run(request, files, watch.gone, _client(owner, environ), progress)
-
-        def refused(failure: BaseException) -> Answer:
-            return self._judge_failure(failure, request, info)
-
-        def finished(answer: dict) -> dict:
-            info.update(outcome=answer["verdict"], wall_ms=answer["stats"]["wall_ms"], tests=answer["total"], passed=answer["passed"])
-            self.metrics.judged(request.slug, answer)
-            return answer
-
-        if judge_stream.wanted(environ):
-            return judge_stream.answer(judged, watch, info, refused, finished, self.log)
+        held = self.bodies.hold(environ, self.config.judge_input_max)
+        streamed = False
         try:
-            answer = judged()
-        except Exception as failure:  # noqa: BLE001 - refused() answers the known ones, raises the rest
-            return refused(failure)
+            raw = self._read_body(environ, info, self.config.judge_input_max)
+            info["bytes_in"] = len(raw)
+            request = parse_judge(raw, self.runtime)
+            info["lang"] = request.slug
+            if self.shutting_down:
+                raise ApiError(503, "shutting down")
+            files = files_api.store_of(self) if request.file_ids else None
+            watch = ClientWatch(environ)
+
+            def judged(progress=None) -> dict:
+                try:
+                    with files.pinned(request.file_ids, owner) if files else contextlib.nullcontext():
+                        return self.judge.run(request, files, watch.gone, _client(owner, environ), progress)
+                finally:
+                    held.release()  # a streamed answer's judging ends here, in its own greenlet
+
+            def refused(failure: BaseException) -> Answer:
+                return self._judge_failure(failure, request, info)
+
+            def finished(answer: dict) -> dict:
+                info.update(outcome=answer["verdict"], wall_ms=answer["stats"]["wall_ms"], tests=answer["total"], passed=answer["passed"])
+                self.metrics.judged(request.slug, answer)
+                return answer
+
+            if judge_stream.wanted(environ):
+                streamed = True
+                return judge_stream.answer(judged, watch, info, refused, finished, self.log)
+            try:
+                answer = judged()
+            except Exception as failure:  # noqa: BLE001 - refused() answers the known ones, raises the rest
+                return refused(failure)
+            finally:
+                watch.stop()
+            return json_response(200, finished(answer))
         finally:
-            watch.stop()
-        return json_response(200, finished(answer))
+            if not streamed:
+                held.release()
 
     def _judge_failure(self, failure: BaseException, request, info) -> Answer:
         """A judge request's failure as the contract's answer (an ApiError raised, or an Answer);

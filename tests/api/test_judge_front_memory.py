@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kilntest import Server
+from kilntest import Server, wait_until
 
 MIB = 1 << 20
 BIG = 32 * MIB
@@ -120,3 +120,31 @@ def test_an_empty_expected_file_answers_an_empty_output(server):
     file_id = upload(server, b"")
     assert judge(server, "pass\n", [{"stdin": "", "expected_file": file_id}], compare="exact")["verdict"] == "AC"
     assert judge(server, "print(1)\n", [{"stdin": "", "expected_file": file_id}], compare="tokens")["verdict"] == "WA"
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_judge_bodies_past_their_budget_wait_their_turn_with_a_503_that_names_it(streamed):
+    """Each judge request in flight holds about twice its body until its judging ends: past
+    RUN_JUDGE_BODIES_MAX, a new one is 503 with Retry-After, its body unread, and is served once
+    the one before has ended (its answer streamed or not)."""
+    import threading
+
+    srv = Server({**ENV, "RUN_JUDGE_BODIES_MAX": "3m"}).wait_ready()
+    try:
+        padding = "x" * (MIB - 4096)  # each body just under 1 MiB: holds ~2 of the 3 MiB
+        slow = {"lang_slug": "python", "solution_text": "import time\ntime.sleep(4)\n", "tests": [{"stdin": padding}], "compare": "none", "limits": {"time": "5s", "wall_time": "10s"}}
+        quick = {**slow, "solution_text": "pass\n"}
+        headers = {"Accept": "application/x-ndjson"} if streamed else {}
+        first: dict = {}
+        worker = threading.Thread(target=lambda: first.update(answer=srv.client.post("/judge", json=slow, headers=headers, timeout=120)))
+        worker.start()
+        assert wait_until(lambda: srv.busy_slots(), timeout=30), "the first request's test did not start"
+        refused = srv.client.post("/judge", json=quick, timeout=60)
+        assert refused.status_code == 503, refused.text
+        assert "RUN_JUDGE_BODIES_MAX" in refused.json()["error"] and refused.headers["Retry-After"].isdigit()
+        worker.join(60)
+        assert first["answer"].status_code == 200, first["answer"].text
+        served = srv.client.post("/judge", json=quick, timeout=60)
+        assert served.status_code == 200 and served.json()["verdict"] == "AC", served.text
+    finally:
+        srv.stop()

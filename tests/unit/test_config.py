@@ -1,6 +1,7 @@
 """kiln.config: every variable, its default, its good and bad values, and how problems are reported."""
 
 import dataclasses
+import os
 import json
 import pathlib
 
@@ -37,7 +38,7 @@ def test_config_has_exactly_the_documented_fields():
         "workspace", "timeout_max_ms", "cgroup", "cgroup_memory_max", "cgroup_memory_max_by_slug",
         "pids_max", "tmp_inodes", "readonly_paths", "front_user", "langs", "prestart", "templates", "api_keys",
         "sandbox_path", "shutdown_grace_ms", "read_timeout_ms", "idle_timeout_ms", "connections_max",
-        "queue_wait_ms", "queue_max", "judge_input_max", "judge_tests_max", "judge_time_max_ms",
+        "queue_wait_ms", "queue_max", "judge_input_max", "judge_bodies_max", "judge_tests_max", "judge_time_max_ms",
         "judge_parallel", "judge_max", "build_cache_max", "file_max", "file_store", "file_store_max", "instance", "log_format", "warnings", "systemd", "given",
     ]  # fmt: skip
 
@@ -79,6 +80,7 @@ def test_defaults_with_an_empty_environment(repo):
         queue_wait_ms=5_000,
         queue_max=40,
         judge_input_max=16 * MiB,
+        judge_bodies_max=min(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 8, 2 * GiB),
         judge_tests_max=1000,
         judge_time_max_ms=10_000,
         judge_parallel=5,
@@ -93,6 +95,12 @@ def test_defaults_with_an_empty_environment(repo):
         systemd=Systemd(),
     )
     assert cfg.default_timeout_ms == 30_000
+
+
+def test_judge_bodies_take_an_eighth_of_the_memory_at_most_64_of_the_largest_unless_told(repo):
+    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    assert load(repo, RUN_JUDGE_INPUT_MAX="1m").judge_bodies_max == min(memory // 8, 128 * MiB)
+    assert load(repo, RUN_JUDGE_BODIES_MAX="40m").judge_bodies_max == 40 * MiB
 
 
 def test_the_queue_holds_four_runs_a_slot_unless_told(repo):
