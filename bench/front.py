@@ -14,8 +14,11 @@ highest, the anonymous part at its highest, /health's p50, p99 and worst, the fr
    and as `expected_file` (a comparison that fails at the first token).
 4. **many in flight**: 24 judge requests at once, each a 4 MiB body (4 tests of 1 MiB inline
    input the solution ignores), most of them waiting for admission (RUN_JUDGE_MAX).
+5. **a 60 MiB build**: one C++ judge request whose program holds 60 MiB of initialised data
+   (a file may not pass 64 MiB: RLIMIT_FSIZE), so its build leaves a 60 MiB binary: its layer
+   received, parsed and written by the front.
 
-    .venv/bin/python bench/front.py [--loads 1,2,3,4] [--concurrency 4]
+    .venv/bin/python bench/front.py [--loads 1,2,3,4,5] [--concurrency 4]
 
 Writes bench/results/front.json. The figures are one run's: compare them within a run, and the
 same load before and after a change on the same machine.
@@ -157,16 +160,28 @@ def load_in_flight(port: int) -> list[tuple[int, str]]:
         return list(pool.map(lambda _: judge(port, body), range(24)))
 
 
-LOADS = {"1": ("idle", lambda port: (time.sleep(2), [])[1]), "2": ("1 MiB compared", load_compared), "3": ("48 MiB store files", load_store_files), "4": ("many in flight", load_in_flight)}
+def load_big_build(port: int) -> list[tuple[int, str]]:
+    solution = "#include <cstdio>\nchar big[60 << 20] = {1};\nint main() { std::printf(\"%d\\n\", big[0] + 2); }\n"
+    body = json.dumps({"lang_slug": "cpp", "solution_text": solution, "tests": [{"stdin": "", "expected": "3"}], "limits": {"time": "5s", "memory": "512m"}, "compile_timeout": "120s"}).encode()
+    return [judge(port, body)]
+
+
+LOADS = {
+    "1": ("idle", lambda port: (time.sleep(2), [])[1]),
+    "2": ("1 MiB compared", load_compared),
+    "3": ("48 MiB store files", load_store_files),
+    "4": ("many in flight", load_in_flight),
+    "5": ("a 60 MiB build", load_big_build),
+}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--loads", default="1,2,3,4")
+    parser.add_argument("--loads", default="1,2,3,4,5")
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE")
     args = parser.parse_args()
-    env = {"RUN_LANGS": "python", "RUN_CONCURRENCY": str(args.concurrency), "RUN_FILE_MAX": "64m", **dict(item.split("=", 1) for item in args.server_env)}
+    env = {"RUN_LANGS": "python,cpp" if "5" in args.loads.split(",") else "python", "RUN_CONCURRENCY": str(args.concurrency), "RUN_FILE_MAX": "64m", **dict(item.split("=", 1) for item in args.server_env)}
     server = Server(env).wait_ready()
     report = {"server_env": env, "loads": {}}
     try:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import gevent.event
 
+from kiln.judge.offload import offload
 from kiln.zygote.protocol import LayerEntry, ProtocolError
 
 ENTRY_OVERHEAD = 512  # bytes counted per directory entry besides its data
@@ -91,15 +92,13 @@ class Builds:
         cached = 0 < size <= self.max_bytes and key not in self.index
         name = key if cached else hashlib.sha256(f"{key}/{uuid.uuid4()}".encode()).hexdigest()
         path = os.path.join(self.folder, name)
-        partial = os.path.join(self.folder, f".partial-{uuid.uuid4().hex}")
+        self.size += size  # counted before the write, which other requests go on beside
         try:
-            _write(partial, entries)
-            os.rename(partial, path)
+            offload(_write_whole, path, entries)
         except BaseException:
-            shutil.rmtree(partial, ignore_errors=True)
+            self.size -= size
             raise
         build = Build(name, compile_answer, size, users=1, cached=cached, path=path)
-        self.size += size
         if cached:
             self.index[key] = build
         return build
@@ -165,6 +164,17 @@ def not_runnable(exec_argv: tuple[str, ...], entries: list[LayerEntry], workspac
         what = "a directory" if made.type == b"d" else "a symbolic link" if made.type == b"l" else "not executable"
         return f"kiln: the build exited 0 but made no program to run: {program} is {what} (a library, not a program?)\n"
     return None
+
+
+def _write_whole(path: str, entries: list[LayerEntry]) -> None:
+    """The build at `path` whole or not at all: written beside it, then renamed."""
+    partial = os.path.join(os.path.dirname(path), f".partial-{uuid.uuid4().hex}")
+    try:
+        _write(partial, entries)
+        os.rename(partial, path)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
 
 
 def _write(folder: str, entries: list[LayerEntry]) -> None:

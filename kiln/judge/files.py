@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from kiln.judge.footprint import Footprint
+from kiln.judge.offload import offload
 
 FILE_ID = re.compile(r"sha256:[0-9a-f]{64}")
 PREFIX = "sha256:"
@@ -327,7 +328,7 @@ class FileStore:
         self._index[file_id] = _Entry(upload.size)
         self.total += self.footprint.charge(upload.size, 1)
         self._own(file_id, upload.owner)  # and its mark
-        _offload(_fsync_folder, self.folder)
+        offload(_fsync_folder, self.folder)
         return Stored(file_id, upload.size, True)
 
 
@@ -369,8 +370,8 @@ class Upload:
         self._reserve_for(self.size)
         digest = self._hash.hexdigest()
         try:
-            _offload(os.fsync, self._fd)
-            on_disk = _offload(_digest_of, self._fd)
+            offload(os.fsync, self._fd)
+            on_disk = offload(_digest_of, self._fd)
         finally:
             os.close(self._fd)
             self._fd = -1
@@ -431,9 +432,3 @@ def _unlink(path) -> None:
     except FileNotFoundError:
         pass
 
-
-def _offload(function, *args):
-    """Blocking disk work off the event loop (gevent's thread pool): other requests go on."""
-    import gevent  # noqa: PLC0415 - the front's; the store needs nothing else of it
-
-    return gevent.get_hub().threadpool.apply(function, args)

@@ -34,6 +34,7 @@ import gevent.event
 import gevent.threadpool
 
 from kiln.judge import compare, scoring
+from kiln.judge.offload import offload
 from kiln.judge.builds import Build, Builds, not_runnable
 from kiln.judge.files import FileStore
 from kiln.judge.request import GIVEN_FILES, JudgeRequest, Source, Test, TestLimits
@@ -150,7 +151,7 @@ class Judge:
         if result.outcome != "exited" or result.exit_code != 0 or result.returned is None:
             return None, answer
         try:
-            entries = read_layer(result.returned)
+            entries = offload(read_layer, result.returned)  # up to LAYER_MAX: parsed off the loop
         except ProtocolError as error:
             self.log.error("a build's layer is unusable", lang=slug, error=str(error))
             raise SlotLost(str(error)) from None
