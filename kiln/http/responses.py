@@ -16,6 +16,9 @@ _compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 _compact_ascii = json.JSONEncoder(separators=(",", ":")).encode
 CLIENT_GONE = 499  # logged only: nobody is left to read it
 CLOSE = {"Connection": "close"}  # what is left of the request is not read: the connection ends
+# how every answer of the front begins, whatever the request's version (HTTP/1.1 lets a server
+# answer an HTTP/1.0 request so); the client watch sends it early as its probe (watch.py)
+STATUS_LINE_START = b"HTTP/1.1 "
 
 
 class ReadTimeout(Exception):
@@ -40,7 +43,7 @@ class Answer:
 
     def wire(self, date: bytes) -> bytes:
         """The status line, the headers and the body, joined once."""
-        lines = [b"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n" % (self.status_code, _REASONS[self.status_code], self.content_type.encode(), len(self.body))]
+        lines = [STATUS_LINE_START + b"%d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n" % (self.status_code, _REASONS[self.status_code], self.content_type.encode(), len(self.body))]
         lines += [b"%s: %s\r\n" % (name.encode("latin-1"), value.encode("latin-1")) for name, value in self.headers.items()]
         lines += (b"Date: %s\r\n\r\n" % date, self.body)
         return b"".join(lines)

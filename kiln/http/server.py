@@ -17,7 +17,7 @@ from kiln import systemd
 from kiln.http.api import App
 from kiln.http.connections import Connections
 from kiln.http.head import direct_run_environ
-from kiln.http.responses import Answer, ReadTimeout, error_response
+from kiln.http.responses import STATUS_LINE_START, Answer, ReadTimeout, error_response
 from kiln.log import ACCESS_BATCH_S, Log
 from kiln.run.pool import SlotPool
 from kiln.runtime import Runtime
@@ -33,7 +33,7 @@ def _canned(status: str, error: str, request_id: str | None = None) -> bytes:
     X-Request-Id, as every response has), then closes the connection; its body is every
     error's (`error` may quote the client's bytes)."""
     body = error_response(int(status.split()[0]), error).body
-    return b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nX-Request-Id: %s\r\nConnection: close\r\n\r\n%s" % (
+    return STATUS_LINE_START + b"%s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nX-Request-Id: %s\r\nConnection: close\r\n\r\n%s" % (
         status.encode(), len(body), (request_id or uuid.uuid4().hex).encode(), body,
     )  # fmt: skip
 
@@ -57,6 +57,10 @@ class Handler(WSGIHandler):
     _reading: gevent.Timeout | None = None  # the request line's and headers' share of the deadline
     peer = ""  # the client's address (a Unix socket's: ""), as REMOTE_ADDR: the connections' and the queue's shares
     idle = True  # waiting for a request's first byte: a connection the cap's shares may close (connections.py)
+    answer_begun = False  # some of this request's answer is sent (by probe() or by the answer itself)
+    _sent_early = b""  # what probe() sent of the answer before it was ready: the answer skips it
+    _sending = False  # a part of the answer is being sent
+    answer_ended = False  # the whole answer is sent
 
     def handle(self):
         # headers and body leave in separate writes: without NODELAY, Nagle holds the body back
@@ -103,6 +107,7 @@ class Handler(WSGIHandler):
     def handle_one_request(self):
         started = b""
         self.idle = True
+        self.answer_begun, self.answer_ended, self._sent_early = False, False, b""
         with gevent.Timeout(self.server.idle_timeout_s, False):
             try:
                 started = self.rfile.peek(1)  # buffered already, or the next byte from the client
@@ -151,6 +156,7 @@ class Handler(WSGIHandler):
         self.rfile.read(head_length)  # from the buffer
         self.wsgi_input = environ["wsgi.input"] = Input(self.rfile, int(environ["CONTENT_LENGTH"]))
         environ["kiln.socket"] = self.socket
+        environ["kiln.probe"] = self.probe
         environ["kiln.read_deadline"] = self.read_deadline
         environ["REMOTE_ADDR"] = self.peer  # as pywsgi's environ has it: the client, for the queue's shares
         answer, sent = self.server.application.answer(environ, "run")
@@ -165,9 +171,44 @@ class Handler(WSGIHandler):
         if answer.closes():
             self.close_connection = True
         try:
-            self.socket.sendall(answer.wire(format_date_time(time.time())))
+            self.socket.sendall(self._rest_of_answer(answer.wire(format_date_time(time.time()))))
         except OSError:
             self.close_connection = True  # the client is gone
+
+    def probe(self) -> None:
+        """The client watch's probe of a connection at end-of-file (watch.py): bytes of the answer
+        sent before their time, which a client that half-closed reads as part of its answer and a
+        peer that closed altogether answers with a reset. Before the answer, its status line's
+        first bytes (the answer then skips them); between two chunks of a streamed answer, a
+        leading zero of the next chunk's size (`01a3` is `1a3`, `00` the last chunk); otherwise
+        nothing (an answer being sent meets the reset itself). HTTP/1.0 and 1.1 alike."""
+        if not self.answer_begun:
+            self.answer_begun = True
+            self.socket.sendall(STATUS_LINE_START)
+            self._sent_early = STATUS_LINE_START
+        elif self.response_use_chunked and self.headers_sent and not self._sending and not self.answer_ended:
+            self.socket.sendall(b"0")
+
+    def _rest_of_answer(self, data):
+        """`data`, the answer's next bytes, less what probe() sent of them already."""
+        self.answer_begun = True
+        early, self._sent_early = self._sent_early, b""
+        if not data.startswith(early):
+            raise ValueError(f"an answer that does not begin with {early!r}, sent early: {bytes(data[:20])!r}")
+        return data[len(early) :]
+
+    def _sendall(self, data):
+        self._sending = True  # each chunk whole: nothing of probe()'s between its bytes
+        try:
+            super()._sendall(self._rest_of_answer(data))
+        finally:
+            self._sending = False
+
+    def process_result(self):
+        try:
+            super().process_result()
+        finally:
+            self.answer_ended = True  # its last chunk is out: nothing may follow it
 
     def _handle_client_error(self, ex):
         """A request line or header pywsgi cannot read: answered as every 400 (JSON, an
@@ -185,6 +226,7 @@ class Handler(WSGIHandler):
         self._reading.close()  # the request line and headers are in: the body's time is the app's
         environ = super().get_environ()
         environ["kiln.socket"] = self.socket
+        environ["kiln.probe"] = self.probe
         environ["kiln.read_deadline"] = self.read_deadline
         return environ
 
@@ -196,7 +238,7 @@ class Handler(WSGIHandler):
             return super()._write_with_headers(data)
         self.headers_sent = True
         self.finalize_headers()  # decides chunked or not: only a plain body is appended as it is
-        head = bytearray(b"HTTP/1.1 %s\r\n" % self.status)
+        head = bytearray(STATUS_LINE_START + b"%s\r\n" % self.status)
         for header, value in self.response_headers:
             head += b"%s: %s\r\n" % (header, value)
         head += b"\r\n"
