@@ -35,7 +35,7 @@ import gevent.socket
 from kiln.log import Log
 from kiln.run.asked import WarmWhenAsked
 from kiln.run.turns import Admissions, Busy, ClientGone, ShuttingDown, Turns
-from kiln.zygote import protocol
+from kiln.zygote import messages, protocol
 from kiln.zygote.protocol import ProtocolError
 
 WARM_WAIT_S = 30.0  # the longest a request with its turn waits for a slot to warm
@@ -229,7 +229,7 @@ class SlotPool:
     def demand(self, index: int, slug: str | None) -> None:
         """Slot `index`'s next slot is to be warmed for `slug` (None: plain): the zygote is told."""
         self.next_of[index] = slug
-        self._tell_zygote({"op": "demand", "index": index, "slug": slug})
+        self._tell_zygote(messages.Demand(index, slug))
 
     def _settled(self, index, pid, slug, seconds: float) -> None:
         slot = next((w for w in self.warm if w.index == index and w.pid == pid), None)
@@ -237,9 +237,9 @@ class SlotPool:
             slot.loading = False
             self.asked.warmed(slug, seconds)
 
-    def _tell_zygote(self, header: dict) -> None:
+    def _tell_zygote(self, message: messages.ToZygote) -> None:
         try:
-            protocol.send_frame(self.zygote, header)
+            protocol.send_frame(self.zygote, messages.encode(message))
         except OSError:
             pass  # the zygote is gone: the reader notices and ends the front
 
@@ -254,7 +254,7 @@ class SlotPool:
         whole cgroup and its init, and its capacity counts as taken until they are gone."""
         slot.sock.close()
         self.condemned[slot.index] = slot.pid
-        self._tell_zygote({"op": "kill", "index": slot.index, "pid": slot.pid})
+        self._tell_zygote(messages.Kill(slot.index, slot.pid))
 
     def _ended(self, index, pid) -> None:
         if self.condemned.get(index) == pid:
@@ -279,11 +279,22 @@ class SlotPool:
 
     def send_shutdown(self) -> None:
         try:
-            protocol.send_frame(self.zygote, {"op": "shutdown"})
+            protocol.send_frame(self.zygote, messages.encode(messages.Shutdown()))
         except OSError:
             pass
         while self.warm:
             self.warm.pop().sock.close()
+
+    def _slot_warm(self, message: messages.SlotWarm, fd: int) -> None:
+        # family and type told: else the socket asks the kernel for them, 3 syscalls a run
+        sock = gevent.socket.socket(stdlib_socket.AF_UNIX, stdlib_socket.SOCK_STREAM, 0, fileno=fd)
+        warm_s = message.warm_ms / 1000
+        self.next_of[message.index] = message.prestart  # the zygote warms its next one alike
+        if not message.settles:  # else its command is still starting: see Settled
+            self.asked.warmed(message.prestart, warm_s)
+        self._put(WarmSlot(message.index, message.pid, sock, message.prestart, loading=message.settles))
+        self.last_warm_ok = time.monotonic()
+        self.on_warm(warm_s)
 
     def _read_zygote(self) -> None:
         fds: list[int] = []
@@ -298,38 +309,32 @@ class SlotPool:
             if frame is None:
                 self.on_zygote_lost()
                 return
-            header = frame[0]
-            op = header.get("op")
-            if op == "slot" and fds:
-                # family and type told: else the socket asks the kernel for them, 3 syscalls a run
-                sock = gevent.socket.socket(stdlib_socket.AF_UNIX, stdlib_socket.SOCK_STREAM, 0, fileno=fds.pop(0))
-                prestart = header.get("prestart")
-                prestart = prestart if isinstance(prestart, str) else None
-                warm_s = float(header.get("warm_ms", 0.0)) / 1000
-                self.next_of[header["index"]] = prestart  # the zygote warms its next one alike
-                if not header.get("settles"):  # else its command is still starting: see "settled"
-                    self.asked.warmed(prestart, warm_s)
-                self._put(WarmSlot(header["index"], header["pid"], sock, prestart, loading=bool(header.get("settles"))))
-                self.last_warm_ok = time.monotonic()
-                self.on_warm(warm_s)
-            elif op == "settled":
-                self._settled(header.get("index"), header.get("pid"), header.get("prestart"), float(header.get("ms", 0.0)) / 1000)
-            elif op == "warm_failed" and isinstance(header.get("prestart"), str):
-                # most likely its language's command: the zygote logged why and retries the index
-                # plain, whose failure, if the slot itself is at fault, counts below. Until then a
-                # request waiting for a slot waits on, as for any slow warm-up.
-                self.next_of[header.get("index")] = None
-                self.asked.failed(header["prestart"], time.monotonic())
-                self.on_prestart_failed(header["prestart"])
-            elif op == "warm_failed":
-                self.last_warm_error = str(header.get("error"))
-                self.last_warm_error_at = time.monotonic()
-            elif op == "template_failed" and isinstance(header.get("slug"), str):
-                self.on_template_failed(header["slug"])
-            elif op == "ready":
-                self.all_warm.set()
-            elif op == "ended":
-                self._ended(header.get("index"), header.get("pid"))
+            try:
+                message = messages.decode(frame[0], messages.TO_FRONT)
+            except ProtocolError as error:
+                self.log.error("bad message from the zygote", error=str(error))
+                message = None
+            match message:
+                case messages.SlotWarm() if fds:
+                    self._slot_warm(message, fds.pop(0))
+                case messages.Settled():
+                    self._settled(message.index, message.pid, message.prestart, message.ms / 1000)
+                case messages.WarmFailed(prestart=str()):
+                    # most likely its language's command: the zygote logged why and retries the index
+                    # plain, whose failure, if the slot itself is at fault, counts below. Until then a
+                    # request waiting for a slot waits on, as for any slow warm-up.
+                    self.next_of[message.index] = None
+                    self.asked.failed(message.prestart, time.monotonic())
+                    self.on_prestart_failed(message.prestart)
+                case messages.WarmFailed():
+                    self.last_warm_error = message.error
+                    self.last_warm_error_at = time.monotonic()
+                case messages.TemplateFailed():
+                    self.on_template_failed(message.slug)
+                case messages.AllReady():
+                    self.all_warm.set()
+                case messages.Ended():
+                    self._ended(message.index, message.pid)
             for stray in fds:  # a descriptor without its message: never keep it open
                 os.close(stray)
             fds.clear()

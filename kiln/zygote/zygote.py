@@ -8,20 +8,7 @@ Each index is one record (slot.Index: its kept namespaces, recipe, backoff, the 
 a slot is spawned and what its outcome means is its kind's (kiln/zygote/kinds.py); the language
 templates are kept by one object (template.Templates).
 
-Messages to the front: {"op": "slot", "index", "pid", "prestart", "warm_ms", "settles"} + the
-slot's socket ("settles": a "settled" message follows while the slot is unused);
-{"op": "warm_failed", "index", "error", "prestart"} (the language a prestarted slot was warmed for,
-or null); {"op": "template_failed", "slug"}; {"op": "ready"} once every slot was warm once;
-{"op": "ended", "index", "pid"} once a slot the front asked to kill is gone;
-{"op": "settled", "index", "pid", "prestart", "ms"}: a prestarted slot's command, started afresh
-(not forked), has stopped using CPU (it waits for its go: the runtime is loaded), `ms` after its
-spawn, or was watched SETTLE_MAX_S without settling (a busy host: it is as warm as it gets); a
-slot's "ready" comes as soon as its command is started, so this is when it is really warm (the
-front sizes a language's share of the slots by it).
-From the front: {"op": "demand", "index", "slug"} (the language a slot's replacement is warmed
-for); {"op": "kill", "index", "pid"} (a slot whose run outstayed its timeout: its whole cgroup
-and its init are killed from here, beyond anything the run can do); {"op": "shutdown"}, or
-end-of-file when the front is gone; both stop the zygote.
+The messages of the front <-> zygote channel are kiln/zygote/messages.py's table.
 """
 
 from __future__ import annotations
@@ -39,7 +26,7 @@ from kiln.log import Log
 from kiln.runtime import Runtime
 from kiln.sandbox import libc, mounts, plan
 from kiln.sandbox.cgroups import CgroupError, Driver, SlotCgroup
-from kiln.zygote import kinds, protocol, recipe, slot
+from kiln.zygote import kinds, messages, protocol, recipe, slot
 from kiln.zygote.slot import Index, Slot
 from kiln.zygote.protocol import ProtocolError
 from kiln.zygote.template import TemplateError, Templates
@@ -105,7 +92,7 @@ class Zygote:
             pidfile.write(f"{self.host_pid}\n")
         self.lower = self._hold_lower()  # (after the /proc above: the probe's /proc/self is its own)
         self.indexes = {i: Index(i, self._spec(i)) for i in range(self.runtime.config.concurrency)}
-        self.templates = Templates(self.runtime.workloads, self.log, on_failure=lambda slug: self._tell_front({"op": "template_failed", "slug": slug}))
+        self.templates = Templates(self.runtime.workloads, self.log, on_failure=lambda slug: self._tell_front(messages.TemplateFailed(slug)))
         self.pidfd = os.pidfd_open(os.getpid())  # slots watch it: a pid means nothing in their namespace
 
     def _on_stop_signal(self, _sig, _frame) -> None:
@@ -178,7 +165,7 @@ class Zygote:
     def _backoff(self, index: Index, error: str, prestart: str | None = None) -> None:
         delay = index.backoff.failed()
         self.log.error("slot warm-up failed", slot=index.number, error=error, retry_in_s=round(delay, 2))
-        self._tell_front({"op": "warm_failed", "index": index.number, "error": error, "prestart": prestart})
+        self._tell_front(messages.WarmFailed(index.number, error, prestart))
 
     def _warm_failed(self, s: Slot, error: str) -> None:
         index = self.indexes[s.index]
@@ -199,7 +186,7 @@ class Zygote:
         if not self.cgroups.remove_slot(s.cgroup):
             self.log.error("slot cgroup left behind", slot=s.index, cgroup=s.cgroup.name)
         if s.killed:
-            self._tell_front({"op": "ended", "index": s.index, "pid": s.pid})
+            self._tell_front(messages.Ended(s.index, s.pid))
 
     # -- spawn ----------------------------------------------------------------------------
     def _spawn_to_target(self) -> None:
@@ -284,7 +271,7 @@ class Zygote:
             quiet = cpu is not None and cpu - used < SETTLE_CPU_SHARE * (now - since) * 1000 and not s.cgroup.any_runnable()
             if quiet or cpu is None or now - s.started > SETTLE_MAX_S:
                 s.settle = None
-                self._tell_front({"op": "settled", "index": s.index, "pid": s.pid, "prestart": s.kind.prestart, "ms": round(((since if quiet else now) - s.started) * 1000, 2)})
+                self._tell_front(messages.Settled(s.index, s.pid, s.kind.prestart, round(((since if quiet else now) - s.started) * 1000, 2)))
             else:
                 s.settle = (now, cpu)
 
@@ -299,13 +286,19 @@ class Zygote:
         except (ProtocolError, OSError) as error:
             self.log.error("bad frame from the front", error=str(error))
             frame = None
-        if frame is None or frame[0].get("op") == "shutdown":
-            self.stopping = True
-            self.front_lost = frame is None
-        elif frame[0].get("op") == "demand":
-            self._demand(frame[0].get("index"), frame[0].get("slug"))
-        elif frame[0].get("op") == "kill":
-            self._kill_slot(frame[0].get("index"), frame[0].get("pid"))
+        try:
+            message = messages.decode(frame[0], messages.TO_ZYGOTE) if frame is not None else None
+        except ProtocolError as error:
+            self.log.error("bad message from the front", error=str(error))
+            return
+        match message:
+            case None | messages.Shutdown():
+                self.stopping = True
+                self.front_lost = message is None
+            case messages.Demand():
+                self._demand(message.index, message.slug)
+            case messages.Kill():
+                self._kill_slot(message.index, message.pid)
 
     def _demand(self, number, slug) -> None:
         """The front gave slot `number` to a request for `slug` (None: one a prestarted slot
@@ -321,7 +314,7 @@ class Zygote:
         of its cgroup and its init killed; the front hears "ended" once it is reaped."""
         s = self.indexes[number].slot if type(number) is int and number in self.indexes else None
         if s is None or s.pid != pid or not s.ready:
-            self._tell_front({"op": "ended", "index": number, "pid": pid})  # gone already
+            self._tell_front(messages.Ended(number, pid))  # gone already
             return
         self.log.error("killing a slot that outstayed its run", slot=number, pid=pid)
         s.killed = True
@@ -353,17 +346,17 @@ class Zygote:
         if s.kind.prestart is not None and not s.kind.forked:  # its command is still starting
             cpu = s.cgroup.cpu_ms()
             s.settle = (time.monotonic(), cpu) if cpu is not None else None
-        self._tell_front({"op": "slot", "index": s.index, "pid": s.pid, "prestart": s.kind.prestart, "warm_ms": round((time.monotonic() - s.started) * 1000, 2), "settles": s.settle is not None}, fds=(s.sock.fileno(),))
+        self._tell_front(messages.SlotWarm(s.index, s.pid, s.kind.prestart, round((time.monotonic() - s.started) * 1000, 2), s.settle is not None), fds=(s.sock.fileno(),))
         s.sock.close()
         s.sock = None
         if not index.ever_ready:
             index.ever_ready = True
             if all(i.ever_ready for i in self.indexes.values()):
-                self._tell_front({"op": "ready"})
+                self._tell_front(messages.AllReady())
 
-    def _tell_front(self, header: dict, fds: tuple[int, ...] = ()) -> None:
+    def _tell_front(self, message: messages.ToFront, fds: tuple[int, ...] = ()) -> None:
         try:
-            protocol.send_frame(self.front, header, fds=fds)
+            protocol.send_frame(self.front, messages.encode(message), fds=fds)
         except OSError:
             self.stopping = self.front_lost = True  # the front is gone
 

@@ -15,7 +15,7 @@ import pytest
 
 from kiln.run.pool import Busy, ClientGone, NoWarmSlot, ShuttingDown, SlotPool
 from kiln.log import Log
-from kiln.zygote import protocol
+from kiln.zygote import messages, protocol
 
 
 class Zygote:
@@ -28,7 +28,7 @@ class Zygote:
     def hand_over(self, index: int, prestart: str | None = None) -> None:
         slot_end, front_end = socket.socketpair()
         self.slot_ends[index] = slot_end
-        protocol.send_frame(self.sock, {"op": "slot", "index": index, "pid": 100 + index, "prestart": prestart}, fds=(front_end.fileno(),))
+        protocol.send_frame(self.sock, messages.encode(messages.SlotWarm(index, 100 + index, prestart, 1.0, False)), fds=(front_end.fileno(),))
         front_end.close()
         gevent.sleep(0.01)  # the pool's reader takes it
 
@@ -106,10 +106,10 @@ def test_a_condemned_slot_holds_its_capacity_until_the_zygote_says_it_is_gone(zy
     zygote.hand_over(0, None)  # its replacement (or any slot) is warm, but the capacity is not free
     with pytest.raises(Busy):
         zygote.pool.acquire(None)
-    protocol.send_frame(zygote.sock, {"op": "ended", "index": 0, "pid": 999})  # another slot's
+    protocol.send_frame(zygote.sock, messages.encode(messages.Ended(0, 999)))  # another slot's
     gevent.sleep(0.01)
     assert zygote.pool.in_flight == 1
-    protocol.send_frame(zygote.sock, {"op": "ended", "index": 0, "pid": 100})
+    protocol.send_frame(zygote.sock, messages.encode(messages.Ended(0, 100)))
     gevent.sleep(0.01)
     assert zygote.pool.in_flight == 0
     assert zygote.pool.acquire(None).index == 0
@@ -174,7 +174,7 @@ def test_a_slow_warm_up_is_waited_for_but_failing_ones_are_not(zygote, monkeypat
     assert not taker.ready()
     zygote.hand_over(3, None)
     assert taker.get(timeout=1).index == 3
-    protocol.send_frame(zygote.sock, {"op": "warm_failed", "index": 1, "error": "cannot create the slot's cgroup"})
+    protocol.send_frame(zygote.sock, messages.encode(messages.WarmFailed(1, "cannot create the slot's cgroup", None)))
     gevent.sleep(0.01)
     with pytest.raises(NoWarmSlot):
         zygote.pool.acquire(None)
@@ -185,7 +185,7 @@ def test_a_prestarted_slot_failing_is_not_every_warm_up_failing(zygote, monkeypa
     """Its language's command failed (the zygote retries the slot plain): kiln stays healthy
     and a request waiting for a slot waits on for the retry (a plain slot failing: above)."""
     monkeypatch.setattr("kiln.run.pool.WARM_FAILING_S", 0.05)
-    protocol.send_frame(zygote.sock, {"op": "warm_failed", "index": 1, "error": "prestart command exited", "prestart": "clojure"})
+    protocol.send_frame(zygote.sock, messages.encode(messages.WarmFailed(1, "prestart command exited", "clojure")))
     gevent.sleep(0.01)
     assert zygote.pool.healthy() == (True, "ok")
     taker = gevent.spawn(zygote.pool.acquire, "clojure")
@@ -301,3 +301,20 @@ def test_health_lapses_when_no_slot_comes_for_the_warm_wait(zygote, monkeypatch)
     assert not healthy and why.startswith("no warm slot: none has come for"), why
     zygote.hand_over(1)
     assert zygote.pool.healthy() == (True, "ok")
+
+
+def test_every_message_of_the_channel_decodes_to_itself_and_a_wrong_field_is_refused():
+    """The channel's one decoder (kiln/zygote/messages.py): what either side encodes is read back
+    as the same message; a field of the wrong type, a missing one or a message of the other
+    direction is a ProtocolError naming it."""
+    from kiln.zygote.protocol import ProtocolError
+
+    said = [messages.SlotWarm(1, 2, "python", 3.5, True), messages.Settled(1, 2, None, 4.0), messages.WarmFailed(0, "boom", None), messages.TemplateFailed("ruby"), messages.AllReady(), messages.Ended(3, 4)]
+    assert [messages.decode(messages.encode(m), messages.TO_FRONT) for m in said] == said
+    heard = [messages.Demand(1, None), messages.Kill(2, 3), messages.Shutdown()]
+    assert [messages.decode(messages.encode(m), messages.TO_ZYGOTE) for m in heard] == heard
+    for header, wrong in (({"op": "slot", "index": "1", "pid": 2, "prestart": None, "warm_ms": 1.0, "settles": False}, "index"), ({"op": "ended", "index": 1}, "pid"), ({"op": "ended", "index": True, "pid": 1}, "index")):
+        with pytest.raises(ProtocolError, match=wrong):
+            messages.decode(header, messages.TO_FRONT)
+    with pytest.raises(ProtocolError, match="kill"):
+        messages.decode(messages.encode(messages.Kill(1, 2)), messages.TO_FRONT)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from types import SimpleNamespace
 
+from kiln.zygote import messages
 from kiln.zygote.zygote import SETTLE_MAX_S, SETTLE_STEP_S, Zygote
 
 
@@ -28,7 +29,7 @@ def watch(started_ago: float, cpu_ms: float | None, runnable: bool) -> tuple[lis
     now = time.monotonic()
     slot = SimpleNamespace(index=3, pid=42, kind=SimpleNamespace(prestart="elixir"), started=now - started_ago, settle=(now - 2 * SETTLE_STEP_S, 0.0), cgroup=Cgroup(cpu_ms, runnable))
     told: list[dict] = []
-    fake = SimpleNamespace(_slots=lambda: [slot], _tell_front=told.append)
+    fake = SimpleNamespace(_slots=lambda: [slot], _tell_front=lambda message: told.append(messages.encode(message)))
     Zygote._watch_settling(fake)
     return told, slot
 
