@@ -11,6 +11,7 @@
  *   limits.c    rlimits and cgroup limits        identity.c  the task's cgroup, user, filter
  *   exec.c      the task's pipes and spawn       supervise.c its output, deadline, reaping
  *   result.c    its figures and outcome          frames.c    the socket's frames
+ *   testinit.c  a later judge test's pid namespace and its init
  *   check.c     `kiln-init check` (the fuzz tests)   launch.c    template mode (KILN_TEMPLATE_OF)
  *
  * Descriptors come in the environment (kiln.h START_VARIABLES; kiln/zygote/start.py writes them):
@@ -246,7 +247,7 @@ static const uint32_t COMMAND_ARGV[] = {[CMD_TEST] = K_W_ARGV, [CMD_BUILD] = K_W
 static void execute(struct slot *s, const struct job *job, struct span w, const char *title) {
     char err[ERR], paths[MAX_PARTS][FILE_NAME_MAX + 64], *args[MAX_PARTS];
     int stdio[3], out[2], errp[2], nargs = job->command == CMD_EXEC ? job->nparts : 0;
-    struct run run = {0};
+    struct run run = {.report_fd = -1};
     if (job->command == CMD_EXEC && s->base_ns >= 0 && (fresh_sandbox(s, err) || (s->tests_served && reset_peak(s, err)))) return send_failure(s, err);
     if (s->tests_served) cgroup_counts(s, &run.oom_before, &run.pids_hits_before); /* a fresh cgroup counts from 0 */
     if (mount_workspace(s, w, job->layer, err) || (job->command == CMD_TEST ? write_parts(s, w, job, err) : give_judge_files(s, job, paths, err)) ||
@@ -260,7 +261,10 @@ static void execute(struct slot *s, const struct job *job, struct span w, const 
     stdio[1] = out[1], stdio[2] = errp[1];
     if (take_limits(s, w, job->timeout_ms, job->cpu_ms, err)) return send_failure(s, err);
     double cpu_before_ms = job->cpu_ms > 0 ? cgroup_cpu_ms(s) : 0, started = monotonic_s();
-    if (spawn_task(s, w, COMMAND_ARGV[job->command], args, nargs, stdio, 3, &run.pid, &run.shell, err)) return send_failure(s, err);
+    /* a kept slot's later tests: each in a pid namespace of its own (testinit.c) */
+    if (s->tests_served ? spawn_under_test_init(s, w, COMMAND_ARGV[job->command], args, nargs, stdio, 3, &run, err)
+                        : spawn_task(s, w, COMMAND_ARGV[job->command], args, nargs, stdio, 3, &run.pid, &run.shell, err))
+        return send_failure(s, err);
     for (int i = 0; i < 3; i++) close(stdio[i]);
     run.out_fd = out[0], run.err_fd = errp[0];
     run.forward_fd = job->has_pipes ? job->pipe_fds[1] : -1;
@@ -295,7 +299,7 @@ static void execute_prestarted(struct slot *s, const struct job *job, struct spa
     if (write_parts(s, w, job, err)) return send_failure(s, err);
     if (write(s->prestarted.go, "g", 1) != 1) return snprintf(err, ERR, "sandbox step 'release the prestarted task' failed: %s", strerror(errno)), send_failure(s, err);
     close(s->prestarted.go);
-    struct run run = {.pid = s->prestarted.pid, .out_fd = s->prestarted.out, .err_fd = s->prestarted.err, .forward_fd = -1, .shell = s->prestarted.shell};
+    struct run run = {.pid = s->prestarted.pid, .out_fd = s->prestarted.out, .err_fd = s->prestarted.err, .forward_fd = -1, .shell = s->prestarted.shell, .report_fd = -1};
     supervise_and_answer(s, &run, job, w, started, cpu_before_ms > 0 ? cpu_before_ms : 0, title);
 }
 
@@ -385,7 +389,7 @@ static void keep_descriptors(const struct slot *s, const struct start *start) {
 }
 
 int main(int argc, char **argv) {
-    struct slot s = {.sock = -1, .zygote = -1, .sandbox = -1, .base_ns = -1, .lower_held = {-1, -1}, .limits_written = {.workload_rec = -1}, .prestarted = {.workload_rec = -1},
+    struct slot s = {.sock = -1, .zygote = -1, .sandbox = -1, .base_ns = -1, .pid_ns = -1, .lower_held = {-1, -1}, .limits_written = {.workload_rec = -1}, .prestarted = {.workload_rec = -1},
                      .title = argv[0], .title_cap = strlen(argv[0])};
     struct start start;
     char err[ERR];

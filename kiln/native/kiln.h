@@ -47,7 +47,8 @@
     X(K_W_EXEC_ARGV, 21)      /* argv...: the workspace's exec command (a judge's test job) */            \
     X(K_FRESH, 22)            /* step op args...: a judge test's own upper layer and /tmp */              \
     X(K_PEAK_RESET, 23)       /* dir_index file value: the cgroup's memory peak back to now */            \
-    X(K_UNLIMIT, 24)          /* dir_index file value: a kept slot's limits lifted */
+    X(K_UNLIMIT, 24)          /* dir_index file value: a kept slot's limits lifted */                    \
+    X(K_TEST_PROC, 25)        /* step op args...: a later judge test's /proc, of its own pid namespace */
 #define RECORD_KIND_ENUM(name, code) name = code,
 enum { RECORD_KINDS(RECORD_KIND_ENUM) };
 
@@ -123,6 +124,7 @@ struct slot {
                            OP_OVERLAY (RootPlan.lower_held); -1: none, their binds below the root's LOWER_DIR */
     int base_ns;        /* a judge slot's warm mount namespace: each test runs in a fresh copy; -1 none */
     int tests_served;   /* judge tests this slot has run (one after another, each its own sandbox) */
+    int pid_ns;         /* init's own pid namespace, kept once a later test needed one of its own (testinit.c); -1 none */
     struct {            /* the last test's language and own limits, once written to the cgroup (init.c) */
         long workload_rec;
         long long memory, pids;
@@ -161,7 +163,7 @@ static inline double monotonic_s(void) {
 
 /* --- mounts.c: the slot's mount namespace ------------------------------------------------- */
 
-/* Ops of the K_BUILD, K_FINISH, K_FRESH and K_W_MOUNT records: recipe.py's OPS, codes from 1. */
+/* Ops of the K_BUILD, K_FINISH, K_FRESH, K_TEST_PROC and K_W_MOUNT records: recipe.py's OPS, codes from 1. */
 enum op { OP_MOUNT = 1, OP_SETATTR, OP_MKDIR, OP_MKDIRS, OP_TOUCH, OP_WRITE, OP_SYMLINK, OP_MKNOD, OP_PIVOT, OP_SAVE_NS, OP_UNSHARE_NS, OP_HOSTNAME, OP_DETACH, OP_OVERLAY };
 
 int apply_ops(struct slot *s, struct span span, uint32_t type, int *template_fd, char *err);
@@ -311,6 +313,7 @@ struct run {
     int forwarding;            /* stdout goes on (forward_fd was >= 0 at the start): bounded by time, not by output_max */
     long long oom_before, pids_hits_before; /* the cgroup's counts before the run (a slot's later tests) */
     int next;                  /* the slot can run another judge test after this one (the result says so) */
+    int report_fd;             /* >= 0: pid is the test's init, which reports the task's status here (testinit.c); -1 none */
     int shell;                 /* the task is TASK_SHELL: its status 128+N may be a child's signal N */
     size_t forwarded;          /* of out_len, how much has gone on */
     char *out, *err;
@@ -322,6 +325,14 @@ struct run {
 };
 void supervise(struct slot *s, struct run *run, double deadline, const char *title);
 void kill_all(void);
+
+/* --- testinit.c: a later judge test's own pid namespace, under an init of its own ------------- */
+
+/* spawn_task's, in a new pid namespace whose init (run->pid) spawned the task and reports its
+ * status on run->report_fd; init's own children are made in the slot's namespace again after */
+int spawn_under_test_init(struct slot *s, struct span w, uint32_t argv_type, char *const *args, int nargs, const int *fds, int nfds, struct run *run, char *err);
+/* once the test's init is reaped: the task's status and rusage in place of its init's */
+void test_init_status(struct run *run, int *status, struct rusage *usage);
 
 /* --- result.c -------------------------------------------------------------------------------- */
 

@@ -104,6 +104,7 @@ static void reap(struct slot *s, struct run *run, double deadline) {
         if (pid == 0 && run->has_status) kill_all();
         if (pid <= 0) return;
         if (pid == run->pid) {
+            if (run->report_fd >= 0) test_init_status(run, &status, &usage);
             run->status = status, run->has_status = 1;
             run->rusage = usage, run->has_rusage = 1;
             run->ended_at = monotonic_s();

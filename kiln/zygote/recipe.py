@@ -29,7 +29,7 @@ MAGIC = b"KILNRCP1"
 K_CONSTS, K_SECCOMP, K_STAT, K_BUILD, K_FINISH, K_WARM_LIMIT = 1, 2, 3, 4, 5, 6
 K_WORKLOAD, K_W_MOUNT, K_W_DIR, K_W_PART, K_W_LIMIT, K_W_ARGV, K_W_ENV, K_W_RLIMIT, K_W_RLIMIT_CPU = 7, 8, 9, 10, 11, 12, 13, 14, 15
 K_W_PRESTART_ARGV, K_W_PRESTART_LIMIT, K_W_TEMPLATE_ARGV = 16, 17, 18
-K_JOB_LIMIT, K_W_BUILD_ARGV, K_W_EXEC_ARGV, K_FRESH, K_PEAK_RESET, K_UNLIMIT = 19, 20, 21, 22, 23, 24
+K_JOB_LIMIT, K_W_BUILD_ARGV, K_W_EXEC_ARGV, K_FRESH, K_PEAK_RESET, K_UNLIMIT, K_TEST_PROC = 19, 20, 21, 22, 23, 24, 25
 
 # the K_CONSTS record's values, in this order (kiln.h's RECIPE_CONSTS; `kiln-init contract`)
 CONSTS = (
@@ -74,6 +74,7 @@ def compile_recipe(index: int, root: RootPlan, runtime: Runtime, cgroup: SlotCgr
     records += [_op(K_BUILD, *op) for op in build_ops(root, runtime.staging_dir)]
     records += [_op(K_FINISH, *op) for op in finish_ops(root)]
     records += [_op(K_FRESH, *op) for op in fresh_ops(root)]
+    records += [_op(K_TEST_PROC, *op) for op in proc_ops()]
     records += [_limit(K_PEAK_RESET, w) for w in cgroup.peak_resets()]
     records += [_limit(K_UNLIMIT, w) for w in cgroup.unlimit_writes()]
     common = runtime.common_limits
@@ -141,10 +142,18 @@ def _lower_binds(root: RootPlan, staging: str) -> list[Op]:
 def finish_ops(root: RootPlan) -> list[Op]:
     """Every slot's own part of its root, on its copy of the template: /tmp and the upper layer
     (fresh_ops), the /proc of its pid namespace, its hostname."""
-    proc = [("mount /proc", "mount", *mounts.proc_args("/proc"))]
+    proc = proc_ops()
     if root.in_user_namespace:
         proc.append(("mount /proc", "detach", PROC_ANCHOR))
     return [*fresh_ops(root), *proc, ("set the hostname", "hostname", root.hostname)]
+
+
+def proc_ops() -> list[Op]:
+    """The /proc of a pid namespace, mounted from inside it: the slot's (finish_ops), and for
+    each judge test after a kept slot's first, the test's own pid namespace's, mounted over the
+    slot's by that namespace's init (kiln-init testinit.c). Rootless, the slot's /proc is the
+    fully visible procfs the kernel asks for before it mounts another."""
+    return [("mount /proc", "mount", *mounts.proc_args("/proc"))]
 
 
 def fresh_ops(root: RootPlan) -> list[Op]:

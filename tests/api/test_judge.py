@@ -833,7 +833,6 @@ def test_a_test_leaves_nothing_in_the_network_namespace_for_the_next(start_serve
     assert verdicts(body) == ["AC"] * 3, [t["stdout"] for t in body["tests"]]
 
 
-@pytest.mark.xfail(reason="issue 32 item 10: a kept slot's later tests share its pid namespace (a pid namespace per test is not done yet)", strict=True, raises=AssertionError)
 def test_a_later_test_sees_the_pids_a_first_test_sees(start_server):
     """Each test of a request sees the process numbers a first test of a fresh request sees (its
     own pid, its parent's, the pids under /proc): none tells how many processes earlier tests

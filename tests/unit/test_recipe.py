@@ -57,7 +57,7 @@ def decode(data: bytes) -> list[tuple[int, list[bytes]]]:
     return records
 
 
-OP_KINDS = (recipe.K_BUILD, recipe.K_FINISH, recipe.K_FRESH, recipe.K_W_MOUNT)  # step, op code, args
+OP_KINDS = (recipe.K_BUILD, recipe.K_FINISH, recipe.K_FRESH, recipe.K_TEST_PROC, recipe.K_W_MOUNT)  # step, op code, args
 
 
 def texts(args: list[bytes], kind: int = 0) -> tuple[str, ...]:
@@ -131,6 +131,8 @@ def test_every_slot_finishes_its_root_with_its_own_tmp_proc_and_upper_layer(rt, 
     # a judge's test in a slot that runs several gets its own /tmp and upper layer again: the same steps
     fresh = of_kind(records, recipe.K_FRESH)
     assert fresh == [op for op in finish if op[0] != "mount /proc" and op[1] != "hostname"]
+    # a later judge test's /proc, mounted by its own pid namespace's init: the slot's own op, as it is
+    assert of_kind(records, recipe.K_TEST_PROC) == [op for op in finish if op[0] == "mount /proc" and op[1] == "mount"]
 
 
 def test_where_the_zygote_holds_the_lower_layers_no_slot_binds_or_detaches_them(rt, root, v1_slot):
