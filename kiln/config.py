@@ -132,59 +132,47 @@ class Config:
         return value if variable in self.given or own is None else own
 
     def summary(self) -> dict[str, Any]:
-        """Every effective setting, for the startup log (JSON-ready, without secrets)."""
-        size, duration = units.format_size, units.format_duration_ms
-        return {
-            "port": self.port,
-            "host": self.host,
-            "allow_shutdown": self.allow_shutdown,
-            "concurrency": self.concurrency,
-            "input_max": size(self.input_max),
-            "output_max": size(self.output_max),
-            "debug": self.debug,
-            "uid_base": self.uid_base,
-            "env_allow": list(self.env_allow),
-            # Names only: an allowed variable may hold a token the operator would not log.
-            "sandbox_env": [name for name, _ in self.sandbox_env],
-            "memory_max": size(self.memory_max) if self.memory_max else "off",
-            "sandbox_tmp_size": size(self.sandbox_tmp_size) if self.sandbox_tmp_size else None,
-            "tmp_size_by_slug": {slug: size(n) for slug, n in self.tmp_size_by_slug},
-            "workspace": str(self.workspace),
-            "timeout_max": duration(self.timeout_max_ms),
-            "default_timeout": duration(self.default_timeout_ms),
-            "cgroup": self.cgroup,
-            "cgroup_memory_max": size(self.cgroup_memory_max),
-            "cgroup_memory_max_by_slug": {s: size(n) for s, n in self.cgroup_memory_max_by_slug},
-            "pids_max": self.pids_max,
-            "tmp_inodes": self.tmp_inodes,
-            "readonly_paths": list(self.readonly_paths),
-            "front_user": self.front_user,
-            "langs": list(self.langs) if self.langs is not None else None,
-            "prestart": "all" if self.prestart is None else list(self.prestart),
-            "templates": "all" if self.templates is None else list(self.templates),
-            "api_keys": len(self.api_keys),
-            "sandbox_path": self.sandbox_path,
-            "shutdown_grace": duration(self.shutdown_grace_ms),
-            "read_timeout": duration(self.read_timeout_ms),
-            "idle_timeout": duration(self.idle_timeout_ms),
-            "connections_max": self.connections_max,
-            "queue_wait": duration(self.queue_wait_ms),
-            "queue_max": self.queue_max,
-            "judge_input_max": size(self.judge_input_max),
-            "judge_bodies_max": size(self.judge_bodies_max),
-            "judge_tests_max": self.judge_tests_max,
-            "judge_time_max": duration(self.judge_time_max_ms),
-            "judge_parallel": self.judge_parallel,
-            "judge_max": self.judge_max,
-            "build_cache_max": size(self.build_cache_max) if self.build_cache_max else "off",
-            "file_max": size(self.file_max),
-            "file_store": str(self.file_store),
-            "file_store_max": size(self.file_store_max),
-            "instance": self.instance,
-            "log_format": self.log_format,
-            "systemd": {"notify": self.systemd.notify_socket is not None, "watchdog_usec": self.systemd.watchdog_usec, "listen_fds": self.systemd.listen_fds},
-            "given": sorted(self.given),
-        }
+        """Every effective setting, for the startup log (JSON-ready, without secrets): each of
+        the settings table's fields as its parser shows it (sizes and durations in their units;
+        a duration's key without its `_ms`), in the table's order, with what is derived."""
+        shown: dict[str, Any] = {}
+        for setting in _SETTINGS:
+            value = getattr(self, setting.field)
+            key = setting.field.removesuffix("_ms")
+            shown[key] = _SHOWN_SPECIALLY[setting.field](value) if setting.field in _SHOWN_SPECIALLY else _shown(setting, value)
+            if setting.field == "env_allow":
+                # names only: an allowed variable may hold a token the operator would not log
+                shown["sandbox_env"] = [name for name, _ in self.sandbox_env]
+            if setting.field == "timeout_max_ms":
+                shown["default_timeout"] = units.format_duration_ms(self.default_timeout_ms)
+        size = units.format_size
+        shown["tmp_size_by_slug"] = {slug: size(n) for slug, n in self.tmp_size_by_slug}
+        shown["cgroup_memory_max_by_slug"] = {s: size(n) for s, n in self.cgroup_memory_max_by_slug}
+        shown["systemd"] = {"notify": self.systemd.notify_socket is not None, "watchdog_usec": self.systemd.watchdog_usec, "listen_fds": self.systemd.listen_fds}
+        shown["given"] = sorted(self.given)
+        return shown
+
+
+def _shown(setting: _Setting, value: Any) -> Any:
+    if setting.secret:
+        return len(value)  # how many, never what
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    format_value = getattr(setting.parse, "shown", None)
+    if format_value is not None:
+        return format_value(value)
+    if isinstance(value, tuple):
+        return list(value)
+    return value if isinstance(value, int) else str(value)
+
+
+# the settings whose value says something other than itself
+_SHOWN_SPECIALLY: dict[str, Callable[[Any], Any]] = {
+    "memory_max": lambda n: units.format_size(n) if n else "off",
+    "build_cache_max": lambda n: units.format_size(n) if n else "off",
+    "prestart": lambda slugs: "all" if slugs is None else list(slugs),
+    "templates": lambda slugs: "all" if slugs is None else list(slugs),
+}
 
 
 @dataclass(frozen=True)
@@ -221,7 +209,7 @@ def _digits(text: str) -> int:
     return int(text)
 
 
-def _bounded(parse: Callable[[str], int], accepted: str, low: int, high: int | None = None):
+def _bounded(parse: Callable[[str], int], accepted: str, low: int, high: int | None = None, shown: Callable[[int], str] | None = None):
     def check(text: str) -> int:
         try:
             value = parse(text)
@@ -231,6 +219,7 @@ def _bounded(parse: Callable[[str], int], accepted: str, low: int, high: int | N
             raise ValueError(accepted)
         return value
 
+    check.shown = shown  # how Config.summary shows a value it parsed (None: as it is)
     return check
 
 
@@ -245,12 +234,12 @@ def _size(low: int, high: int | None = None, note: str = "") -> Callable[[str], 
     else:
         bounds = f", at least {fmt(low)}" if low else ""
     accepted = f"must be a size in bytes or with a k, m or g suffix (e.g. 64m){bounds}{note}"
-    return _bounded(units.parse_size, accepted, low, high)
+    return _bounded(units.parse_size, accepted, low, high, shown=fmt)
 
 
 def _duration(low_ms: int) -> Callable[[str], int]:
     accepted = f"must be a duration like 500ms, 30s or 5m, at least {units.format_duration_ms(low_ms)}"
-    return _bounded(_duration_or_zero, accepted, low_ms)
+    return _bounded(_duration_or_zero, accepted, low_ms, shown=units.format_duration_ms)
 
 
 def _duration_or_zero(text: str) -> int:
@@ -268,6 +257,9 @@ _output_cap = _size(0, OUTPUT_CEILING, note="; 0 means that ceiling")
 
 def _output_max(text: str) -> int:
     return _output_cap(text) or OUTPUT_CEILING
+
+
+_output_max.shown = units.format_size
 
 
 def _boolean(text: str) -> bool:

@@ -633,3 +633,12 @@ def test_systemd_numbers_are_ascii_digits_only(repo):
     ignored, never a crash at startup (hypothesis found "¹", which isdigit() accepts)."""
     cfg = config.load({"WATCHDOG_USEC": "¹", "LISTEN_FDS": "٣", "LISTEN_PID": "0"}, repo)
     assert cfg.systemd.watchdog_usec is None and cfg.systemd.listen_fds == 0
+
+
+def test_the_summary_shows_every_setting_of_the_table(repo):
+    """Config.summary is derived from the settings table: a new setting is in the startup log
+    without a second list to keep."""
+    from kiln.config import _SETTINGS
+
+    summary = load(repo).summary()
+    assert {setting.field.removesuffix("_ms") for setting in _SETTINGS} <= set(summary)
