@@ -17,7 +17,7 @@ from werkzeug.wrappers import Response
 from werkzeug.wsgi import ClosingIterator
 
 from kiln.http import files_api, judge_stream
-from kiln.http.bodies import BodyBudget
+from kiln.http.bodies import BodyBudget, declared_length
 from kiln.http.judge_request import parse_judge
 from kiln.http.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from kiln.http.metrics import Metrics
@@ -318,21 +318,13 @@ class App:
         """The whole body, at most `limit` bytes (RUN_INPUT_MAX unless told; 413 past it), within
         what is left of the request's RUN_READ_TIMEOUT (408 after, the connection closed). A
         client that hangs up mid-body is a client error (logged 499)."""
-        encoding = environ.get("HTTP_CONTENT_ENCODING", "").strip().lower()
-        if encoding not in ("", "identity"):
-            raise ApiError(415, "content-encoding not supported")
         limit = self.config.input_max if limit is None else limit
-        length = environ.get("CONTENT_LENGTH") or None
-        if length is not None:
-            if not length.isdigit():
-                raise ApiError(400, "Content-Length is not a number")
-            if int(length) > limit:
-                raise ApiError(413, "payload too large", headers=CLOSE)
+        length = declared_length(environ, limit)
         stream = environ["wsgi.input"]
         deadline = environ.get("kiln.read_deadline")
         try:
             with gevent.Timeout(max(0.0, deadline - time.monotonic()) if deadline else None, ReadTimeout):
-                data = stream.read(int(length)) if length is not None else stream.read(limit + 1)
+                data = stream.read(length) if length is not None else stream.read(limit + 1)
         except ReadTimeout:
             raise ApiError(408, "request timeout", headers=CLOSE) from None
         except OSError:  # pywsgi: "unexpected end of file while reading request"

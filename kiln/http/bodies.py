@@ -1,4 +1,9 @@
-"""The memory the front holds for /judge bodies in flight, bounded (RUN_JUDGE_BODIES_MAX).
+"""A request body's preamble, and the memory the front holds for /judge bodies in flight,
+bounded (RUN_JUDGE_BODIES_MAX).
+
+`declared_length` is every body's one check before it is read (/run, /judge, /files): an
+encoding kiln does not take is 415, a Content-Length that is not a number 400, one past the
+endpoint's limit 413 (the rest unread: the connection closes).
 
 A judge request holds about twice its body until it ends: the bytes, then the parsed request
 (bench/front.py: 24 bodies of 4 MiB at once took the front from 50 to 220 MiB). Without a bound,
@@ -16,6 +21,21 @@ from kiln.http.validate import ApiError
 
 HELD_PER_BYTE = 2
 RETRY_AFTER_S = 1
+
+
+def declared_length(environ, limit: int) -> int | None:
+    """The body's Content-Length (None: not given, chunked), checked against `limit`."""
+    encoding = environ.get("HTTP_CONTENT_ENCODING", "").strip().lower()
+    if encoding not in ("", "identity"):
+        raise ApiError(415, "content-encoding not supported")
+    length = environ.get("CONTENT_LENGTH") or None
+    if length is None:
+        return None
+    if not (length.isascii() and length.isdigit()):  # "²" is a digit to str.isdigit, not to int()
+        raise ApiError(400, "Content-Length is not a number")
+    if int(length) > limit:
+        raise ApiError(413, "payload too large", headers=CLOSE)
+    return int(length)
 
 
 class Held:
@@ -36,9 +56,10 @@ class BodyBudget:
         self.held = 0
 
     def hold(self, environ, largest: int) -> Held:
-        """Reserve for the request's body (its Content-Length, else `largest`), or raise 503."""
-        length = environ.get("CONTENT_LENGTH") or ""
-        size = HELD_PER_BYTE * (min(int(length), largest) if length.isdigit() else largest)
+        """Reserve for the request's body (its Content-Length, checked, else `largest`), or raise
+        503."""
+        length = declared_length(environ, largest)
+        size = HELD_PER_BYTE * (largest if length is None else length)
         if self.held and self.held + size > self.limit:
             raise ApiError(
                 503,

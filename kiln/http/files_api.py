@@ -20,6 +20,7 @@ import gevent
 from gevent import pywsgi
 from werkzeug.wrappers import Response
 
+from kiln.http.bodies import declared_length
 from kiln.http.responses import CLIENT_GONE, CLOSE, Answer, ReadTimeout, json_response
 from kiln.http.validate import ApiError
 from kiln.judge.files import FILE_ID, FileStore, StoreFull, TooLarge, UnknownFile
@@ -42,17 +43,8 @@ def store_of(app) -> FileStore:
 
 def on_upload(app, environ, info) -> Answer:
     owner = app._authorize(environ)
-    encoding = environ.get("HTTP_CONTENT_ENCODING", "").strip().lower()
-    if encoding not in ("", "identity"):
-        raise ApiError(415, "content-encoding not supported")
     store = store_of(app)
-    length = environ.get("CONTENT_LENGTH") or None
-    if length is not None:
-        if not length.isdigit():
-            raise ApiError(400, "Content-Length is not a number")
-        length = int(length)
-        if length > store.limit:
-            raise ApiError(413, "payload too large", headers=CLOSE)
+    length = declared_length(environ, store.limit)
     if app.shutting_down:  # work a judge request would come with: /run's 503, the body unread
         raise ApiError(503, "shutting down", headers=CLOSE)
     deadline = environ.get("kiln.read_deadline")
