@@ -132,25 +132,15 @@ def _run_limits(value: dict | None, workload, config) -> Limits:
 
 
 def _timeout(value, config) -> int:
-    if value is None:
-        return config.default_timeout_ms
-    if not isinstance(value, str):
-        raise ApiError(400, 'timeout must be a string such as "500ms", "10s" or "2m"')
-    try:
-        timeout_ms = parse_duration_ms(value)
-    except ValueError:
-        raise ApiError(400, f'timeout {value[:40]!r} is not a duration such as "500ms", "10s" or "2m"') from None
-    if timeout_ms == 0:
-        raise ApiError(400, "timeout must be above zero")
-    if timeout_ms > config.timeout_max_ms:
-        raise ApiError(400, f"timeout {value} is above the limit of {format_duration_ms(config.timeout_max_ms)}")
-    return timeout_ms
+    return duration_field(value, "timeout", config.default_timeout_ms, config.timeout_max_ms)
 
 
 # --- limits, as /run's `limits` and /judge's give them ---
 
 
 def duration_field(value, field: str, default_ms: int, maximum_ms: int) -> int:
+    """Every duration of a request (/run's timeout, /judge's limits and compile_timeout): a
+    string such as "500ms", "2s" or "1m", above zero, at most `maximum_ms`."""
     if value is None:
         return default_ms
     if type(value) is not str:

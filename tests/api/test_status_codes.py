@@ -47,7 +47,7 @@ def test_200_result_has_the_contract_keys_in_order(server):
         (b'{"lang_slug": "python", "solution_text": "x", "checker_text": 1}', "checker_text must be a string or null"),
         (b'{"lang_slug": "python", "solution_text": "x", "stdin": {}}', "stdin must be a string or null"),
         (b'{"lang_slug": "python", "solution_text": "x", "asserts": 5}', "asserts must be a string, an array, an object or null"),
-        (b'{"lang_slug": "python", "solution_text": "x", "timeout": 10}', 'timeout must be a string such as "500ms", "10s" or "2m"'),
+        (b'{"lang_slug": "python", "solution_text": "x", "timeout": 10}', 'timeout must be a duration string such as "500ms", "2s" or "1m"'),
         (b'{"lang_slug": "python", "solution_text": "\\ud800"}', "solution_text is not valid UTF-8 text (it contains a lone surrogate)"),
         (b'{"lang_slug": "python", "solution_text": "x", "stdin": "\\udfff"}', "stdin is not valid UTF-8 text (it contains a lone surrogate)"),
         (b'{"lang_slug": "python", "solution_text": "x", "asserts": [NaN]}', "body is not valid JSON"),
