@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kiln.packages import polygon
+from kiln.packages import dmoj, kattis, polygon
 from kiln.packages.common import Helper, Package, PackageError, PackageTest
 
-READERS = (polygon,)
+READERS = (polygon, kattis, dmoj)
 
 __all__ = ["Helper", "Package", "PackageError", "PackageTest", "reader_of"]
 
