@@ -76,6 +76,9 @@ def read(folder: Path) -> Package:
         for d in group["depends"]:
             if d not in groups:
                 raise PackageError(f"{where}: batch {group['name']} depends on {d}, which is no batch (dependencies name batches by their number in test_cases, from 1)")
+    notes = ["DMOJ keeps time and memory limits on the site, not in init.yml: they are --time and --memory (else the language's defaults)"]
+    if any(isinstance(c, dict) and c.get("points") == 0 for c in cases[:-1]):
+        notes.append("a 0-point case fails: DMOJ skips the cases after it, kiln judges them (same verdict, their points still counted)")
     compare, epsilon, checker = _checker(config.get("checker", "standard"), folder, where)
     interactor = _bridged(config["interactive"], folder, where, "interactive") if config.get("interactive") else None
     return Package(
@@ -88,7 +91,7 @@ def read(folder: Path) -> Package:
         interactor=interactor,
         compare=compare,
         epsilon=epsilon,
-        notes=("DMOJ keeps time and memory limits on the site, not in init.yml: they are --time and --memory (else the language's defaults)",),
+        notes=tuple(notes),
     )
 
 
