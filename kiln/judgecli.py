@@ -5,8 +5,9 @@
                [--stop-on-failure] [--api-key KEY]
 
 Tests are NAME.in with NAME.out or NAME.ans beside it, judged in natural order of NAME (2
-before 10); or a Polygon package, a folder with problem.xml (kiln/judge_package.py: its limits,
-points, groups, checker and interactor, the command line's options before its own). Each input and answer goes to the server's file store once: its id is the sha256 of
+before 10); or a problem package known by its marker file (kiln/packages/: Polygon's problem.xml,
+Kattis's problem.yaml, DMOJ's init.yml): its limits, points, groups, comparison, checker and
+interactor, the command line's options before its own. Each input and answer goes to the server's file store once: its id is the sha256 of
 its bytes, computed here; HEAD /files/<id> tells whether the server has it, POST /files uploads
 it. One POST /judge then names the tests by id. stdout: a row per test and the overall verdict
 (the compiler's words on CE); stderr: progress (a bar and a spinner on a terminal, plain lines
@@ -29,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from kiln import judge_package
+from kiln import packages
 from kiln.judge_client import DEFAULT_URL, Api, UsageError
 from kiln.units import parse_duration_ms, parse_size
 
@@ -54,7 +55,7 @@ def add_parser(commands) -> None:
         "Exit status 0 on AC, 1 on any other verdict, 2 on a usage or connection error.",
     )
     judge.add_argument("solution", type=Path, metavar="SOLUTION", help="the source file (sent as the language's judge file)")
-    judge.add_argument("tests", type=Path, metavar="TESTS_DIR", help="a folder of NAME.in and NAME.out (or NAME.ans) files, or a Polygon package (a folder with problem.xml)")
+    judge.add_argument("tests", type=Path, metavar="TESTS_DIR", help="a folder of NAME.in and NAME.out (or NAME.ans) files, or a problem package: Polygon (problem.xml), Kattis (problem.yaml), DMOJ (init.yml)")
     judge.add_argument("--lang", required=True, metavar="SLUG", help="the solution's language (GET /languages: those with judge true)")
     judge.add_argument("--url", default=DEFAULT_URL, help=f"the kiln server (default {DEFAULT_URL})")
     judge.add_argument("--compare", choices=COMPARES, metavar="MODE", help=f"{', '.join(COMPARES)}: how outputs are compared (default tokens; checker when --checker is given)")
@@ -83,9 +84,10 @@ def main(args) -> int:
 
 
 def judge(args, progress: Progress) -> dict:
-    package = read_package(args.tests) if judge_package.is_package(args.tests) else None
+    package = read_package(args.tests)
     from_package = package is not None and package.checker is not None and args.compare in (None, "checker") and args.checker is None
-    compare = args.compare or ("checker" if args.checker or from_package else "tokens")
+    own_compare = package.compare if package is not None and args.checker is None else None  # a Kattis or DMOJ package's mode
+    compare = args.compare or ("checker" if args.checker or from_package else own_compare or "tokens")
     if not from_package and ((compare == "checker") != (args.checker is not None) or (args.checker is None) != (args.checker_lang is None)):
         raise UsageError("a checker takes --checker FILE and --checker-lang SLUG (and --compare checker or no --compare)")
     solution = read_text(args.solution, "SOLUTION")
@@ -98,14 +100,16 @@ def judge(args, progress: Progress) -> dict:
         tests = [TestCase(t.name, t.input, t.answer) for t in package.tests]
         missing = [t.name for t in tests if t.answer is None]
         if missing and answers_needed:
-            raise UsageError(f"no answer for test {missing[0]} in {args.tests}: the package's answer-path-pattern names no file; pass --compare none or a --checker")
+            raise UsageError(f"no answer for test {missing[0]} in {args.tests}: the package names no answer file for it; pass --compare none or a --checker")
     if compare == "none":  # the run alone decides: no answer is sent
         tests = [TestCase(t.name, t.input, None) for t in tests]
     helpers = {role: h for role, h in (("checker", package.checker if from_package else None), ("interactor", package.interactor if package else None)) if h is not None}
     api = Api(args.url, args.api_key)
-    progress.say(f"{len(tests)} tests in {args.tests}" + (" (a Polygon package)" if package else ""))
-    headers = [h for helper in helpers.values() for h in helper.headers]
-    ids = upload(api, [p for t in tests for p in (t.input, t.answer) if p is not None] + headers, progress)
+    progress.say(f"{len(tests)} tests in {args.tests}" + (f" (a {package.kind} package)" if package else ""))
+    for said in package.notes if package else ():
+        progress.say(said)
+    helper_files = [path for helper in helpers.values() for _, path in helper.files]
+    ids = upload(api, [p for t in tests for p in (t.input, t.answer) if p is not None] + helper_files, progress)
     body = {
         "lang_slug": args.lang,
         "solution_text": solution,
@@ -116,15 +120,16 @@ def judge(args, progress: Progress) -> dict:
     if checker is not None:
         body["checker"] = {"lang_slug": args.checker_lang, "source": checker}
     for role, helper in helpers.items():  # the package's checker and interactor, testlib.h by id
-        body[role] = {"lang_slug": helper.lang, "source": read_text(helper.source, role), "files": {h.name: {"file": ids[h]} for h in helper.headers}}
+        body[role] = {"lang_slug": helper.lang, "source": helper.source, "files": {name: {"file": ids[path]} for name, path in helper.files}}
     if package is not None:
         for test, given in zip(body["tests"], package.tests):
             if given.points is not None:
                 test["points"] = given.points
         if package.groups:
             body["groups"] = list(package.groups)
-    if args.epsilon is not None:
-        body["epsilon"] = args.epsilon
+    epsilon = args.epsilon if args.epsilon is not None else package.epsilon if package is not None and compare == "float" else None
+    if epsilon is not None:
+        body["epsilon"] = epsilon
     time_, memory = args.time, args.memory
     if package is not None:  # the package's limits unless the command line gives its own
         time_ = time_ or (f"{package.time_ms}ms" if package.time_ms else None)
@@ -174,11 +179,15 @@ class Judging:
             self.progress.bar("judging", len(self.ended), len(self.names), suffix=where)
 
 
-def read_package(folder: Path) -> judge_package.Package:
+def read_package(folder: Path) -> packages.Package | None:
+    """The package in `folder` by its marker file, or None for a plain tests folder."""
+    reader = packages.reader_of(folder)
+    if reader is None:
+        return None
     try:
-        return judge_package.read(folder)
-    except judge_package.PackageError as error:
-        raise UsageError(f"the Polygon package in {folder}: {error}") from None
+        return reader.read(folder)
+    except packages.PackageError as error:
+        raise UsageError(f"the {reader.KIND} package in {folder}: {error}") from None
 
 
 def find_tests(folder: Path, answers_needed: bool) -> list[TestCase]:
@@ -282,7 +291,7 @@ def print_answer(answer: dict, out) -> None:
     if verdict == "CE":
         print(f"verdict: CE (compilation error), 0/{total} tests passed", file=out)
         return
-    if "score" in answer:  # points or groups (a Polygon package's)
+    if "score" in answer:  # points or groups (a package's)
         groups = "".join(f", group {shown(g['name'])} {g['score']}/{g['max_score']}" for g in answer.get("groups", []))
         print(f"score: {answer['score']}/{answer['max_score']}{groups}", file=out)
     first = next((shown(t["name"]) for t in answer["tests"] if t["verdict"] not in ("AC", "SK")), None)

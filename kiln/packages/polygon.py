@@ -26,45 +26,16 @@ file is missing (a package without its generated tests) is a UsageError saying h
 from __future__ import annotations
 
 import xml.etree.ElementTree as ElementTree
-from dataclasses import dataclass
 from pathlib import Path
 
+from kiln.packages.common import Helper, Package, PackageError, PackageTest, dependencies_first, number, read_text
+
+KIND = "Polygon"
 PROBLEM_XML = "problem.xml"
 # Polygon's source types (cpp.g++17, python.3, java11, ...) by their start -> kiln's language
 LANGUAGES = (("cpp.", "cpp"), ("python.", "python"), ("java", "java"), ("kotlin", "kotlin"), ("rust", "rust"), ("go", "golang"), ("csharp", "csharp"))
 HEADER_SUFFIXES = (".h", ".hpp")
 POINTS_POLICIES = {"complete-group": "all", "each-test": "sum"}
-
-
-class PackageError(Exception):
-    """The package cannot be judged as it is: the message names the file and what to do."""
-
-
-@dataclass(frozen=True)
-class Helper:
-    """The package's checker or interactor: its language, source, and the headers built with it."""
-
-    lang: str
-    source: Path
-    headers: tuple[Path, ...]
-
-
-@dataclass(frozen=True)
-class PackageTest:
-    name: str  # the input's file name ("01")
-    input: Path
-    answer: Path | None
-    points: float | None
-
-
-@dataclass(frozen=True)
-class Package:
-    tests: tuple[PackageTest, ...]
-    groups: tuple[dict, ...]  # as /judge's `groups` ({"name", "tests", "points", "scoring", "depends"})
-    time_ms: int | None
-    memory_bytes: int | None
-    checker: Helper | None
-    interactor: Helper | None
 
 
 def is_package(folder: Path) -> bool:
@@ -85,10 +56,11 @@ def read(folder: Path) -> Package:
         folder / path for path in (f.get("path", "") for f in root.iterfind("files/resources/file")) if path.endswith(HEADER_SUFFIXES) and (folder / path).is_file()
     )
     return Package(
+        kind=KIND,
         tests=tests,
         groups=_groups(testset, tests, where),
-        time_ms=_number(testset.findtext("time-limit"), "time-limit", where, int),
-        memory_bytes=_number(testset.findtext("memory-limit"), "memory-limit", where, int),
+        time_ms=number(testset.findtext("time-limit"), "time-limit", where, int),
+        memory_bytes=number(testset.findtext("memory-limit"), "memory-limit", where, int),
         checker=_helper(folder, root.find("assets/checker/source"), "checker", headers, where),
         interactor=_helper(folder, root.find("assets/interactor/source"), "interactor", headers, where),
     )
@@ -96,7 +68,7 @@ def read(folder: Path) -> Package:
 
 def _tests(folder: Path, testset, where: Path) -> tuple[PackageTest, ...]:
     listed = testset.findall("tests/test")
-    count = _number(testset.findtext("test-count"), "test-count", where, int)
+    count = number(testset.findtext("test-count"), "test-count", where, int)
     count = len(listed) if count is None else count
     if count < 1:
         raise PackageError(f"{where}: the testset has no tests")
@@ -109,7 +81,7 @@ def _tests(folder: Path, testset, where: Path) -> tuple[PackageTest, ...]:
             generated = test is not None and test.get("method") == "generated"
             how = " (a generated test: download the package with its generated tests, Polygon's \"full\" package, or run its doall script)" if generated else ""
             raise PackageError(f"test {i}: {path} is missing{how}")
-        points = _number(test.get("points") if test is not None else None, f"test {i} points", where, float)
+        points = number(test.get("points") if test is not None else None, f"test {i} points", where, float)
         tests.append(PackageTest(path.name, path, answer if answer.is_file() else None, points))
     return tuple(tests)
 
@@ -127,7 +99,7 @@ def _groups(testset, tests: tuple[PackageTest, ...], where: Path) -> tuple[dict,
         if policy not in POINTS_POLICIES:
             raise PackageError(f"{where}: group {name!r} has points-policy {policy!r}: kiln knows {', '.join(POINTS_POLICIES)}")
         indexes = members.get(name, [])
-        points = _number(group.get("points"), f"group {name!r} points", where, float)
+        points = number(group.get("points"), f"group {name!r} points", where, float)
         if points is None:
             points = sum(tests[i].points or 0.0 for i in indexes)
         depends = [d.get("group", "") for d in group.iterfind("dependencies/dependency")]
@@ -135,15 +107,7 @@ def _groups(testset, tests: tuple[PackageTest, ...], where: Path) -> tuple[dict,
     for name in members:
         if name not in given:  # a test's group without a <group>: Polygon's default policy
             given[name] = {"name": name, "tests": members[name], "points": sum(tests[i].points or 0.0 for i in members[name]), "scoring": "all", "depends": []}
-    ordered: list[dict] = []
-    while len(ordered) < len(given):  # dependencies first; the package's order otherwise
-        ready = [g for g in given.values() if g not in ordered and all(d in [o["name"] for o in ordered] for d in g["depends"])]
-        if not ready:
-            left = [g["name"] for g in given.values() if g not in ordered]
-            unknown = [d for n in left for d in given[n]["depends"] if d not in given]
-            raise PackageError(f"{where}: group dependencies " + (f"name no group: {unknown[0]!r}" if unknown else f"make a cycle among {left}"))
-        ordered.append(ready[0])
-    return tuple(ordered)
+    return dependencies_first(given, where)
 
 
 def _helper(folder: Path, source, role: str, headers: tuple[Path, ...], where: Path) -> Helper | None:
@@ -155,7 +119,7 @@ def _helper(folder: Path, source, role: str, headers: tuple[Path, ...], where: P
         raise PackageError(f"{where}: the {role}'s type {kind!r} is no language kiln judges in (known: {', '.join(p for p, _ in LANGUAGES)}...)")
     if not path.is_file():
         raise PackageError(f"the {role}'s source {path} is missing")
-    return Helper(lang, path, tuple(h for h in headers if h != path))
+    return Helper(lang, read_text(path, role + "'s source"), tuple((h.name, h) for h in headers if h != path))
 
 
 def _formatted(pattern: str, index: int, where: Path) -> str:
@@ -163,15 +127,3 @@ def _formatted(pattern: str, index: int, where: Path) -> str:
         return pattern % index
     except (TypeError, ValueError):
         raise PackageError(f"{where}: the path pattern {pattern!r} is not printf's (tests/%02d)") from None
-
-
-def _number(text: str | None, what: str, where: Path, kind):
-    if text is None or not text.strip():
-        return None
-    try:
-        value = kind(text.strip())
-    except ValueError:
-        raise PackageError(f"{where}: {what} {text!r} is not a number") from None
-    if value < 0:
-        raise PackageError(f"{where}: {what} {text!r} is below 0")
-    return value

@@ -1,4 +1,4 @@
-"""kiln/judge_package.py without a server: what a Polygon package's problem.xml becomes (a
+"""kiln/packages/polygon.py without a server: what a Polygon package's problem.xml becomes (a
 package written here; the judged package, through a real server: tests/api/test_judge_cli.py)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kiln import judge_package
-from kiln.judge_package import PackageError
+from kiln.packages import polygon as judge_package
+from kiln.packages.common import PackageError
 
 
 def package(folder: Path, groups: str = "", assets: str = "", tests: str = '<test/><test/>', count: int = 2) -> Path:
@@ -34,8 +34,8 @@ def test_limits_tests_and_an_interactor_with_its_checker(tmp_path):
     read = judge_package.read(package(tmp_path, assets=assets))
     assert (read.time_ms, read.memory_bytes) == (1500, 64 << 20)
     assert [(t.name, t.input.name, t.answer.name, t.points) for t in read.tests] == [("01", "01", "01.a", None), ("02", "02", "02.a", None)]
-    assert read.checker.lang == read.interactor.lang == "cpp" and read.interactor.source.name == "interactor.cpp"
-    assert [h.name for h in read.checker.headers] == ["testlib.h"]  # a resource that is a header
+    assert read.checker.lang == read.interactor.lang == "cpp" and read.interactor.source == "//\n"
+    assert [name for name, _ in read.checker.files] == ["testlib.h"]  # a resource that is a header
     assert read.groups == ()
 
 

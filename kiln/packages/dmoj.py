@@ -1,0 +1,166 @@
+"""A DMOJ problem data folder as `kiln judge PACKAGE_DIR` reads it:
+
+    init.yml   archive: tests.zip            (optional: the files are read from the zip)
+               test_cases:
+                 - {in: s.in, out: s.out, points: 0}
+                 - {batched: [{in: 1.in, out: 1.out}, ...], points: 40, dependencies: [1]}
+               checker: standard | identical | {name: floats, args: {precision: 6}}
+                        | {name: bridged, args: {files: check.cpp, lang: CPP17, type: testlib}}
+               interactive: {files: interactor.cpp, lang: CPP17, type: testlib}
+
+A case scores its points when AC; a batch is a group scored all-or-nothing (kiln's "all"), its
+`dependencies` (1-based batch numbers) its `depends`. Checkers map onto kiln's modes: standard ->
+tokens, identical -> exact, floats (error_mode default) -> float with epsilon 10^-precision
+(DMOJ's floats accepts an absolute or a relative error within it, as kiln's float does); bridged
+testlib checkers and interactors are sent with their files. DMOJ keeps time and memory limits on
+the site, not here: `kiln judge` takes them from --time and --memory. What does not map is a
+PackageError naming it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import tempfile
+import zipfile
+from pathlib import Path
+
+from kiln.packages.common import Helper, Package, PackageError, PackageTest, dependencies_first, number, read_text
+from kiln.packages.kattis import load_yaml
+
+KIND = "DMOJ"
+INIT_YML = "init.yml"
+COMPARES = {"standard": "tokens", "identical": "exact", "floats": "float"}
+# DMOJ's language keys (CPP17, PY3, ...) by their start -> kiln's slug
+LANGUAGES = (("CPP", "cpp"), ("C", "c"), ("PY", "python"), ("JAVA", "java"), ("RUST", "rust"), ("GO", "golang"))
+CASE_KEYS = ("in", "out", "points", "batched", "dependencies", "is_pretest")
+TOP_KEYS = ("archive", "test_cases", "checker", "interactive", "pretest_test_cases", "output_limit_length", "output_prefix_length", "unbuffered", "hints")
+
+
+def is_package(folder: Path) -> bool:
+    return (folder / INIT_YML).is_file()
+
+
+def read(folder: Path) -> Package:
+    where = folder / INIT_YML
+    config = load_yaml(where) or {}
+    if not isinstance(config, dict):
+        raise PackageError(f"{where} is not a mapping of keys (test_cases:, checker:)")
+    for key in config:
+        if key not in TOP_KEYS:
+            raise PackageError(f"{where}: kiln does not take {key!r} (a generator's tests must be generated first; it takes {', '.join(TOP_KEYS)})")
+    files = _files(folder, config.get("archive"), where)
+    cases = config.get("test_cases")
+    if not isinstance(cases, list) or not cases:
+        raise PackageError(f"{where}: test_cases is not a list of {{in, out, points}} or {{batched: [...], points}}")
+    tests: list[PackageTest] = []
+    groups: dict[str, dict] = {}
+    for i, case in enumerate(cases, 1):
+        if not isinstance(case, dict) or any(k not in CASE_KEYS for k in case):
+            raise PackageError(f"{where}: test case {i} is not {{in, out, points}} or {{batched: [...], points, dependencies}} (kiln takes {', '.join(CASE_KEYS)})")
+        points = number(case.get("points"), f"test case {i} points", where, float)
+        if "batched" in case:
+            batch = case["batched"]
+            if not isinstance(batch, list) or not batch:
+                raise PackageError(f"{where}: test case {i}'s batched is not a list of {{in, out}}")
+            first = len(tests)
+            for j, member in enumerate(batch, 1):
+                tests.append(_test(member, f"{i}.{j}", None, files, where))
+            depends = case.get("dependencies") or []
+            if not isinstance(depends, list) or not all(isinstance(d, int) for d in depends):
+                raise PackageError(f"{where}: test case {i}'s dependencies is not a list of batch numbers")
+            groups[str(i)] = {"name": str(i), "tests": list(range(first, len(tests))), "points": points or 0.0, "scoring": "all", "depends": [str(d) for d in depends]}
+        else:
+            tests.append(_test(case, str(i), points, files, where))
+    for group in groups.values():
+        for d in group["depends"]:
+            if d not in groups:
+                raise PackageError(f"{where}: batch {group['name']} depends on {d}, which is no batch (dependencies name batches by their number in test_cases, from 1)")
+    notes = ["DMOJ keeps time and memory limits on the site, not in init.yml: they are --time and --memory (else the language's defaults)"]
+    if any(isinstance(c, dict) and c.get("points") == 0 for c in cases[:-1]):
+        notes.append("a 0-point case fails: DMOJ skips the cases after it, kiln judges them (same verdict, their points still counted)")
+    compare, epsilon, checker = _checker(config.get("checker", "standard"), folder, where)
+    interactor = _bridged(config["interactive"], folder, where, "interactive") if config.get("interactive") else None
+    return Package(
+        kind=KIND,
+        tests=tuple(tests),
+        groups=dependencies_first(groups, where),
+        time_ms=None,
+        memory_bytes=None,
+        checker=checker,
+        interactor=interactor,
+        compare=compare,
+        epsilon=epsilon,
+        notes=tuple(notes),
+    )
+
+
+def _files(folder: Path, archive, where: Path) -> Path:
+    """The folder the tests' files are in: the package's, or the archive's unpacked in a
+    temporary folder (removed when kiln judge ends)."""
+    if archive is None:
+        return folder
+    zipped = folder / str(archive)
+    try:
+        with zipfile.ZipFile(zipped) as opened:
+            unpacked = Path(tempfile.mkdtemp(prefix="kiln-dmoj-"))
+            atexit.register(shutil.rmtree, unpacked, True)
+            for member in opened.infolist():
+                target = (unpacked / member.filename).resolve()
+                if not target.is_relative_to(unpacked.resolve()):  # a zip's "../" names stay inside
+                    raise PackageError(f"{zipped}: member {member.filename!r} points outside the archive")
+            opened.extractall(unpacked)
+            return unpacked
+    except (OSError, zipfile.BadZipFile) as error:
+        raise PackageError(f"{where}: archive {zipped} cannot be read: {error}") from None
+
+
+def _test(case, name: str, points: float | None, files: Path, where: Path) -> PackageTest:
+    if not isinstance(case, dict) or "in" not in case:
+        raise PackageError(f"{where}: test case {name} has no `in` file")
+    given = files / str(case["in"])
+    if not given.is_file():
+        raise PackageError(f"{where}: test case {name}'s input {case['in']} is not in {files}")
+    answer = files / str(case["out"]) if case.get("out") is not None else None
+    if answer is not None and not answer.is_file():
+        raise PackageError(f"{where}: test case {name}'s answer {case['out']} is not in {files}")
+    return PackageTest(name, given, answer, points)
+
+
+def _checker(checker, folder: Path, where: Path) -> tuple[str | None, float | None, Helper | None]:
+    name, args = (checker, {}) if isinstance(checker, str) else (checker.get("name"), checker.get("args") or {}) if isinstance(checker, dict) else (None, {})
+    if name == "bridged":
+        return None, None, _bridged(args, folder, where, "checker")
+    if name not in COMPARES:
+        raise PackageError(f"{where}: checker {name!r}: kiln maps standard, identical, floats and bridged testlib checkers; write the others as a testlib checker")
+    if name != "floats":
+        if args:
+            raise PackageError(f"{where}: checker {name} with args {sorted(args)}: kiln takes the checker without them")
+        return COMPARES[name], None, None
+    if args.get("error_mode", "default") != "default":
+        raise PackageError(f"{where}: checker floats with error_mode {args['error_mode']!r}: kiln's float accepts an absolute or a relative error (error_mode default) only")
+    precision = number(args.get("precision", 6), "checker precision", where, int)
+    return "float", 10.0 ** -precision, None
+
+
+def _bridged(args, folder: Path, where: Path, role: str) -> Helper:
+    """A testlib checker or interactor: its first file the main source, the others built with it."""
+    if not isinstance(args, dict):
+        raise PackageError(f"{where}: {role} is not a mapping ({{files, lang, type: testlib}})")
+    kind = args.get("type", "default")
+    if kind != "testlib":
+        raise PackageError(f"{where}: {role} type {kind!r}: kiln runs testlib-convention programs only (type: testlib)")
+    names = args.get("files")
+    names = [names] if isinstance(names, str) else names
+    if not isinstance(names, list) or not names:
+        raise PackageError(f"{where}: {role} names no files (files: check.cpp)")
+    lang = str(args.get("lang", "CPP17"))
+    slug = next((s for prefix, s in LANGUAGES if lang.upper().startswith(prefix)), None)
+    if slug is None:
+        raise PackageError(f"{where}: {role} lang {lang!r} is no language kiln maps (known: {', '.join(p for p, _ in LANGUAGES)}...)")
+    paths = [folder / str(n) for n in names]
+    missing = [p for p in paths if not p.is_file()]
+    if missing:
+        raise PackageError(f"{where}: the {role}'s file {missing[0]} is missing")
+    others = [p for p in folder.iterdir() if p.suffix in (".h", ".hpp") and p not in paths]  # testlib.h beside it
+    return Helper(slug, read_text(paths[0], f"{role}'s source"), tuple((p.name, p) for p in [*paths[1:], *others]))

@@ -1,0 +1,179 @@
+"""How a Kattis package's outputs are judged, as kiln can do it exactly (kiln/packages/kattis.py).
+
+Default validation: Kattis's default output validator compares tokens, case-insensitively unless
+`case_sensitive`, whitespace-insensitively unless `space_change_sensitive`, numbers within
+`float_tolerance E` (absolute or relative), `float_absolute_tolerance E`,
+`float_relative_tolerance E`. kiln's modes (DESIGN.md, compare modes) take: tokens; float with
+epsilon E when the absolute and relative tolerances are the same E (kiln's float is "absolute or
+relative"); exact for case_sensitive space_change_sensitive without tolerances. Case-insensitivity
+matters only where the answers hold letters: without case_sensitive, answers with letters are
+refused (kiln compares case), answers without them compare the same either way.
+
+Custom validation: a C++ output validator runs as `validator input answer feedback_dir [flags] <
+team_output`, exit 42 accepted, 43 wrong answer, else a judge error, its words in
+feedback_dir/judgemessage.txt. kiln's checker convention is testlib's (`checker input output
+answer`, exit 0, 1, 3), so the checker sent is an adapter written here (ADAPTER) that includes the
+validator's source with its `main` renamed, runs it in a forked child (a validator ends with
+exit(42) anywhere, which only a parent can see) with stdin reopened on the output and a feedback
+folder in /tmp, and maps the exit code; it prints judgemessage.txt (the checker's message).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from kiln.packages.common import Helper, PackageError, read_text
+
+TOLERANCES = ("float_tolerance", "float_absolute_tolerance", "float_relative_tolerance")
+SWITCHES = ("case_sensitive", "space_change_sensitive")
+VALIDATOR_FOLDERS = ("output_validators", "output_validator")  # the legacy format's, the 2023 format's
+CPP_SOURCES = (".cpp", ".cc", ".cxx", ".c++")
+HEADERS = (".h", ".hpp", ".hh")
+INCLUDED_NAME = "kattis_validator.inc"  # not *.cpp: the judge build compiles every *.cpp on its own
+_MAIN = re.compile(r"\bint\s+main\s*\(")
+_LETTER = re.compile(rb"[A-Za-z]")
+_NUMBER = re.compile(rb"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
+def compare_mode(flags: list[str], answers: list[Path | None], where: Path) -> tuple[str, float | None]:
+    """(kiln's compare mode, epsilon) doing exactly what the default validator does with `flags`."""
+    given: dict[str, float] = {}
+    switches = set()
+    i = 0
+    while i < len(flags):
+        flag = flags[i]
+        if flag in SWITCHES:
+            switches.add(flag)
+        elif flag in TOLERANCES:
+            if i + 1 == len(flags):
+                raise PackageError(f"{where}: validator_flags {flag} lacks its value ({flag} 1e-6)")
+            try:
+                given[flag] = float(flags[i + 1])
+            except ValueError:
+                raise PackageError(f"{where}: validator_flags {flag} {flags[i + 1]!r} is not a number") from None
+            i += 1
+        else:
+            raise PackageError(f"{where}: validator_flags {flag!r} is not a flag of Kattis's default validator ({', '.join(SWITCHES + TOLERANCES)})")
+        i += 1
+    absolute = given.get("float_absolute_tolerance", given.get("float_tolerance"))
+    relative = given.get("float_relative_tolerance", given.get("float_tolerance"))
+    if absolute != relative:
+        which = "float_absolute_tolerance" if relative is None else "float_relative_tolerance" if absolute is None else "float_absolute_tolerance and float_relative_tolerance"
+        raise PackageError(
+            f"{where}: validator_flags {which} ({absolute} absolute, {relative} relative): kiln's float compare allows the same error absolute or relative; "
+            "use float_tolerance E, or judge with --compare float --epsilon E if that is what you mean"
+        )
+    if "case_sensitive" not in switches:
+        lettered = next((a for a in answers if a is not None and _has_word(a.read_bytes())), None)
+        if lettered is not None:
+            raise PackageError(
+                f"{where}: no case_sensitive in validator_flags, and {lettered} holds letters: Kattis compares them ignoring case, kiln cannot; "
+                "add case_sensitive if case matters, or judge with --compare tokens"
+            )
+    if "space_change_sensitive" in switches:
+        if absolute is not None:
+            raise PackageError(f"{where}: validator_flags space_change_sensitive with a float tolerance: kiln compares either whitespace exactly or numbers within a tolerance, not both")
+        return "exact", None
+    if absolute is not None:
+        return "float", absolute
+    return "tokens", None
+
+
+def _has_word(answer: bytes) -> bool:
+    """Whether some token has a letter and is not a number (1e5 compares as a number either way)."""
+    return bool(_LETTER.search(answer)) and any(_LETTER.search(t) and not _NUMBER.fullmatch(t) for t in answer.split())
+
+
+def bridged_validator(folder: Path, flags: list[str]) -> Helper:
+    """The checker that runs the package's C++ output validator in kiln's convention."""
+    found = [folder / name for name in VALIDATOR_FOLDERS if (folder / name).is_dir()]
+    candidates = [p for f in found for p in ([f] if f.name == "output_validator" else sorted(q for q in f.iterdir() if q.is_dir()))]
+    if len(candidates) != 1:
+        raise PackageError(f"{folder}: validation custom needs one output validator, output_validators/<name>/ (found {len(candidates)})")
+    validator = candidates[0]
+    files = sorted(p for p in validator.iterdir() if p.is_file())
+    sources = [p for p in files if p.suffix in CPP_SOURCES]
+    if not sources:
+        others = ", ".join(p.name for p in files) or "nothing"
+        raise PackageError(f"{validator} holds no C++ source ({others}): kiln bridges C++ output validators only")
+    with_main = [p for p in sources if _MAIN.search(read_text(p, "output validator's source"))]
+    if len(with_main) != 1:
+        raise PackageError(f"{validator}: kiln finds `int main(` in {len(with_main)} of its C++ sources, and needs it in exactly one")
+    main = with_main[0]
+    given = [(INCLUDED_NAME, main)]
+    given += [(p.stem + ".cpp", p) for p in sources if p != main]  # compiled and linked beside it
+    given += [(p.name, p) for p in files if p.suffix in HEADERS]
+    return Helper("cpp", adapter(flags), tuple(given))
+
+
+def adapter(flags: list[str]) -> str:
+    arguments = "".join(f", {_c_string(flag)}" for flag in flags)
+    return ADAPTER.replace("/*FLAGS*/", arguments)
+
+
+def _c_string(text: str) -> str:
+    """A C string literal of `text`: every byte but letters, digits and " ._-+" as an octal escape."""
+    safe = lambda b: chr(b).isalnum() or chr(b) in " ._-+"  # noqa: E731
+    return '"' + "".join(chr(b) if b < 128 and safe(b) else f"\\{b:03o}" for b in text.encode()) + '"'
+
+
+ADAPTER = r"""// Written by kiln judge: runs a Kattis output validator as a testlib-convention checker.
+// argv: input output answer. The validator: input answer feedback_dir [flags] < output;
+// exit 42 -> 0 (AC), 43 -> 1 (WA), anything else -> 3 (the checker failed: IE).
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+#define main kattis_validator_main
+#include "kattis_validator.inc"
+#undef main
+
+static int kiln_run(int (*validator)(int, char **), int argc, char **argv) { return validator(argc, argv); }
+static int kiln_run(int (*validator)(int, const char **), int argc, char **argv) { return validator(argc, const_cast<const char **>(argv)); }
+static int kiln_run(int (*validator)(), int, char **) { return validator(); }
+
+static void kiln_print_file(const std::string &path) {
+    FILE *file = fopen(path.c_str(), "r");
+    if (!file) return;
+    char buffer[4096];
+    size_t n;
+    while ((n = fread(buffer, 1, sizeof buffer, file)) > 0) fwrite(buffer, 1, n, stdout);
+    fclose(file);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 4) { fprintf(stderr, "kiln's Kattis adapter: expected input output answer\n"); return 3; }
+    char folder[] = "/tmp/kattis-feedback-XXXXXX";
+    if (!mkdtemp(folder)) { perror("kiln's Kattis adapter: mkdtemp"); return 3; }
+    std::string feedback = std::string(folder) + "/";
+    std::vector<std::string> arguments = {"output_validator", argv[1], argv[3], feedback/*FLAGS*/};
+    fflush(nullptr);
+    pid_t child = fork();
+    if (child < 0) { perror("kiln's Kattis adapter: fork"); return 3; }
+    if (child == 0) {
+        int output = open(argv[2], O_RDONLY);
+        if (output < 0 || dup2(output, 0) < 0) { perror("kiln's Kattis adapter: the output"); _exit(3); }
+        close(output);
+        std::vector<char *> pointers;
+        for (auto &argument : arguments) pointers.push_back(argument.data());
+        pointers.push_back(nullptr);
+        exit(kiln_run(kattis_validator_main, static_cast<int>(arguments.size()), pointers.data()));
+    }
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0)
+        if (errno != EINTR) { perror("kiln's Kattis adapter: waitpid"); return 3; }
+    kiln_print_file(feedback + "judgemessage.txt");
+    fflush(stdout);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 42) return 0;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 43) return 1;
+    if (WIFEXITED(status)) fprintf(stderr, "kiln: the output validator exited %d (Kattis: 42 accepted, 43 wrong answer, else a judge error)\n", WEXITSTATUS(status));
+    else fprintf(stderr, "kiln: the output validator was killed by signal %d\n", WTERMSIG(status));
+    return 3;
+}
+"""

@@ -1,0 +1,187 @@
+"""`kiln judge` on Kattis and DMOJ packages (kiln/packages/) against a real server: each package is
+written here from its format's public documentation, and judged with the verdicts and points its
+own judge gives. The Polygon package's tests are in test_judge_cli.py."""
+
+from __future__ import annotations
+
+import random
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from kilntest import Server
+from test_judge_cli import KEY, TESTLIB_H, kiln_judge, rows, solution
+
+
+@pytest.fixture(scope="module")
+def srv():
+    server = Server({"RUN_LANGS": "python,cpp", "RUN_API_KEYS": KEY}).wait_ready()
+    yield server
+    server.stop()
+
+
+def write(folder: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return folder
+
+
+# --- Kattis ----------------------------------------------------------------------------------
+
+QUOTIENT = "a, b = map(int, input().split())\nprint(f'{a / b:.2f}')\n"  # two decimals: 1e-4 off on 1/3
+
+
+def quotient_package(folder: Path, flags: str) -> Path:
+    """a / b with answers to 9 decimals; a random b keeps the files new to the store."""
+    salt = random.randrange(1, 10**6) * 8  # a multiple of 8: 2/8 is 0.25 exactly
+    tests = {"sample/1": (2, 8), "secret/1": (salt * 125_000, 3 * salt), "secret/2": (salt, 3 * salt)}  # 0.25, ~41666.67 (relative), 1/3
+    files = {"problem.yaml": f"name: Quotient\nvalidation: default\nvalidator_flags: {flags}\nlimits:\n  memory: 256\n  time_limit: 2\n"}
+    for name, (a, b) in tests.items():
+        files[f"data/{name}.in"] = f"{a} {b}\n"
+        files[f"data/{name}.ans"] = f"{a / b:.9f}\n"
+    return write(folder, files)
+
+
+def test_a_kattis_package_with_default_validation_compares_numbers_within_its_float_tolerance(srv, tmp_path):
+    package = quotient_package(tmp_path / "quotient", "float_tolerance 1e-4")
+    done = kiln_judge(solution(tmp_path, QUOTIENT), package, srv=srv)
+    assert done.returncode == 1, done.stderr
+    # 41666.67 against 41666.666666667: 3e-3 off absolutely, 8e-8 relatively (Kattis: either within 1e-4)
+    assert [row[:2] for row in rows(done.stdout)] == [["sample/1", "AC"], ["secret/1", "AC"], ["secret/2", "WA"]], done.stdout
+    assert "verdict: WA on test secret/2, 2/3 tests passed" in done.stdout
+    assert "(a Kattis package)" in done.stderr
+    exact = kiln_judge(solution(tmp_path, QUOTIENT.replace(".2f", ".7f")), package, srv=srv)
+    assert exact.returncode == 0 and "verdict: AC, 3/3" in exact.stdout, exact.stdout + exact.stderr
+
+
+def test_a_kattis_flag_kiln_cannot_honour_exactly_is_refused_naming_it(srv, tmp_path):
+    package = quotient_package(tmp_path / "quotient", "float_absolute_tolerance 1e-4")
+    done = kiln_judge(solution(tmp_path, QUOTIENT), package, srv=srv)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "the Kattis package in" in done.stderr and "float_absolute_tolerance" in done.stderr and "float_tolerance" in done.stderr
+
+
+# a validate.h of this test's own (Kattis's style: exit 42 accepted, 43 wrong answer, feedback file)
+VALIDATE_H = r"""#pragma once
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <string>
+static std::ifstream judge_in, judge_ans;
+static std::ofstream judge_message;
+inline void init_io(int argc, char **argv) {
+    if (argc < 4) std::exit(1);
+    judge_in.open(argv[1]); judge_ans.open(argv[2]);
+    judge_message.open(std::string(argv[3]) + "judgemessage.txt");
+}
+[[noreturn]] inline void accept() { judge_message << "accepted\n"; judge_message.close(); std::exit(42); }
+[[noreturn]] inline void wrong_answer(const std::string &why) { judge_message << why << "\n"; judge_message.close(); std::exit(43); }
+"""
+# accepts any multiple of the answer's n if the flag says "multiples", else only n itself
+VALIDATOR_CPP = r"""#include "validate.h"
+int main(int argc, char **argv) {
+    init_io(argc, argv);
+    bool multiples = argc > 4 && std::string(argv[4]) == "multiples";
+    long long n, got;
+    judge_ans >> n;
+    if (!(std::cin >> got)) wrong_answer("no number in the output");
+    if (got == n || (multiples && got != 0 && got % n == 0)) accept();
+    wrong_answer("expected a multiple of " + std::to_string(n) + ", got " + std::to_string(got));
+}
+"""
+
+
+def multiples_package(folder: Path) -> Path:
+    base = random.randrange(10**6) * 10
+    files = {
+        "problem.yaml": "name: Multiples\ntype: scoring\nvalidation: custom\nvalidator_flags: multiples\nlimits: {memory: 256}\n",
+        ".timelimit": "2\n",
+        "output_validators/multiples/validate.h": VALIDATE_H,
+        "output_validators/multiples/validator.cpp": VALIDATOR_CPP,
+        "data/sample/testdata.yaml": "accept_score: 0\n",
+        "data/secret/group1/testdata.yaml": "accept_score: 20\ngrader_flags: min\n",
+        "data/secret/group2/testdata.yaml": "accept_score: 15\n",
+    }
+    for name, n in {"sample/1": 1, "secret/group1/a": 2, "secret/group1/b": 5, "secret/group2/a": 3, "secret/group2/b": 4}.items():
+        files[f"data/{name}.in"] = f"{base + n}\n"
+        files[f"data/{name}.ans"] = f"{base + n}\n"
+    return write(folder, files)
+
+
+def test_a_kattis_custom_output_validator_judges_through_kilns_adapter_with_its_groups_scored(srv, tmp_path):
+    package = multiples_package(tmp_path / "multiples")
+    # twice n (a multiple: accepted with the flag), but 0 where n ends in 5: group1 fails, all or nothing
+    twice = "n = int(input())\nprint(0 if n % 10 == 5 else 2 * n)\n"
+    done = kiln_judge(solution(tmp_path, twice), package, srv=srv)
+    assert done.returncode == 1, done.stderr
+    table = rows(done.stdout)
+    assert [row[:2] for row in table] == [["sample/1", "AC"], ["secret/group1/a", "AC"], ["secret/group1/b", "WA"], ["secret/group2/a", "AC"], ["secret/group2/b", "AC"]], done.stdout
+    assert "accepted" in done.stdout and "expected a multiple of" in done.stdout  # judgemessage.txt
+    assert "score: 30.0/50.0" in done.stdout or "score: 30/50" in done.stdout, done.stdout
+    assert "group secret/group1 0" in done.stdout and "group secret/group2 30" in done.stdout
+
+
+# --- DMOJ ------------------------------------------------------------------------------------
+
+CHECK_CPP = r"""#include "testlib.h"
+int main(int argc, char **argv) {
+    registerTestlibCmd(argc, argv);
+    long long expected = ans.readLong(), found = ouf.readLong();
+    if (expected != found) quitf(_wa, "expected %lld, found %lld", expected, found);
+    quitf(_ok, "right: %lld", found);
+}
+"""
+
+
+def dmoj_package(folder: Path, checker: str) -> Path:
+    """Double n: a sample worth 0, a lone case worth 10, batches of 40 and 50 in an archive."""
+    base = random.randrange(10**9) * 10
+    folder.mkdir(parents=True)
+    with zipfile.ZipFile(folder / "double.zip", "w") as archive:
+        for name, n in {"s": 1, "c": 2, "b1.1": 3, "b1.2": 4, "b2.1": 5, "b2.2": 6}.items():
+            archive.writestr(f"{name}.in", f"{base + n}\n")
+            archive.writestr(f"{name}.out", f"{2 * (base + n)}\n")
+    write(folder, {"check.cpp": CHECK_CPP, "testlib.h": TESTLIB_H})
+    (folder / "init.yml").write_text(
+        f"""archive: double.zip
+checker: {checker}
+test_cases:
+- {{in: s.in, out: s.out, points: 0}}
+- {{in: c.in, out: c.out, points: 10}}
+- points: 40
+  batched:
+  - {{in: b1.1.in, out: b1.1.out}}
+  - {{in: b1.2.in, out: b1.2.out}}
+- points: 50
+  batched:
+  - {{in: b2.1.in, out: b2.1.out}}
+  - {{in: b2.2.in, out: b2.2.out}}
+"""
+    )
+    return folder
+
+
+WRONG_ON_5 = "n = int(input())\nprint(2 * n if n % 10 != 5 else 0)\n"  # b2.1's n ends in 5
+
+
+def test_a_dmoj_package_with_a_bridged_testlib_checker_scores_its_cases_and_batches(srv, tmp_path):
+    package = dmoj_package(tmp_path / "double", "{name: bridged, args: {files: check.cpp, lang: CPP17, type: testlib}}")
+    done = kiln_judge(solution(tmp_path, WRONG_ON_5), package, "--time", "2s", srv=srv)
+    assert done.returncode == 1, done.stderr
+    verdicts = [row[:2] for row in rows(done.stdout)]
+    assert verdicts[:5] == [["1", "AC"], ["2", "AC"], ["3.1", "AC"], ["3.2", "AC"], ["4.1", "WA"]], done.stdout
+    assert verdicts[5][1] in ("AC", "SK")  # kiln may skip the rest of an all-or-nothing batch
+    assert "expected" in done.stdout and "found 0" in done.stdout  # the checker's words
+    assert "score: 50/100" in done.stdout or "score: 50.0/100.0" in done.stdout, done.stdout
+    assert "(a DMOJ package)" in done.stderr and "--time and --memory" in done.stderr
+
+
+def test_a_dmoj_standard_checker_compares_tokens_and_an_unknown_one_is_refused(srv, tmp_path):
+    package = dmoj_package(tmp_path / "double", "standard")
+    done = kiln_judge(solution(tmp_path, "n = int(input())\nprint(' ', 2 * n, '  ')\n"), package, srv=srv)
+    assert done.returncode == 0 and "verdict: AC, 6/6" in done.stdout, done.stdout + done.stderr
+    assert "score: 100" in done.stdout
+    refused = kiln_judge(solution(tmp_path), dmoj_package(tmp_path / "other", "sorted"), srv=srv)
+    assert refused.returncode == 2 and "the DMOJ package in" in refused.stderr and "checker 'sorted'" in refused.stderr
