@@ -233,7 +233,7 @@ def test_on_a_terminal_progress_is_a_bar_redrawn_in_place(srv, tmp_path):
     assert "\rjudging [" in text and "] 3/3" in text  # the tests' bar, from the stream's lines
 
 
-# --- a Polygon package (kiln/judge_package.py): the test writes its own, testlib.h included ------
+# --- a Polygon package (kiln/packages/polygon.py): the test writes its own, testlib.h included ------
 
 # a header of this test's own named testlib.h (not testlib: the few calls the checker makes)
 TESTLIB_H = r"""#pragma once
