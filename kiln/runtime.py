@@ -104,6 +104,11 @@ class Runtime:
         return self.config.uid_base + index
 
     @property
+    def forking(self) -> frozenset[str]:
+        """The languages whose slots are forked from their template (a short warm-up)."""
+        return frozenset(slug for slug, workload in self.workloads.items() if workload.template_argv is not None)
+
+    @property
     def starved_max_times(self) -> int:
         """How many times its timeout a run's deadline may move on for the time it waited for CPUs
         other runs held (kiln-init's starve.c; the runner waits as long for a slot's answer). With

@@ -25,7 +25,7 @@ from kiln.http.responses import CLIENT_GONE, CLOSE, TEXT, Answer, ReadTimeout, e
 from kiln.http.validate import ApiError, RunRequest, parse_run
 from kiln.http.watch import ClientWatch
 from kiln.judge.builds import Builds
-from kiln.judge.files import UnknownFile
+from kiln.judge.files import FileStore, UnknownFile
 from kiln.judge.builds import NoRoom
 from kiln.judge.judge import DoesNotBuild, Judge, cut
 from kiln.judge.sources import TooMuchSource
@@ -47,12 +47,12 @@ class AnyText(PathConverter):
 
 
 class App:
-    def __init__(self, runtime: Runtime, pool: SlotPool, log: Log, request_shutdown, no_cgroups_reason: str | None = None):
+    def __init__(self, runtime: Runtime, pool: SlotPool, metrics: Metrics, log: Log, request_shutdown, no_cgroups_reason: str | None = None):
         self.runtime = runtime
         self.config = runtime.config
         self.pool = pool
         self.log = log
-        self.metrics = Metrics(pool, runtime.config.concurrency, runtime.workloads)
+        self.metrics = metrics
         self.request_shutdown = request_shutdown
         # said on every /health: an operator must not miss that limits are not enforced, or what
         # a rootless sandbox lacks
@@ -64,6 +64,7 @@ class App:
         self.shutting_down = False
         self.runner = Runner(pool, runtime, log)
         self.bodies = BodyBudget(runtime.config.judge_bodies_max)
+        self._files: FileStore | None = None
         self.judge = Judge(self.runner, runtime, Builds(runtime.layers_dir, runtime.config.build_cache_max, log), log, runtime.config.judge_parallel)
         self.openapi = OPENAPI_DOCUMENT.read_bytes()  # GET /openapi.json: read once, served as is
         self.url_map = Map(
@@ -80,6 +81,14 @@ class App:
             ],
             converters={"anything": AnyText},
         )
+
+    @property
+    def files(self) -> FileStore:
+        """The file store, made on first use: after the front has dropped to RUN_FRONT_USER, so
+        that what it creates in RUN_FILE_STORE is the front's own. The index is rebuilt then."""
+        if self._files is None:
+            self._files = FileStore(self.config.file_store, self.config.file_max, self.config.file_store_max, self.log)
+        return self._files
 
     # -- entries ---------------------------------------------------------------------------
     def __call__(self, environ, start_response):
@@ -145,7 +154,7 @@ class App:
     # -- routes -----------------------------------------------------------------------------
     def on_run(self, environ, info) -> Answer:
         """parse -> run -> respond"""
-        owner = self._authorize(environ)
+        owner = self.authorize(environ)
         raw = self._read_body(environ, info)
         info["bytes_in"] = len(raw)
         request = parse_run(raw, self.runtime)
@@ -181,7 +190,7 @@ class App:
     def on_judge(self, environ, info) -> Answer | Response:
         """parse -> judge -> respond (kiln/judge/); with Accept: application/x-ndjson, streamed
         as things end (kiln/http/judge_stream.py)"""
-        owner = self._authorize(environ)
+        owner = self.authorize(environ)
         held = self.bodies.hold(environ, self.config.judge_input_max)
         streamed = False
         try:
@@ -191,7 +200,7 @@ class App:
             info["lang"] = request.slug
             if self.shutting_down:
                 raise ApiError(503, "shutting down")
-            files = files_api.store_of(self) if request.file_ids else None
+            files = self.files if request.file_ids else None
             watch = ClientWatch(environ)
 
             def judged(progress=None) -> dict:
@@ -256,7 +265,7 @@ class App:
         return Answer(200 if healthy else 503, (text + self.health_note + "\n").encode(), TEXT)
 
     def on_languages(self, environ, info) -> Answer:
-        self._authorize(environ)
+        self.authorize(environ)
         config = self.config
         served = [
             {
@@ -296,12 +305,12 @@ class App:
     def on_shutdown(self, environ, info) -> Answer:
         if not self.config.allow_shutdown:
             raise NotFound()
-        self._authorize(environ)
+        self.authorize(environ)
         self.request_shutdown()
         return json_response(200, {"status": "shutting down"})
 
     # -- helpers ----------------------------------------------------------------------------
-    def _authorize(self, environ) -> str:
+    def authorize(self, environ) -> str:
         """The client, as the file store names owners: "" where no API keys are configured, else
         a digest of its key (never the key itself, which the store would keep on disk). The
         queue's shares take it as the client, else (no keys) the peer address, REMOTE_ADDR."""

@@ -23,7 +23,7 @@ from werkzeug.wrappers import Response
 from kiln.http.bodies import declared_length
 from kiln.http.responses import CLIENT_GONE, CLOSE, Answer, ReadTimeout, json_response
 from kiln.http.validate import ApiError
-from kiln.judge.files import FILE_ID, FileStore, StoreFull, TooLarge, UnknownFile
+from kiln.judge.files import FILE_ID, StoreFull, TooLarge, UnknownFile
 
 CHUNK = 1 << 16
 BAD_ID = "file id must be sha256:<64 lowercase hex digits>"
@@ -31,19 +31,9 @@ OCTETS = "application/octet-stream"
 _BAD_CHUNKS = getattr(pywsgi, "_InvalidClientInput", ())  # a malformed chunked body (an OSError too)
 
 
-def store_of(app) -> FileStore:
-    """The App's store, made on first use: after the front has dropped to RUN_FRONT_USER, so
-    that what it creates in RUN_FILE_STORE is the front's own. The index is rebuilt then."""
-    store = getattr(app, "file_store", None)
-    if store is None:
-        config = app.config
-        store = app.file_store = FileStore(config.file_store, config.file_max, config.file_store_max, app.log)
-    return store
-
-
 def on_upload(app, environ, info) -> Answer:
-    owner = app._authorize(environ)
-    store = store_of(app)
+    owner = app.authorize(environ)
+    store = app.files
     length = declared_length(environ, store.limit)
     if app.shutting_down:  # work a judge request would come with: /run's 503, the body unread
         raise ApiError(503, "shutting down", headers=CLOSE)
@@ -73,10 +63,10 @@ def on_upload(app, environ, info) -> Answer:
 
 
 def on_file(app, environ, info, file_id: str) -> Answer | Response:
-    owner = app._authorize(environ)
+    owner = app.authorize(environ)
     if not FILE_ID.fullmatch(file_id):
         raise ApiError(400, BAD_ID)
-    store = store_of(app)
+    store = app.files
     if environ["REQUEST_METHOD"] == "DELETE":
         if not store.delete(file_id, owner):
             raise ApiError(404, "not found")

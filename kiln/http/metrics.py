@@ -5,13 +5,19 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
+from kiln.run.events import PoolEvents
+
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 RUN_BUCKETS = (0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 WARM_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
 
 
-class Metrics:
-    def __init__(self, pool, concurrency: int, workloads: dict | None = None):
+class Metrics(PoolEvents):
+    """The front's counters, and the pool's events counted (made before the pool, which is given
+    them; `watch` then reads the pool's state for the gauges)."""
+
+    def __init__(self, concurrency: int, workloads: dict | None = None):
+        self.concurrency = concurrency
         self.registry = registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter("kiln_http_requests", "HTTP requests answered, by route, status and language", ["route", "status", "lang"], registry=registry)
         self.runs = Counter("kiln_runs", "Runs that reached a slot, by language and outcome (output_too_large: killed for output over RUN_OUTPUT_MAX, a 413)", ["lang", "outcome"], registry=registry)
@@ -23,12 +29,6 @@ class Metrics:
             registry=registry,
         )
         self.queue_wait_seconds = Histogram("kiln_queue_wait_seconds", "Time requests waited in the queue for their turn (every slot running)", buckets=WARM_BUCKETS + (5, 10, 30), registry=registry)
-        queued = Gauge("kiln_queue_length", "Requests waiting for their turn", registry=registry)
-        queued.set_function(lambda: len(pool.queue))
-        judges_queued = Gauge("kiln_judge_queue_length", "Judge requests waiting for admission (RUN_JUDGE_MAX judged at once)", registry=registry)
-        judges_queued.set_function(lambda: len(pool.judges.queue))
-        judging = Gauge("kiln_judge_requests_admitted", "Judge requests admitted, being judged", registry=registry)
-        judging.set_function(lambda: pool.judges.held)
         self.overload_refusals = Counter(
             "kiln_overload_refusals", "Connections answered 503 and closed, by reason: out of file descriptors, or RUN_CONNECTIONS_MAX open", ["reason"], registry=registry
         )
@@ -46,18 +46,7 @@ class Metrics:
             registry=registry,
         )
         self.slot_warmup_seconds = Histogram("kiln_slot_warmup_seconds", "Time to warm a slot: spawn, namespaces, root filesystem", buckets=WARM_BUCKETS, registry=registry)
-        self.in_flight = Gauge("kiln_runs_in_flight", "Runs in flight", registry=registry)
-        self.in_flight.set_function(lambda: pool.in_flight)
-        slots = Gauge("kiln_slots", "Slots by state (warming counts slots being replaced)", ["state"], registry=registry)
-        slots.labels("warm").set_function(lambda: pool.warm_count)
-        slots.labels("busy").set_function(lambda: pool.in_flight)
-        slots.labels("warming").set_function(lambda: max(0, concurrency - pool.warm_count - pool.in_flight))
-        prestarting = sorted(slug for slug, workload in (workloads or {}).items() if workload.prestart_argv is not None)
-        registry.register(_PrestartedSlots(pool, prestarting))
-        pool.on_warm = lambda seconds: self.slot_warmup_seconds.observe(seconds)
-        pool.on_trade = self.prestart_trades.inc
-        pool.turns.on_queued = self.queue_wait_seconds.observe
-        pool.on_convert = lambda slug: self.slot_conversions.labels(slug or "plain").inc()
+        self.prestarting = prestarting = sorted(slug for slug, workload in (workloads or {}).items() if workload.prestart_argv is not None)
         # 0 from the start: an alert sees every language; kiln_prestarted_runs / kiln_runs gives
         # the prestarting languages' share
         for slug in prestarting:
@@ -66,8 +55,39 @@ class Metrics:
         for slug, workload in (workloads or {}).items():
             if workload.template_argv is not None:
                 self.template_failures.labels(slug)
-        pool.on_prestart_failed = lambda slug: self.prestart_failures.labels(slug).inc()
-        pool.on_template_failed = lambda slug: self.template_failures.labels(slug).inc()
+
+    def watch(self, pool) -> None:
+        """The gauges of the pool's state, read when /metrics is asked."""
+        registry, concurrency = self.registry, self.concurrency
+        Gauge("kiln_queue_length", "Requests waiting for their turn", registry=registry).set_function(lambda: len(pool.queue))
+        judges_queued = Gauge("kiln_judge_queue_length", "Judge requests waiting for admission (RUN_JUDGE_MAX judged at once)", registry=registry)
+        judges_queued.set_function(lambda: len(pool.judges.queue))
+        Gauge("kiln_judge_requests_admitted", "Judge requests admitted, being judged", registry=registry).set_function(lambda: pool.judges.held)
+        Gauge("kiln_runs_in_flight", "Runs in flight", registry=registry).set_function(lambda: pool.in_flight)
+        slots = Gauge("kiln_slots", "Slots by state (warming counts slots being replaced)", ["state"], registry=registry)
+        slots.labels("warm").set_function(lambda: pool.warm_count)
+        slots.labels("busy").set_function(lambda: pool.in_flight)
+        slots.labels("warming").set_function(lambda: max(0, concurrency - pool.warm_count - pool.in_flight))
+        registry.register(_PrestartedSlots(pool, self.prestarting))
+
+    # -- the pool's events (kiln.run.events.PoolEvents) -----------------------------------------
+    def warmed(self, seconds: float) -> None:
+        self.slot_warmup_seconds.observe(seconds)
+
+    def traded(self) -> None:
+        self.prestart_trades.inc()
+
+    def converted(self, slug: str | None) -> None:
+        self.slot_conversions.labels(slug or "plain").inc()
+
+    def prestart_failed(self, slug: str) -> None:
+        self.prestart_failures.labels(slug).inc()
+
+    def template_failed(self, slug: str) -> None:
+        self.template_failures.labels(slug).inc()
+
+    def queued(self, seconds: float) -> None:
+        self.queue_wait_seconds.observe(seconds)
 
     def judged(self, slug: str, answer: dict) -> None:
         self.judge_requests.labels(slug, answer["verdict"]).inc()

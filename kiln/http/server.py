@@ -17,6 +17,7 @@ from kiln import systemd
 from kiln.http.api import App
 from kiln.http.connections import Connections
 from kiln.http.head import direct_run_environ
+from kiln.http.metrics import Metrics
 from kiln.http.responses import STATUS_LINE_START, Answer, ReadTimeout, error_response
 from kiln.log import ACCESS_BATCH_S, Log
 from kiln.run.pool import SlotPool
@@ -333,8 +334,13 @@ class Front:
         self.runtime = runtime
         self.zygote_pid = zygote_pid
         self.log = log
-        self.pool = SlotPool(zygote, runtime.config.concurrency, log, self._zygote_lost, queue_max=runtime.config.queue_max, judge_max=runtime.config.judge_max)
-        self.app = App(runtime, self.pool, log, self.shutdown, no_cgroups_reason)
+        config = runtime.config
+        metrics = Metrics(config.concurrency, runtime.workloads)
+        self.pool = SlotPool(
+            zygote, config.concurrency, log, self._zygote_lost, queue_max=config.queue_max, judge_max=config.judge_max, events=metrics, forking=runtime.forking,
+        )  # fmt: skip
+        metrics.watch(self.pool)
+        self.app = App(runtime, self.pool, metrics, log, self.shutdown, no_cgroups_reason)
         listener = gevent.socket.socket(fileno=listener.detach())  # cooperative accept()
         self.server = Server(
             listener, self.app, handler_class=Handler, log=None, error_log=None, config=runtime.config, on_overload=self._overloaded, on_unread=self._unread

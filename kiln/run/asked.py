@@ -27,13 +27,13 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 import gevent
 
 from kiln.log import Log
+from kiln.run.events import PoolEvents
 
 RESERVE_SHARE = 0.25  # of the slots, never converted for a language asked for (plain for the others)
 IDLE_S = 30.0  # a language not asked for this long gives back the slots converted for it
@@ -55,7 +55,7 @@ class Slots(Protocol):
     next_of: dict[int, str | None]  # per slot index, the language its next slot is warmed for
     traded_for: dict[int, object]  # slot indexes whose next slot a waiting request traded for: its own
     forking: frozenset[str]
-    on_convert: Callable[[str | None], None]
+    events: PoolEvents
 
     def demand(self, index: int, slug: str | None) -> None: ...
 
@@ -167,7 +167,7 @@ class WarmWhenAsked:
             have, plain = have + 1, plain - 1
             loading += not self._quick(slug, asked)
             asked.converted += 1
-            self.pool.on_convert(slug)
+            self.pool.events.converted(slug)
         if asked.converted and asked.decay is None:
             asked.decay = gevent.spawn_later(IDLE_S, self._give_back, slug)
 
@@ -218,7 +218,7 @@ class WarmWhenAsked:
         self.pool.warm.remove(slot)
         self.pool.demand(slot.index, None)
         slot.sock.close()
-        self.pool.on_convert(None)
+        self.pool.events.converted(None)
 
     def warmed(self, slug, seconds: float) -> None:
         """A slot prestarted for `slug` took `seconds` from its spawn to being really warm. A

@@ -25,7 +25,6 @@ from __future__ import annotations
 import os
 import socket as stdlib_socket
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import gevent
@@ -34,6 +33,7 @@ import gevent.socket
 
 from kiln.log import Log
 from kiln.run.asked import WarmWhenAsked
+from kiln.run.events import PoolEvents
 from kiln.run.turns import Admissions, Busy, ClientGone, ShuttingDown, Turns
 from kiln.zygote import messages, protocol
 from kiln.zygote.protocol import ProtocolError
@@ -59,9 +59,15 @@ class WarmSlot:
 
 
 class SlotPool:
-    def __init__(self, zygote: stdlib_socket.socket, concurrency: int, log: Log, on_zygote_lost, queue_max: int = 0, judge_max: int = 1):
+    def __init__(
+        self, zygote: stdlib_socket.socket, concurrency: int, log: Log, on_zygote_lost, queue_max: int = 0, judge_max: int = 1,
+        events: PoolEvents | None = None, forking: frozenset[str] = frozenset(),
+    ):  # fmt: skip
+        """`events` hears what happens to the slots (/metrics); `forking`: the languages whose
+        slots are forked from a template (their warm-up is short)."""
         self.zygote = gevent.socket.socket(fileno=zygote.detach())
-        self.turns = Turns(concurrency, queue_max)  # runs in flight, and slots being killed until they are gone
+        self.events = events or PoolEvents()
+        self.turns = Turns(concurrency, queue_max, on_queued=self.events.queued)  # runs in flight, and slots being killed until they are gone
         self.judges = Admissions(judge_max, queue_max)  # judge requests admitted (kiln.run.runner.Runner.admitted)
         self.log = log
         self.on_zygote_lost = on_zygote_lost
@@ -74,14 +80,9 @@ class SlotPool:
         self.last_warm_error_at = 0.0
         self.last_warm_ok = 0.0
         self.warm_changed_at = time.monotonic()  # a slot came or went: with none warm and none busy, one is due
-        self.on_warm = lambda seconds: None  # /metrics observes warm-up durations
-        self.on_trade = lambda: None  # and counts prestarted slots closed unused
-        self.on_prestart_failed: Callable[[str], None] = lambda slug: None  # a prestarted slot or its command failed
-        self.on_template_failed: Callable[[str], None] = lambda slug: None  # a language's template failed
-        self.on_convert: Callable[[str | None], None] = lambda slug: None  # a warm slot closed to warm one for slug (None: back to plain)
         # per slot index, the language its next slot is warmed for, as the zygote was told (None: plain)
         self.next_of: dict[int, str | None] = {}
-        self.forking: frozenset[str] = frozenset()  # languages with a template (the Runner says)
+        self.forking = forking
         self.asked = WarmWhenAsked(self)
         self.reader = gevent.spawn(self._read_zygote)
 
@@ -171,7 +172,7 @@ class SlotPool:
         self._remove(unfit)
         self.demand(unfit.index, want)
         unfit.sock.close()  # its init reads end-of-file and exits unused
-        self.on_trade()
+        self.events.traded()
 
     def close_queue(self) -> None:
         """Shutting down: every queued request is refused (ShuttingDown), none is queued again;
@@ -294,7 +295,7 @@ class SlotPool:
             self.asked.warmed(message.prestart, warm_s)
         self._put(WarmSlot(message.index, message.pid, sock, message.prestart, loading=message.settles))
         self.last_warm_ok = time.monotonic()
-        self.on_warm(warm_s)
+        self.events.warmed(warm_s)
 
     def _read_zygote(self) -> None:
         fds: list[int] = []
@@ -325,12 +326,12 @@ class SlotPool:
                     # request waiting for a slot waits on, as for any slow warm-up.
                     self.next_of[message.index] = None
                     self.asked.failed(message.prestart, time.monotonic())
-                    self.on_prestart_failed(message.prestart)
+                    self.events.prestart_failed(message.prestart)
                 case messages.WarmFailed():
                     self.last_warm_error = message.error
                     self.last_warm_error_at = time.monotonic()
                 case messages.TemplateFailed():
-                    self.on_template_failed(message.slug)
+                    self.events.template_failed(message.slug)
                 case messages.AllReady():
                     self.all_warm.set()
                 case messages.Ended():

@@ -63,7 +63,6 @@ class Runner:
     def __init__(self, pool: SlotPool, runtime: Runtime, log: Log):
         self.pool = pool
         self.workloads = runtime.workloads
-        pool.forking = frozenset(slug for slug, workload in runtime.workloads.items() if workload.template_argv is not None)
         self.queue_wait_ms = runtime.config.queue_wait_ms
         self.starved_max_times = runtime.starved_max_times
         self.result_limit = 2 * runtime.config.output_max + protocol.MAX_HEADER + 64
@@ -82,7 +81,7 @@ class Runner:
             # the slot's prestart command had died before the job came: never prestart this
             # language again (until restart), and run the job in a plain slot
             self.prestart_broken.add(job.slug)
-            self.pool.on_prestart_failed(job.slug)
+            self.pool.events.prestart_failed(job.slug)
             self.log.error("prestart command failed; prestarting stops for this language", lang=job.slug, error=str(failed))
             return self._attempt(job, None, gone, patient, client)
 

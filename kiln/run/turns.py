@@ -69,7 +69,7 @@ class _Turn:
 
 
 class Turns:
-    def __init__(self, capacity: int, queue_max: int):
+    def __init__(self, capacity: int, queue_max: int, on_queued=lambda seconds: None):
         self.capacity = capacity
         self.queue_max = queue_max  # of the requests that may be refused; patient ones apart
         self.held = 0  # places taken (a pool's: runs in flight, and slots being killed)
@@ -77,7 +77,7 @@ class Turns:
         self.waiting = 0  # ... of them, those counted against queue_max (not patient)
         self.waiting_of: dict[str, int] = {}  # ... and those by client
         self.closing = False  # shutting down: nobody is queued any more
-        self.on_queued = lambda seconds: None  # /metrics: how long queued requests waited
+        self.on_queued = on_queued  # /metrics: how long queued requests waited
 
     def take(self, wait_s: float | None, gone: gevent.event.Event | None = None, needs: int = 1, client: str = "") -> None:
         """Hold `needs` places, at once if they are free and nobody is queued ahead, else once

@@ -37,6 +37,7 @@ from kiln import config, runtime
 from kiln.http import api
 from kiln.http import judge_request as request
 from kiln.http.api import App
+from kiln.http.metrics import Metrics
 from kiln.http.validate import RUN_LIMITS
 from kiln.judge import compare, judge, scoring
 from kiln.judge.files import FILE_ID
@@ -264,7 +265,7 @@ class Pool:
         self.warm_count = 4
         self.warm: list = []  # the warm slots /metrics counts by language (none here)
         self.queue: list = []
-        self.turns = Turns(1 << 16, 0)  # its queue wait observed by /metrics; never queues
+        self.turns = Turns(1 << 16, 0)  # never queues
         self.judges = Turns(1 << 16, 0)  # every judge request admitted at once
         self.next: Exception | tuple | list | None = None  # a list: one answer per slot taken, in turn
         self.released = 0
@@ -317,7 +318,9 @@ def make_app(rt, quiet_log, tmp_path):
         pool = Pool()
         (tmp_path / "run" / "layers").mkdir(parents=True, exist_ok=True)  # the judge's builds (Runtime.layers_dir)
         runtime_ = dataclasses.replace(rt, config=dataclasses.replace(rt.config, **settings), staging_dir=str(tmp_path / "run" / "staging"))
-        app = App(runtime_, pool, quiet_log, lambda: None)
+        metrics = Metrics(runtime_.config.concurrency, runtime_.workloads)
+        metrics.watch(pool)
+        app = App(runtime_, pool, metrics, quiet_log, lambda: None)
         return app, pool, Client(app)
 
     return make
@@ -482,7 +485,6 @@ def test_other_statuses_are_documented(make_app, observed):
 
 
 def test_files_statuses_are_documented(make_app, observed, tmp_path):
-    from kiln.http import files_api
     from kiln.judge.footprint import Footprint
 
     # room for two files of 1000 bytes, as the store counts them (blocks and an inode each), not three
@@ -501,7 +503,7 @@ def test_files_statuses_are_documented(make_app, observed, tmp_path):
     data = b"slow"
     check("post", "/files", client.post("/files", data=data, environ_overrides={"wsgi.input": SlowBody(data), "kiln.read_deadline": time.monotonic() + 0.05}), 408)
     other = post(b"y" * 1000).get_json()["id"]
-    with files_api.store_of(app).pinned([file_id, other]):
+    with app.files.pinned([file_id, other]):
         check("post", "/files", post(b"z" * 10), 507)
     check("get", "/files/{file_id}", one("GET", file_id), 200)
     check("get", "/files/{file_id}", one("GET", "sha256:" + "A" * 64), 400)

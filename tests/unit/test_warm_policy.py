@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import time
+from types import SimpleNamespace
 from dataclasses import dataclass, field
 
 import gevent
@@ -48,7 +49,7 @@ class Pool:
     def __post_init__(self):
         self.warm = [Slot(i) for i in range(self.concurrency)]
         self.next_of = {i: None for i in range(self.concurrency)}
-        self.on_convert = self.converted.append
+        self.events = SimpleNamespace(converted=self.converted.append)
 
     def demand(self, index: int, slug: str | None) -> None:
         self.next_of[index] = slug
