@@ -69,6 +69,18 @@ def _has_filesystem(name: str, module: str) -> Callable[[], bool | None]:
     return probe
 
 
+def _has_clone_into_cgroup() -> bool:
+    """clone3 with CLONE_INTO_CGROUP of a descriptor that cannot be open (above any nr_open): a
+    kernel that has the flag gets as far as the descriptor (EBADF, no process made); one without
+    says E2BIG (arguments larger than it knows) or EINVAL, one without clone3 (or a container's
+    filter that hides it) ENOSYS."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    clone_into_cgroup, unopenable = 0x200000000, 0x7FFFFFFF
+    args = (ctypes.c_uint64 * 11)(clone_into_cgroup, *[0] * 9, unopenable)  # struct clone_args: .cgroup last
+    libc.syscall(ctypes.c_long(_SYSCALLS["clone3"]), ctypes.byref(args), ctypes.c_size_t(ctypes.sizeof(args)))
+    return ctypes.get_errno() == errno.EBADF
+
+
 def _has_v2_file(name: str) -> Callable[[], bool | None]:
     """Whether cgroup v2 cgroups have the file: looked for in this process's own cgroup (the
     root cgroup has no memory files: then its first child that has memory.max); None where no
@@ -94,6 +106,8 @@ FEATURES = (
     Feature("pidfd_open", (5, 3), "kills never hit a recycled pid", None, _has_syscall("pidfd_open")),
     Feature("openat2 (RESOLVE_BENEATH)", (5, 6), "a submission's files are written beneath its folder, never through a link", None, _has_syscall("openat2")),
     Feature("pidfd_getfd", (5, 6), "a slot's descriptors are handed over", None, _has_syscall("pidfd_getfd")),
+    Feature("clone3 with CLONE_INTO_CGROUP", (5, 7), "a task's process is created in its slot's v2 cgroup: it never migrates (an RCU grace period)",
+            "it joins by cgroup.procs while its slot warms (a judge's later tests: on the request's path)", _has_clone_into_cgroup),  # fmt: skip
     Feature("procfs subset=pid, hidepid=invisible", (5, 8), "a task's /proc shows its own processes and nothing of the host", None),
     Feature("close_range (CLOSE_RANGE_UNSHARE)", (5, 9), "a task starts with no descriptor of its init", None, _has_syscall("close_range")),
     Feature("mount_setattr", (5, 12), "binds are read-only recursively", None, _has_syscall("mount_setattr")),

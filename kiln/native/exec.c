@@ -82,7 +82,7 @@ int spawn_task(struct slot *s, struct span w, uint32_t argv_type, char *const *a
     if (s->standby.pid > 0) { /* made while warming, in the cgroup already */
         *pid = standby_release(s, argv[0], argv, envp, fds, nfds, &start.failed, &error);
     } else {
-        *pid = vfork_exec(0, argv[0], argv, envp, prepare_task, &start);
+        *pid = vfork_exec(0, birth_cgroup(s), &s->born_in_cgroup, argv[0], argv, envp, prepare_task, &start);
         error = errno;
     }
     if (s->base_ns < 0) drop_cgroup_procs(s); /* a slot that runs several tests keeps them for the next */

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
+#include <linux/magic.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <sched.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 /* The task's identity, taken by the task's own process while still root (the spawned task's
@@ -29,10 +31,25 @@
  * capability either: take_user. Raw syscalls: they change this thread only, and a spawned
  * task's child shares init's memory until its exec. Return 0 or -1 with errno set. */
 int join_cgroups(struct slot *s) {
-    if (s->n_procs == 0 && s->n_dirs > 0) return errno = EBADF, -1; /* a slot with cgroups: never a task outside them */
-    for (int i = 0; i < s->n_procs; i++)
-        if (syscall(SYS_write, s->cg_procs[i], "0", 1) != 1) return -1;
+    if (!s->born_in_cgroup) { /* v1 (a cgroup per hierarchy), or Linux < 5.7: a migration */
+        if (s->n_procs == 0 && s->n_dirs > 0) return errno = EBADF, -1; /* a slot with cgroups: never a task outside them */
+        for (int i = 0; i < s->n_procs; i++)
+            if (syscall(SYS_write, s->cg_procs[i], "0", 1) != 1) return -1;
+    }
     return syscall(SYS_unshare, CLONE_NEWCGROUP) ? -1 : 0;
+}
+
+/* Created in its cgroup, the task's process never migrates: a migration waits for an RCU grace
+ * period (standby.c), which grows with the host's CPUs. Only a v2 cgroup can be named at a
+ * clone (one directory, of cgroup2's filesystem); whether the kernel can is learnt at the first
+ * clone, while the slot warms (clone_child). */
+void choose_task_birth(struct slot *s) {
+    struct statfs fs;
+    s->born_in_cgroup = s->n_dirs == 1 && fstatfs(s->cg_dirs[0], &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC;
+}
+
+int birth_cgroup(const struct slot *s) {
+    return s->born_in_cgroup ? s->cg_dirs[0] : -1;
 }
 
 int take_user(const struct slot *s) {

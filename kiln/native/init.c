@@ -406,6 +406,7 @@ int main(int argc, char **argv) {
         return 70;
     }
     keep_descriptors(&s, &start);
+    choose_task_birth(&s);
     clearenv();
     if (*start.template_of) exec_template(&s, start.template_fd, start.template_of, start.module);
     set_title(&s, "kiln: slot %ld warming", s.recipe.index);

@@ -118,6 +118,8 @@ struct slot {
     int sock, zygote;                            /* the job's socket; the zygote's pidfd */
     int cg_dirs[MAX_FDS], cg_procs[MAX_FDS];     /* SlotCgroup.fd_groups() */
     int n_dirs, n_procs;
+    int born_in_cgroup; /* the task's process is created in cg_dirs[0], a v2 cgroup (clone3
+                           CLONE_INTO_CGROUP: vfork.h clone_child); 0: it joins by cgroup.procs */
     int sandbox;                                 /* /sandbox, once mount_workspace opened it */
     const char *layer;                           /* the job's build layer, for OP_OVERLAY; NULL none */
     int lower_held[2];  /* the zygote's read-only clones of the workspaces and the layers folders, for
@@ -210,6 +212,8 @@ int take_limits(struct slot *s, struct span w, long long timeout_ms, long long c
 
 int take_identity(struct slot *s);  /* the task's: the slot's cgroup and user, for good; -1 with errno */
 int join_cgroups(struct slot *s);   /* ... its first half: the slot's cgroups and a cgroup namespace */
+void choose_task_birth(struct slot *s); /* born_in_cgroup: a slot with one cgroup, a v2 one */
+int birth_cgroup(const struct slot *s); /* the cgroup the task's process is created in; -1: init's */
 int take_user(const struct slot *s); /* ... its second: the slot's user, no capability */
 int take_filter(const struct slot *s, char *err); /* no_new_privs, then the recipe's seccomp program */
 int empty_bounding_set(void);       /* and the ambient set */

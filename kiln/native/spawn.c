@@ -48,7 +48,7 @@ pid_t kiln_spawn_init(unsigned long flags, const char *path, char *const argv[],
     uint64_t all = ~0ULL, old;
     /* no handler of the zygote may run on the shared memory while the child borrows it */
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, 8);
-    pid_t pid = vfork_exec(flags, path, argv, envp, prepare, &in);
+    pid_t pid = vfork_exec(flags, -1, NULL, path, argv, envp, prepare, &in);
     int error = errno;
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, 8);
     errno = error;

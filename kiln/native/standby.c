@@ -87,7 +87,7 @@ int standby_make(struct slot *s, char *err) {
     static char stack[64 * 1024] __attribute__((aligned(16)));
     struct standby *b = &s->standby;
     b->state = PREPARING, b->tid = 1, b->failed = NULL, b->error = 0;
-    pid_t pid = clone(standby_main, stack + sizeof stack, CLONE_VM | CLONE_FILES | CLONE_CHILD_CLEARTID | SIGCHLD, s, NULL, NULL, &b->tid);
+    pid_t pid = clone_child(CLONE_VM | CLONE_FILES | CLONE_CHILD_CLEARTID, birth_cgroup(s), &s->born_in_cgroup, stack, sizeof stack, standby_main, s, &b->tid);
     if (pid < 0) return snprintf(err, ERR, "sandbox step 'make the task's process' failed: %s", strerror(errno)), -1;
     wait_while(&b->state, PREPARING);
     if (b->state == FAILED) {

@@ -33,7 +33,12 @@ from kiln.zygote.backoff import Backoff
 from kiln.zygote.start import Start
 from kiln.zygote.template import Template
 
-NAMESPACES = libc.CLONE_NEWPID | libc.CLONE_NEWIPC | libc.CLONE_NEWUTS | libc.CLONE_NEWCGROUP | libc.CLONE_NEWNET
+# No cgroup namespace of its own for the slot's init: it creates the task's process in the slot's
+# cgroup (clone3 CLONE_INTO_CGROUP, kiln/native/vfork.h), which v2 with nsdelegate allows only
+# from a namespace that sees both init's cgroup and the slot's, siblings below kiln's instance.
+# The task unshares its own, rooted at the slot's cgroup (identity.c join_cgroups); init is out
+# of the task's sight (its /proc shows only its own processes).
+NAMESPACES = libc.CLONE_NEWPID | libc.CLONE_NEWIPC | libc.CLONE_NEWUTS | libc.CLONE_NEWNET
 TITLE_ROOM = 96  # kiln-init writes its title over its argv[0]: room for the longest
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from kilntest import KILN, ROOTLESS, alive, descendants, free_port, process, wait_until
 
-NAMESPACES = ("mnt", "pid", "ipc", "uts", "net", "cgroup")
+NAMESPACES = ("mnt", "pid", "ipc", "uts", "net")  # and the task's own cgroup namespace (tests/security/test_filesystem.py)
 
 
 def test_slots_are_warm_in_their_own_namespaces_before_any_request(start_server):
@@ -26,6 +26,9 @@ def test_slots_are_warm_in_their_own_namespaces_before_any_request(start_server)
         for ns in NAMESPACES:
             assert os.readlink(f"/proc/{pid}/ns/{ns}") != os.readlink(f"/proc/{zygote}/ns/{ns}"), ns
         assert process(pid).nspid[-1] == 1  # the slot's init is PID 1 of its pid namespace
+        # ... but the zygote's cgroup namespace: init creates the task's process in the slot's
+        # cgroup, which v2's nsdelegate allows only from where both cgroups are in sight
+        assert os.readlink(f"/proc/{pid}/ns/cgroup") == os.readlink(f"/proc/{zygote}/ns/cgroup")
     # every slot has its own namespaces
     assert len({os.readlink(f"/proc/{pid}/ns/mnt") for pid in slots}) == 3
 
