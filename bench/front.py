@@ -17,8 +17,11 @@ highest, the anonymous part at its highest, /health's p50, p99 and worst, the fr
 5. **a 60 MiB build**: one C++ judge request whose program holds 60 MiB of initialised data
    (a file may not pass 64 MiB: RLIMIT_FSIZE), so its build leaves a 60 MiB binary: its layer
    received, parsed and written by the front.
+6. **48 MiB checked**: a 48 MiB input and a 48 MiB answer uploaded to /files; one judge request
+   of 4 tests with them as `stdin_file` and `expected_file` and a python checker (it reads the
+   test's output, its input's and its answer's sizes): the checker's three files.
 
-    .venv/bin/python bench/front.py [--loads 1,2,3,4,5] [--concurrency 4]
+    .venv/bin/python bench/front.py [--loads 1,2,3,4,5,6] [--concurrency 4]
 
 Writes bench/results/front.json. The figures are one run's: compare them within a run, and the
 same load before and after a change on the same machine.
@@ -166,18 +169,29 @@ def load_big_build(port: int) -> list[tuple[int, str]]:
     return [judge(port, body)]
 
 
+# the checker: the test's output must be its input's size, and the answer must be there whole
+CHECKS_SIZES = "import os, sys\nsys.exit(0 if open(sys.argv[2]).read().split() == [str(os.path.getsize(sys.argv[1]))] and os.path.getsize(sys.argv[3]) == %d else 1)\n" % (48 * MIB)
+
+
+def load_checked(port: int) -> list[tuple[int, str]]:
+    given, answer = upload(port, b"7 " * (24 * MIB)), upload(port, b"1\n" * (24 * MIB))
+    checker = {"compare": "checker", "checker": {"lang_slug": "python", "source": CHECKS_SIZES}}
+    return [judge(port, request(SIZE_OF_STDIN, [{"stdin_file": given, "expected_file": answer}] * 4, **checker))]
+
+
 LOADS = {
     "1": ("idle", lambda port: (time.sleep(2), [])[1]),
     "2": ("1 MiB compared", load_compared),
     "3": ("48 MiB store files", load_store_files),
     "4": ("many in flight", load_in_flight),
     "5": ("a 60 MiB build", load_big_build),
+    "6": ("48 MiB checked", load_checked),
 }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--loads", default="1,2,3,4,5")
+    parser.add_argument("--loads", default="1,2,3,4,5,6")
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE")
     args = parser.parse_args()

@@ -38,11 +38,11 @@ from kiln.judge.offload import offload
 from kiln.judge.builds import Build, Builds, not_runnable
 from kiln.judge.files import FileStore
 from kiln.judge.request import GIVEN_FILES, JudgeRequest, Source, Test, TestLimits
-from kiln.judge.sources import read, read_build_files, stdin_of
+from kiln.judge.sources import given, read, read_build_files, stdin_of
 from kiln.log import Log
 from kiln.run.runner import Cancelled, Runner, Session, SlotLost
 from kiln.runtime import Runtime
-from kiln.zygote.protocol import Job, Limits, ProtocolError, RunResult, read_layer
+from kiln.zygote.protocol import ByDescriptor, Job, Limits, ProtocolError, RunResult, read_layer
 
 # verdicts of a test, in the order the first that applies is given (DESIGN.md)
 VERDICTS = ("SK", "TLE", "MLE", "OLE", "SV", "RE", "AC", "PT", "WA", "PE", "IE")
@@ -222,8 +222,9 @@ class Judge:
                 return _not_run("IE")
         verdict, message, partial = run_verdict(result, limits.time_ms, limits.memory), None, None
         if verdict is None and checker is not None:
-            texts = (read(test.stdin, files), result.stdout, read(test.expected, files))
-            verdict, message, partial = self._check(request, checker, texts, session, request.scoring.full(test.index))
+            with contextlib.ExitStack() as opened:  # the store's files by descriptor, closed after the checker
+                texts = (given(test.stdin, files, opened), result.stdout, given(test.expected, files, opened))
+                verdict, message, partial = self._check(request, checker, texts, session, request.scoring.full(test.index))
         elif verdict is None:
             verdict = self._compared(request, result.stdout, test.expected, files)
         return _test_answer(verdict, result, message, partial)
@@ -252,7 +253,13 @@ class Judge:
         The submission's own verdict if it has one, else the interactor's exit code; with a
         checker (Polygon's model), an interactor's AC goes on to the checker, which judges the
         record the interactor wrote (its second argument, given back by its init) as a test's
-        output: bounded by the test's `output`, past it OLE."""
+        output: bounded by the test's `output`, past it OLE. The input and answer of the store
+        reach the interactor and the checker as descriptors of the store's files."""
+        with contextlib.ExitStack() as opened:
+            stdin, expected = given(test.stdin, files, opened), given(test.expected, files, opened) if test.expected is not None else None
+            return self._interact(request, build, helpers, test, stdin, expected, gone)
+
+    def _interact(self, request: JudgeRequest, build: Build, helpers: dict[str, Build], test: Test, stdin: bytes | ByDescriptor, expected: bytes | ByDescriptor | None, gone) -> dict:
         assert request.interactor is not None
         interactor, checker = helpers["interactor"], helpers.get("checker")
         limits = request.limits
@@ -261,10 +268,8 @@ class Judge:
             request.slug, limits.wall_time_ms, (), command="exec", layer=build.name, pipes=(to_submission[0], to_interactor[1]),
             limits=_job_limits(limits),
         )  # fmt: skip
-        stdin = read(test.stdin, files)
         # testlib's interactor arguments: input, record (it may write it), answer when the test has one
-        given = (stdin, b"") + ((read(test.expected, files),) if test.expected is not None else ())
-        files_of_interactor = tuple(zip(GIVEN_FILES["interactor"], given))
+        files_of_interactor = tuple(zip(GIVEN_FILES["interactor"], (stdin, b"") + ((expected,) if expected is not None else ())))
         wall_ms = min(max(CHECKER_WALL_MS, limits.wall_time_ms + 1000), self.runtime.config.timeout_max_ms)
         # with a checker, its record comes back, within the test's output limit (its stderr is cut there too)
         record = {"give_back": GIVEN_FILES["interactor"][1], "limits": Limits(output=limits.output)} if checker is not None else {}
@@ -281,24 +286,26 @@ class Judge:
             verdict = helper_verdict(helper_result)
         partial = None
         if verdict == "AC" and checker is not None:
-            verdict, message, partial = self._check_record(request, checker, stdin, helper_result.returned or b"", test, files, gone)
+            texts = (stdin, helper_result.returned or b"", expected if expected is not None else b"")
+            verdict, message, partial = self._check_record(request, checker, texts, test, gone)
         return _test_answer(verdict, result, message, partial)
 
-    def _check_record(self, request: JudgeRequest, checker: Build, stdin: bytes, record: bytes, test: Test, files: FileStore | None, gone) -> tuple[str, str | None, float | None]:
+    def _check_record(self, request: JudgeRequest, checker: Build, texts: tuple[bytes | ByDescriptor, bytes, bytes | ByDescriptor], test: Test, gone) -> tuple[str, str | None, float | None]:
         """The checker on an interactor's record, in a slot of its own taken after the pair
         (and given back at once: a worker holding it while it waits for its next pair could
         leave too few slots for any pair)."""
-        if len(record) > request.limits.output:
+        if len(texts[1]) > request.limits.output:
             return "OLE", f"kiln: the interactor's record is over the test's output limit ({request.limits.output} bytes)", None
         with self.runner.session(gone) as session:
-            return self._check(request, checker, (stdin, record, read(test.expected, files)), session, request.scoring.full(test.index))
+            return self._check(request, checker, texts, session, request.scoring.full(test.index))
 
-    def _check(self, request: JudgeRequest, checker: Build, texts: tuple[bytes, bytes, bytes], session: Session, full: float) -> tuple[str, str, float | None]:
+    def _check(self, request: JudgeRequest, checker: Build, texts: tuple[bytes | ByDescriptor, bytes, bytes | ByDescriptor], session: Session, full: float) -> tuple[str, str, float | None]:
         """The checker's verdict on one test, its message (stdout then stderr, cut) and the score
         it gave (testlib's quitp, exit 7: PT, or AC at the test's `full` points, WA at 0). It runs
         in the test's slot where the slot can take another job, each in a fresh sandbox as a
         test is (a slot of its own cost as much CPU as the test), with its own language's
-        limits: nothing of the test is left there but the three files it is given."""
+        limits: nothing of the test is left there but the three files it is given (the input
+        and answer of the store as descriptors, the output as bytes)."""
         assert request.checker is not None
         wall_ms = min(CHECKER_WALL_MS, self.runtime.config.timeout_max_ms)
         job = Job(request.checker.slug, wall_ms, tuple(zip(GIVEN_FILES["checker"], texts)), command="exec", layer=checker.name)

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 from kiln.judge.files import FileStore
 from kiln.judge.request import Source
+from kiln.zygote.protocol import ByDescriptor
 
 
 class TooMuchSource(Exception):
@@ -41,6 +42,18 @@ def stdin_of(source: Source, store: FileStore | None) -> Iterator[tuple[bytes | 
         yield None, fd
     finally:
         os.close(fd)
+
+
+def given(source: Source | None, store: FileStore | None, opened: contextlib.ExitStack) -> bytes | ByDescriptor:
+    """A checker's or an interactor's file (a test's input or expected answer) as an exec job
+    carries it: its text when given inline (or b"" when absent), else a descriptor of the
+    store's file, closed when `opened` closes: kiln-init copies it into the sandbox itself."""
+    if source is None or source.file_id is None:
+        return read(source, store)
+    assert store is not None  # the request's files are pinned in the store
+    fd = store.descriptor(source.file_id)
+    opened.callback(os.close, fd)
+    return ByDescriptor(fd)
 
 
 def read_build_files(files: tuple[tuple[str, Source], ...], store: FileStore | None, limit: int, field: str) -> tuple[tuple[str, bytes], ...]:

@@ -1,5 +1,6 @@
-/* `kiln-init check`: one job frame read on stdin and what a slot would make of it answered on
- * stdout (what it parsed, or the error frame a slot would send), without warming anything: the
+/* `kiln-init check`: one job frame read on stdin (with its descriptors) and what a slot would make
+ * of it answered on stdout (what it parsed, or the error frame a slot would send), without
+ * warming anything: the
  * fuzz tests of the job frame (tests/unit/test_job_fuzz.py). With KILN_PRESTART, as a slot
  * prestarted for that language would. */
 #include "kiln.h"
@@ -32,18 +33,21 @@ int check_job(struct slot *s) {
     const char *prestart = getenv(START_VAR(PRESTART));
     s->sock = 0;
     if (prestart) s->prestarted.workload_rec = find_workload_rec(&s->recipe, prestart);
-    int fds[MAX_JOB_FDS], nfds = 0;
+    int fds[MAX_FRAME_FDS], nfds = 0;
     int rc = read_frame(s->sock, job_frame_max(s), &body, &len, fds, &nfds, err, ERR);
     if (rc == 0) return 0;
-    if (rc < 0 || parse_job(&s->recipe, body, len, &job, err, ERR) || refused_here(s, &job, err)) {
+    if (rc < 0 || parse_job(&s->recipe, body, len, &job, err, ERR) || refused_here(s, &job, err) || take_descriptors(&s->recipe, &job, fds, nfds, err, ERR)) {
         send_error(s->sock, "error", err);
         return 0;
     }
     static const char *commands[] = {[CMD_TEST] = "test", [CMD_BUILD] = "build", [CMD_EXEC] = "exec"};
     int n = snprintf(json, sizeof json, "{\"op\":\"job\",\"slug\":\"%s\",\"command\":\"%s\",\"timeout_ms\":%lld,\"limits\":[%lld,%lld,%lld,%lld],"
-                     "\"layer\":\"%s\",\"stdin\":%s,\"pipes\":%s,\"stdin_file\":%s,\"files\":[",
+                     "\"layer\":\"%s\",\"stdin\":%s,\"pipes\":%s,\"stdin_file\":%s,\"file_fds\":[",
                      s->recipe.recs[job.workload_rec].args[0].p, commands[job.command], job.timeout_ms, job.cpu_ms, job.memory, job.pids, job.output,
                      job.layer, job.has_stdin ? "true" : "false", job.has_pipes ? "true" : "false", job.has_stdin_file ? "true" : "false");
+    for (int i = 0, listed = 0; i < job.nparts; i++)
+        if (job.by_fd[i]) n += snprintf(json + n, sizeof json - n, "%s%d", listed++ ? "," : "", i);
+    n += snprintf(json + n, sizeof json - n, "],\"files\":[");
     for (int i = 0; i < job.nparts; i++) n += snprintf(json + n, sizeof json - n, "%s\"%s\"", i ? "," : "", job.part_names[i]);
     snprintf(json + n, sizeof json - n, "]}");
     send_json(s->sock, json, -1);

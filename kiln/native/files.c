@@ -1,5 +1,5 @@
 /* What init writes below /sandbox for a request: the directories the task may write and the
- * request's files, each path resolved beneath /sandbox without following anything (openat2:
+ * request's files (a judge job's, some copied from the store's files by descriptor), each path resolved beneath /sandbox without following anything (openat2:
  * no symlink, no magic link, no mount crossing), regular files only, given to the task's uid;
  * and the request's stdin as a sealed memfd. The workspace comes from the operator and the
  * names from the language table, but nothing is taken on trust. */
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -66,12 +67,30 @@ int give_dirs(const struct slot *s, struct span w, char *err) {
     return 0;
 }
 
-static int write_file(const struct slot *s, const char *rel, const char *data, size_t len) {
+/* `size` bytes of the file `from` from its offset 0, at explicit offsets (the descriptor's own
+ * offset may be shared: it is neither used nor moved), the kernel copying page to page (no
+ * buffer here); a file found shorter gives what it holds */
+static int copy_from(int out, int from, long long size) {
+    off_t at = 0;
+    while (at < size) {
+        ssize_t n = copy_file_range(from, &at, out, NULL, size - at, 0);
+        if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP || errno == ENOSYS))
+            n = sendfile(out, from, &at, size - at); /* another filesystem than the sandbox's */
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return n;
+    }
+    return 0;
+}
+
+/* a file of the request below /sandbox: `len` bytes of `data`, or, with `from` >= 0, `len`
+ * bytes copied from that descriptor (a file of the store) */
+static int write_file(const struct slot *s, const char *rel, const char *data, size_t len, int from) {
     int fd = openat2_beneath(s->sandbox, rel, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) return -1;
     struct stat st;
     int rc = fstat(fd, &st);
     if (!rc && !S_ISREG(st.st_mode)) errno = EISDIR, rc = -1;
+    if (!rc && from >= 0) rc = copy_from(fd, from, len), len = 0;
     while (!rc && len) {
         ssize_t n = write(fd, data, len);
         if (n < 0) rc = -1;
@@ -93,7 +112,7 @@ int write_parts(const struct slot *s, struct span w, const struct job *job, char
     for (int i = 0; i < job->nparts; i++) {
         const char *path = part_path(s, w, job->part_names[i]);
         if (!path) errno = ENOENT;
-        if (!path || write_file(s, path, job->blob[i], job->blob_len[i])) return fail(err, "write the request's files", path ? path : job->part_names[i]);
+        if (!path || write_file(s, path, job->blob[i], job->blob_len[i], -1)) return fail(err, "write the request's files", path ? path : job->part_names[i]);
     }
     return 0;
 }
@@ -106,7 +125,8 @@ int give_judge_files(const struct slot *s, const struct job *job, char paths[][F
     if (give(s, ".") || make_writable_dir(s, dir)) return fail(err, "make the judge dir", dir);
     for (int i = 0; i < job->nparts; i++) {
         snprintf(paths[i], FILE_NAME_MAX + 64, "%s/%s", dir, job->part_names[i]);
-        if (write_file(s, paths[i], job->blob[i], job->blob_len[i])) return fail(err, "write the request's files", paths[i]);
+        int by_fd = job->by_fd[i];
+        if (write_file(s, paths[i], job->blob[i], by_fd ? (size_t)job->fd_size[i] : job->blob_len[i], by_fd ? job->fd[i] : -1)) return fail(err, "write the request's files", paths[i]);
     }
     return 0;
 }

@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_HEADER (64 * 1024)
@@ -29,9 +31,9 @@ static int recv_exactly(int fd, char *buf, size_t len) {
 }
 
 /* up to `len` of the frame's first bytes in one call, and the descriptors that came with them (at
- * most MAX_JOB_FDS; any more are closed) */
+ * most MAX_FRAME_FDS, one more than a job carries; any more are closed, or never received) */
 static ssize_t recv_first(int fd, char *bytes, size_t len, int *fds, int *nfds) {
-    char control[CMSG_SPACE(sizeof(int) * 8)];
+    char control[CMSG_SPACE(sizeof(int) * MAX_FRAME_FDS)];
     struct iovec iov = {bytes, len};
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
     ssize_t n;
@@ -39,10 +41,10 @@ static ssize_t recv_first(int fd, char *bytes, size_t len, int *fds, int *nfds) 
     while (n < 0 && errno == EINTR);
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-        int count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int), got[8];
-        memcpy(got, CMSG_DATA(c), sizeof(int) * (count < 8 ? count : 8));
-        for (int i = 0; i < count && i < 8; i++) {
-            if (*nfds < MAX_JOB_FDS) fds[(*nfds)++] = got[i];
+        int count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int), got[MAX_FRAME_FDS];
+        memcpy(got, CMSG_DATA(c), sizeof(int) * (count < MAX_FRAME_FDS ? count : MAX_FRAME_FDS));
+        for (int i = 0; i < count && i < MAX_FRAME_FDS; i++) {
+            if (*nfds < MAX_FRAME_FDS) fds[(*nfds)++] = got[i];
             else close(got[i]);
         }
     }
@@ -185,6 +187,7 @@ static int check_limits(const struct recipe *r, const struct job *job, char *err
     if (job->has_pipes && (job->command != CMD_EXEC || job->has_stdin)) return snprintf(err, errlen, "pipes for a job other than an exec job without stdin"), -1;
     if (job->has_stdin_file && (job->command != CMD_EXEC || job->has_stdin || job->has_pipes))
         return snprintf(err, errlen, "a stdin file for a job other than an exec job without stdin or pipes"), -1;
+    if (job->nfile_fds && job->command != CMD_EXEC) return snprintf(err, errlen, "files by descriptor for a job other than an exec job"), -1;
     return 0;
 }
 
@@ -222,6 +225,14 @@ int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, c
     if (expect(&c, ",\"stdin_file\":")) goto form;
     if (!expect(&c, "true")) job->has_stdin_file = 1;
     else if (expect(&c, "false")) goto form;
+    /* the files whose content comes as a descriptor: their indexes, increasing */
+    if (expect(&c, ",\"file_fds\":[")) goto form;
+    for (long long index, last = -1; expect(&c, "]"); last = index) {
+        if ((job->nfile_fds && expect(&c, ",")) || number(&c, &index)) goto form;
+        if (index <= last || index >= nfiles || job->nfile_fds == MAX_FILE_FDS)
+            return snprintf(err, errlen, "file_fds must name files of the job, each once, in order, at most %d", MAX_FILE_FDS), -1;
+        job->by_fd[index] = 1, job->nfile_fds++;
+    }
     char give_back[FILE_NAME_MAX + 1];
     if (expect(&c, ",\"give_back\":") || word(&c, give_back, sizeof give_back)) goto form;
     if (!expect(&c, ",\"blobs\":[")) /* absent when the job carries none (protocol.encode) */
@@ -240,13 +251,14 @@ int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, c
     for (int i = 0; *give_back && i < nfiles; i++)
         if (!strcmp(give_back, names[i])) job->give_back = i;
     if (*give_back && (job->give_back < 0 || job->command != CMD_EXEC)) return snprintf(err, errlen, "give_back names no file of an exec job"), -1;
-    if (nblobs != nfiles + job->has_stdin) return snprintf(err, errlen, "blob count does not match the job"), -1;
+    if (nblobs != nfiles - job->nfile_fds + job->has_stdin) return snprintf(err, errlen, "blob count does not match the job"), -1;
     long long blob_max = job->command == CMD_TEST ? r->input_max : r->judge_part_max;
     size_t offset = 4 + head_size;
-    for (int i = 0; i < nblobs; i++) {
+    for (int i = 0, file = 0; i < nblobs; i++, file++) {
         if (sizes[i] > blob_max) return snprintf(err, errlen, "a part is larger than %s", job->command == CMD_TEST ? "RUN_INPUT_MAX" : "the judge's part maximum"), -1;
         if ((size_t)sizes[i] > len - offset) return snprintf(err, errlen, "blob sizes do not add up to the frame size"), -1;
-        if (i < nfiles) job->blob[i] = body + offset, job->blob_len[i] = sizes[i];
+        while (file < nfiles && job->by_fd[file]) file++; /* its content is a descriptor's */
+        if (file < nfiles) job->blob[file] = body + offset, job->blob_len[file] = sizes[i];
         else job->stdin_data = body + offset, job->stdin_len = sizes[i];
         offset += sizes[i];
     }
@@ -256,6 +268,54 @@ int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, c
 form:
     snprintf(err, errlen, "the job header is not in the form the front writes");
     return -1;
+}
+
+/* --- the frame's descriptors --- */
+
+/* a file of the store as the front opens it: regular, open for reading only, within the part
+ * maximum; its size in *size */
+static int store_file(const struct recipe *r, int fd, long long *size, const char *what, char *err, size_t errlen) {
+    struct stat st;
+    int flags = fcntl(fd, F_GETFL);
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode) || flags < 0 || (flags & O_ACCMODE) != O_RDONLY || (flags & O_PATH))
+        return snprintf(err, errlen, "the %s is not a regular file open for reading only", what), -1;
+    if (st.st_size > r->judge_part_max) return snprintf(err, errlen, "the %s is larger than the judge's part maximum", what), -1;
+    *size = st.st_size;
+    return 0;
+}
+
+/* exactly the two of a job with pipes, or the one of a job with a stdin file (read from its
+ * start: a slot lost mid-test may have moved the offset its retry shares), then one for each
+ * file by descriptor, in the files' order (read at explicit offsets: no shared offset matters) */
+int take_descriptors(const struct recipe *r, struct job *job, const int *fds, int nfds, char *err, size_t errlen) {
+    int first = job->has_pipes ? 2 : job->has_stdin_file ? 1 : 0, wanted = first + job->nfile_fds, at = first;
+    long long size;
+    if (nfds != wanted) {
+        snprintf(err, errlen, "%d descriptors with a job that carries %d", nfds, wanted);
+        goto refused;
+    }
+    if (job->has_stdin_file && store_file(r, fds[0], &size, "stdin file", err, errlen)) goto refused;
+    if (job->has_stdin_file && lseek(fds[0], 0, SEEK_SET) != 0) {
+        snprintf(err, errlen, "the stdin file cannot be read from its start");
+        goto refused;
+    }
+    for (int i = 0; i < job->nparts; i++) {
+        if (!job->by_fd[i]) continue;
+        if (store_file(r, fds[at], &job->fd_size[i], "file given by descriptor", err, errlen)) goto refused;
+        job->fd[i] = fds[at++];
+    }
+    if (job->has_pipes) job->pipe_fds[0] = fds[0], job->pipe_fds[1] = fds[1];
+    if (job->has_stdin_file) job->stdin_fd = fds[0];
+    return 0;
+refused:
+    for (int i = 0; i < nfds; i++) close(fds[i]);
+    for (int i = 0; i < job->nparts; i++) job->fd[i] = -1; /* none of them is the job's */
+    return -1;
+}
+
+void close_file_fds(struct job *job) {
+    for (int i = 0; i < job->nparts; i++)
+        if (job->by_fd[i] && job->fd[i] >= 0) close(job->fd[i]), job->fd[i] = -1;
 }
 
 /* --- answers --- */

@@ -33,7 +33,6 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -303,36 +302,16 @@ static void execute_prestarted(struct slot *s, const struct job *job, struct spa
     supervise_and_answer(s, &run, job, w, started, cpu_before_ms > 0 ? cpu_before_ms : 0, title);
 }
 
-/* the descriptors that came with the frame: exactly the two of a job with pipes, the one of a
- * job with a stdin file (a regular file open for reading only, within the judge's part maximum,
- * read from its start: a slot lost mid-test may have moved the offset its retry shares), else none */
-static int take_descriptors(const struct slot *s, struct job *job, const int *fds, int nfds, char *err) {
-    int wanted = job->has_pipes ? 2 : job->has_stdin_file ? 1 : 0;
-    struct stat st;
-    if (nfds != wanted) snprintf(err, ERR, "%d descriptors with a job that carries %d", nfds, wanted);
-    else if (job->has_stdin_file && (fstat(fds[0], &st) || !S_ISREG(st.st_mode) || (fcntl(fds[0], F_GETFL) & O_ACCMODE) != O_RDONLY))
-        snprintf(err, ERR, "the stdin file is not a regular file open for reading only");
-    else if (job->has_stdin_file && (st.st_size > s->recipe.judge_part_max || lseek(fds[0], 0, SEEK_SET) != 0))
-        snprintf(err, ERR, "the stdin file is larger than the judge's part maximum, or cannot be read from its start");
-    else {
-        if (job->has_pipes) job->pipe_fds[0] = fds[0], job->pipe_fds[1] = fds[1];
-        if (job->has_stdin_file) job->stdin_fd = fds[0];
-        return 0;
-    }
-    for (int i = 0; i < nfds; i++) close(fds[i]);
-    return -1;
-}
-
 /* one frame, checked -> the slot's kind of run -> one result frame. 1: the slot may run another
  * job (a judge's test in a slot that can run several, the front's to send or not) */
 static int serve_job(struct slot *s) {
     char err[ERR], *body, title[128];
     size_t len;
     struct job job;
-    int fds[MAX_JOB_FDS], nfds = 0;
+    int fds[MAX_FRAME_FDS], nfds = 0;
     int rc = read_frame(s->sock, job_frame_max(s), &body, &len, fds, &nfds, err, ERR);
     if (rc == 0) return 0; /* the front closed the slot (unused: shutdown, or warmed for another language) */
-    if (rc < 0 || parse_job(&s->recipe, body, len, &job, err, ERR) || refused_here(s, &job, err) || take_descriptors(s, &job, fds, nfds, err) ||
+    if (rc < 0 || parse_job(&s->recipe, body, len, &job, err, ERR) || refused_here(s, &job, err) || take_descriptors(&s->recipe, &job, fds, nfds, err, ERR) ||
         (s->tests_served && job.command != CMD_EXEC && snprintf(err, ERR, "only a judge's tests follow a judge's test") > 0))
         return send_error(s->sock, "error", err), 0;
     struct span w = workload_span(&s->recipe, job.workload_rec);
@@ -340,6 +319,7 @@ static int serve_job(struct slot *s) {
     set_title(s, "%s", title);
     if (s->prestarted.workload_rec >= 0) return execute_prestarted(s, &job, w, title), 0;
     execute(s, &job, w, title);
+    close_file_fds(&job); /* copied into the sandbox (or not, when its run failed before) */
     free(body);
     if (job.command != CMD_EXEC || job.has_pipes || s->base_ns < 0) return 0; /* as its result said (run.next) */
     s->tests_served++;

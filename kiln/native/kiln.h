@@ -275,13 +275,26 @@ struct job {
     /* a judge's test whose input is a file of the store: the frame came with one descriptor of
      * it, open for reading, the task's stdin as it is (no copy in the front or here) */
     int has_stdin_file, stdin_fd;
+    /* an exec job's files whose content is a file of the store (a checker's or an interactor's
+     * input and answer): the frame came with a descriptor of each, after the pipes or the stdin
+     * file, in the files' order; init copies each into the sandbox from its start (fd_size bytes,
+     * checked within the judge's part maximum). by_fd[i]: file i is one; fd[i] its descriptor */
+    int nfile_fds, by_fd[MAX_PARTS], fd[MAX_PARTS];
+    long long fd_size[MAX_PARTS];
     /* an exec job's file whose content the task leaves goes back with the result (an
      * interactor's record, for the problem's checker): its index in the files, -1 none */
     int give_back;
 };
-#define MAX_JOB_FDS 2
+#define MAX_FILE_FDS 4 /* an exec job's files by descriptor (protocol.FILE_FDS_MAX) */
+#define MAX_JOB_FDS (2 + MAX_FILE_FDS)
+/* the descriptors read with a frame: one more than a job may carry, so that too many is seen */
+#define MAX_FRAME_FDS (MAX_JOB_FDS + 1)
 int read_frame(int fd, size_t max, char **body, size_t *len, int *fds, int *nfds, char *err, size_t errlen);
 int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, char *err, size_t errlen);
+/* the frame's descriptors, as the parsed job says it carries them (protocol.job_fds): checked,
+ * and kept in the job; else all closed and -1 with the reason */
+int take_descriptors(const struct recipe *r, struct job *job, const int *fds, int nfds, char *err, size_t errlen);
+void close_file_fds(struct job *job); /* the files' descriptors a job kept, after its run */
 const char *part_name(unsigned i);    /* a test's parts, protocol.PARTS; NULL past them */
 const char *command_name(unsigned i); /* enum command's, protocol.COMMANDS; NULL past them */
 int send_json(int fd, const char *json, int pass_fd);

@@ -129,7 +129,8 @@ def send_frame(sock: socket.socket, header: dict, blobs: tuple[bytes, ...] | lis
 
 # --- one job, one result: the front <-> kiln-init contract ------------------------------------
 
-JOB_KEYS = ("op", "slug", "command", "timeout_ms", "limits", "layer", "files", "stdin", "pipes", "stdin_file", "give_back")  # then "blobs" (encode): frames.c's order
+JOB_KEYS = ("op", "slug", "command", "timeout_ms", "limits", "layer", "files", "stdin", "pipes", "stdin_file", "file_fds", "give_back")  # then "blobs" (encode): frames.c's order
+FILE_FDS_MAX = 4  # an exec job's files given by descriptor, at most (kiln.h MAX_FILE_FDS)
 PARTS = ("solution", "checker", "asserts")  # the files a test job may carry (frames.c PART_NAMES)
 # what a job runs (frames.c COMMAND_NAMES): the workspace's test command (POST /run), or a
 # judge's build of its files (answered with the build's layer) or one test on that layer
@@ -152,10 +153,22 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class ByDescriptor:
+    """A job file's content that is a file of the store: a descriptor of it, open for reading
+    only, sent with the frame (job_fds) instead of its bytes; kiln-init checks it (a regular
+    file, read-only, within the judge's part maximum) and copies it into the sandbox from its
+    start. The caller's to close, after the job (a Session may send it again to a fresh slot)."""
+
+    fd: int
+
+
+@dataclass(frozen=True)
 class Job:
     slug: str
     timeout_ms: int
-    files: tuple[tuple[str, bytes], ...]  # (part, content): parts of PARTS, or a build's file names
+    # (part, content): parts of PARTS, or a build's file names; an exec job's content may be a
+    # file of the store by descriptor (at most FILE_FDS_MAX of them)
+    files: tuple[tuple[str, bytes | ByDescriptor], ...]
     stdin: bytes | None = None  # None: the task's stdin is /dev/null
     command: str = "test"  # one of COMMANDS
     limits: Limits = Limits()
@@ -196,19 +209,22 @@ class PrestartFailed(Exception):
 
 def encode_job(job: Job) -> tuple[dict, list[bytes]]:
     """The job frame's header and blobs (send_frame adds the blob sizes; the job's pipes, or its
-    stdin file, go as the frame's descriptors: job_fds)."""
+    stdin file, and its files by descriptor go as the frame's descriptors: job_fds)."""
+    by_fd = [index for index, (_, content) in enumerate(job.files) if isinstance(content, ByDescriptor)]
     values = (
         "job", job.slug, job.command, job.timeout_ms, job.limits.as_list(), job.layer, [name for name, _ in job.files],
-        job.stdin is not None, job.pipes is not None, job.stdin_file is not None, job.give_back,
+        job.stdin is not None, job.pipes is not None, job.stdin_file is not None, by_fd, job.give_back,
     )  # fmt: skip
     header = dict(zip(JOB_KEYS, values))
-    blobs = [content for _, content in job.files] + ([job.stdin] if job.stdin is not None else [])
+    blobs = [content for _, content in job.files if not isinstance(content, ByDescriptor)] + ([job.stdin] if job.stdin is not None else [])
     return header, blobs
 
 
 def job_fds(job: Job) -> tuple[int, ...]:
-    """The descriptors the job's frame carries: its two pipes, or its stdin file, or none."""
-    return job.pipes or ((job.stdin_file,) if job.stdin_file is not None else ())
+    """The descriptors the job's frame carries, in the order kiln-init takes them: its two pipes,
+    or its stdin file, or none; then its files' by descriptor, in the files' order."""
+    first = job.pipes or ((job.stdin_file,) if job.stdin_file is not None else ())
+    return (*first, *(content.fd for _, content in job.files if isinstance(content, ByDescriptor)))
 
 
 # result.c writes "op" then these, in this order

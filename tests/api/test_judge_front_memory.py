@@ -89,6 +89,52 @@ def test_a_store_file_as_the_expected_answer_is_not_read_whole_into_the_front(fr
     assert grown_mib < BIG / MIB / 2, f"the front's peak grew by {grown_mib:.1f} MiB for a {BIG // MIB} MiB answer"
 
 
+# a checker's or an interactor's own test of its input and answer (argv[1], argv[3]): their
+# sha256 digests, said in its message; 1 (WA) when they are not the ones uploaded
+SAYS_DIGESTS = (
+    "import hashlib, sys\n"
+    "def digest(path):\n"
+    "    h = hashlib.sha256()\n"
+    "    with open(path, 'rb') as f:\n"
+    "        while chunk := f.read(1 << 20):\n"
+    "            h.update(chunk)\n"
+    "    return h.hexdigest()\n"
+    "got = [digest(sys.argv[1]), digest(sys.argv[3])]\n"
+    "print(*got, file=sys.stderr)\n"
+    "if got != WANTED:\n    sys.exit(1)\n"
+)
+# the interactor: says "go", records the submission's answer (its checker's argv[2])
+TALKS = "print('go', flush=True)\nopen(sys.argv[2], 'w').write(sys.stdin.readline())\n"
+# the checker: the test's output (or the interactor's record) must be "1"
+CHECKS = "sys.exit(0 if open(sys.argv[2]).read().split() == ['1'] else 1)\n"
+
+
+def test_a_checkers_and_an_interactors_store_files_reach_them_as_the_store_files_not_copies_in_the_front(fresh):
+    """A checker's input and answer, and an interactor's, are given by descriptor: kiln-init
+    copies the store's file into the sandbox; the front never reads them. Each program sees the
+    whole file, every test."""
+    server = fresh
+    given, answer = b"7 " * (BIG // 2), b"1\n" * (BIG // 2)
+    given_id, answer_id = upload(server, given), upload(server, answer)
+    wanted = f"WANTED = {[hashlib.sha256(given).hexdigest(), hashlib.sha256(answer).hexdigest()]!r}\n"
+    checker = {"compare": "checker", "checker": {"lang_slug": "python", "source": wanted + SAYS_DIGESTS + CHECKS}}
+    interactor = {"interactor": {"lang_slug": "python", "source": wanted + SAYS_DIGESTS + TALKS}, "checker": checker["checker"]}
+    # the builds cached, the front's paths warm (inline texts: the digests differ, WA)
+    assert judge(server, "print(1)\n", [{"stdin": "", "expected": "1"}], **checker)["verdict"] == "WA"
+    assert judge(server, "input()\nprint(1)\n", [{"stdin": "", "expected": "1"}], **interactor)["verdict"] != "AC"
+    peak_before = front_kib(server, "VmHWM")
+    checked = judge(server, "print(1)\n", [{"stdin_file": given_id, "expected_file": answer_id}] * 2, **checker)
+    talked = judge(server, "input()\nprint(1)\n", [{"stdin_file": given_id, "expected_file": answer_id}] * 2, **interactor)
+    grown_mib = (front_kib(server, "VmHWM") - peak_before) / 1024
+    for body in (checked, talked):
+        assert [t["verdict"] for t in body["tests"]] == ["AC", "AC"], body
+    wrong = judge(server, "print(2)\n", [{"stdin_file": given_id, "expected_file": answer_id}], **checker)
+    assert wrong["verdict"] == "WA" and wrong["tests"][0]["checker_message"].split() == [hashlib.sha256(given).hexdigest(), hashlib.sha256(answer).hexdigest()], wrong
+    # before: each checked test read its input and answer into the front and copied them into
+    # the checker's frame (+128 MiB and more)
+    assert grown_mib < 16, f"the front's peak grew by {grown_mib:.1f} MiB for a checker's and an interactor's {BIG // MIB} MiB input and answer"
+
+
 OUTPUT = "1 2\n3   4\n" * 4000  # 32 KiB: compared in the comparisons' thread, not on the event loop
 
 

@@ -61,11 +61,29 @@ def test_a_stdin_file_is_taken_as_the_one_descriptor_of_its_frame_and_checked():
     """kiln-init takes a job's descriptors as protocol.job_fds sends them: two with pipes, one
     with a stdin file, which it checks (a regular file, read-only, within the part maximum) and
     reads from its start."""
-    init = c_source("init.c")
-    take = init[init.index("static int take_descriptors("):init.index("/* one frame, checked")]
-    assert "job->has_pipes ? 2 : job->has_stdin_file ? 1 : 0" in take
-    assert all(check in take for check in ("S_ISREG(st.st_mode)", "O_ACCMODE) != O_RDONLY", "st.st_size > s->recipe.judge_part_max", "lseek(fds[0], 0, SEEK_SET)"))
-    assert "job->has_stdin_file ? job->stdin_fd" in init
+    frames = c_source("frames.c")
+    take = frames[frames.index("int take_descriptors("):frames.index("void close_file_fds(")]
+    assert "job->has_pipes ? 2 : job->has_stdin_file ? 1 : 0, wanted = first + job->nfile_fds" in take
+    check = frames[frames.index("static int store_file("):frames.index("int take_descriptors(")]
+    assert all(c in check for c in ("S_ISREG(st.st_mode)", "(flags & O_ACCMODE) != O_RDONLY", "st.st_size > r->judge_part_max"))
+    assert "lseek(fds[0], 0, SEEK_SET)" in take
+    assert "job->has_stdin_file ? job->stdin_fd" in c_source("init.c")
+
+
+def test_files_by_descriptor_follow_the_pipes_or_stdin_file_in_the_files_order_and_are_copied_at_explicit_offsets():
+    """A checker's or an interactor's files of the store: their indexes in the header's
+    file_fds, their descriptors after the pipes (or the stdin file) in the files' order, at most
+    FILE_FDS_MAX; kiln-init copies each from offset 0 without using the descriptor's own offset."""
+    [defined] = re.findall(r"#define MAX_FILE_FDS (\d+)", c_source("kiln.h"))
+    assert int(defined) == protocol.FILE_FDS_MAX
+    files = (("input", protocol.ByDescriptor(9)), ("output", b"out"), ("answer", protocol.ByDescriptor(11)))
+    job = protocol.Job("python", 1000, files, command="exec", layer="a" * 64, pipes=(3, 4))
+    header, blobs = protocol.encode_job(job)
+    assert header["file_fds"] == [0, 2] and header["files"] == ["input", "output", "answer"] and blobs == [b"out"]
+    assert protocol.job_fds(job) == (3, 4, 9, 11)
+    copy = c_source("files.c")
+    copy = copy[copy.index("static int copy_from("):copy.index("static int write_file(")]
+    assert "off_t at = 0;" in copy and "copy_file_range(from, &at," in copy and "sendfile(out, from, &at," in copy
 
 
 def test_a_builds_layer_is_written_as_protocol_reads_it():

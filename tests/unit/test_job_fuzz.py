@@ -6,11 +6,14 @@ answered with what it parsed or with the error a slot would send), on:
 - the front's job frames (protocol.encode of api.py's header) for valid jobs and for near
   misses of them: the answer must be exactly what the rules below say;
 - raw frames with lying sizes, truncated bodies and non-JSON headers: one answer, and a job only
-  for a frame that is well formed and valid by the rules.
+  for a frame that is well formed and valid by the rules;
+- the descriptors a frame carries (pipes, a stdin file, files by descriptor), real ones of each
+  kind: too many, too few, not a regular file, not read-only, too large.
 """
 
 from __future__ import annotations
 
+import array
 import json
 import os
 import re
@@ -35,6 +38,10 @@ TIMEOUT_MAX_MS = 10_000
 OUTPUT_MAX = 4096
 FILE_PARTS = protocol.PARTS
 FRONT_KEYS = list(protocol.JOB_KEYS)  # protocol.encode_job's header, in its order
+# the kinds of descriptor a frame may carry, each made afresh for a check (opened()): only
+# "file" is a store's file as kiln-init takes it; a pipe is what an interactive test's pipes are
+DESCRIPTOR_KINDS = ("file", "pipe", "big", "dir", "write-only")
+MAX_FRAME_FDS = protocol.FILE_FDS_MAX + 3  # what kiln-init receives with a frame (more are dropped)
 
 
 @pytest.fixture(scope="module")
@@ -53,9 +60,31 @@ def recipe_fd(rt):
     os.close(fd)
 
 
-def native_check(frame: bytes, recipe_fd: int, prestart: str | None = None) -> list[dict]:
-    """kiln-init's answers to `frame` (of a slot prestarted for `prestart`, if given); it must
-    exit 0 whatever came."""
+@pytest.fixture(scope="module")
+def descriptor_files(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("descriptors")
+    (folder / "file").write_bytes(b"1 2\n")
+    (folder / "big").write_bytes(b"x" * (JUDGE_INPUT_MAX + 1))
+    return folder
+
+
+def opened(kinds, folder: Path) -> list[int]:
+    """A descriptor of each kind, as DESCRIPTOR_KINDS names them; the caller closes them."""
+    fds = []
+    for kind in kinds:
+        if kind == "pipe":
+            read_end, write_end = os.pipe()
+            os.close(write_end)
+            fds.append(read_end)
+        else:
+            path, flags = {"file": ("file", os.O_RDONLY), "big": ("big", os.O_RDONLY), "dir": (".", os.O_RDONLY), "write-only": ("file", os.O_WRONLY)}[kind]
+            fds.append(os.open(folder / path, flags | os.O_CLOEXEC))
+    return fds
+
+
+def native_check(frame: bytes, recipe_fd: int, prestart: str | None = None, fds: list[int] | tuple[int, ...] = ()) -> list[dict]:
+    """kiln-init's answers to `frame` with `fds` on its first byte (of a slot prestarted for
+    `prestart`, if given); it must exit 0 whatever came."""
     ours, theirs = socket.socketpair()
     env = {"KILN_RECIPE": str(recipe_fd), **({"KILN_PRESTART": prestart} if prestart else {})}
     with ours:
@@ -63,6 +92,9 @@ def native_check(frame: bytes, recipe_fd: int, prestart: str | None = None) -> l
         theirs.close()
         replies = []
         try:
+            if fds and frame:  # as protocol.send_frame sends them
+                sent = ours.sendmsg([frame], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+                frame = frame[sent:]
             ours.sendall(frame)  # a slot stops reading after its one frame
             ours.shutdown(socket.SHUT_WR)
             while (reply := protocol.recv_frame(ours, 1 << 20)) is not None:
@@ -95,13 +127,31 @@ def limits_verdict(limits, workload) -> bool:
     return cpu_ms <= TIMEOUT_MAX_MS and memory <= workload.memory_max and pids <= workload.pids_max and output <= OUTPUT_MAX
 
 
-def verdict(header: dict, blobs: list[bytes], rt) -> dict | None:
-    """The rules: what kiln-init must answer for this job, None for an error frame. The header is
-    taken only in the one form the front writes."""
+def file_fds_verdict(file_fds, command: str, parts) -> bool:
+    """The files whose content comes as a descriptor: indexes of the job's files, increasing, at
+    most FILE_FDS_MAX, of an exec job only."""
+    if not isinstance(file_fds, list) or not all(type(i) is int and 0 <= i < 10**15 for i in file_fds):
+        return False
+    indexes_fit = file_fds == sorted(set(file_fds)) and all(i < len(parts) for i in file_fds) and len(file_fds) <= protocol.FILE_FDS_MAX
+    return indexes_fit and (not file_fds or command == "exec")
+
+
+def descriptors_verdict(kinds, pipes: bool, stdin_file: bool, file_fds: list) -> bool:
+    """Exactly the frame's: two pipes (any kind), or a stdin file, then one for each file by
+    descriptor; a stdin file and a file by descriptor each a regular file open for reading only
+    within the part maximum."""
+    first = 2 if pipes else 1 if stdin_file else 0
+    kinds = list(kinds)[:MAX_FRAME_FDS]
+    return len(kinds) == first + len(file_fds) and all(kind == "file" for kind in kinds[2 if pipes else 0 :])
+
+
+def verdict(header: dict, blobs: list[bytes], rt, descriptors=()) -> dict | None:
+    """The rules: what kiln-init must answer for this job carrying these kinds of descriptor,
+    None for an error frame. The header is taken only in the one form the front writes."""
     if list(header) != FRONT_KEYS or header["op"] != "job":
         return None
     slug, command, timeout_ms, limits, layer = header["slug"], header["command"], header["timeout_ms"], header["limits"], header["layer"]
-    parts, stdin, pipes, stdin_file = header["files"], header["stdin"], header["pipes"], header["stdin_file"]
+    parts, stdin, pipes, stdin_file, file_fds = header["files"], header["stdin"], header["pipes"], header["stdin_file"], header["file_fds"]
     if not isinstance(slug, str) or slug not in rt.workloads or command not in protocol.COMMANDS:
         return None
     if type(timeout_ms) is not int or not 0 < timeout_ms <= TIMEOUT_MAX_MS:
@@ -110,25 +160,32 @@ def verdict(header: dict, blobs: list[bytes], rt) -> dict | None:
         return None
     if layer and command != "exec":
         return None
-    if not files_verdict(command, parts, rt.workloads[slug].language.has_checker):
+    if not files_verdict(command, parts, rt.workloads[slug].language.has_checker) or not file_fds_verdict(file_fds, command, parts):
         return None
     blob_max = INPUT_MAX if command == "test" else JUDGE_INPUT_MAX
-    if type(stdin) is not bool or (stdin and command == "build") or len(blobs) != len(parts) + stdin or any(len(b) > blob_max for b in blobs):
+    if type(stdin) is not bool or (stdin and command == "build") or len(blobs) != len(parts) - len(file_fds) + stdin or any(len(b) > blob_max for b in blobs):
         return None
     if type(pipes) is not bool or (pipes and (command != "exec" or stdin)):
-        return None  # (kiln-init check takes no descriptors: a slot also wants exactly two with pipes)
+        return None
     if type(stdin_file) is not bool or (stdin_file and (command != "exec" or stdin or pipes)):
-        return None  # (and exactly one, a regular file open read-only, with a stdin file)
-    return {"op": "job", "slug": slug, "command": command, "timeout_ms": timeout_ms, "limits": limits, "layer": layer, "stdin": stdin, "pipes": pipes, "stdin_file": stdin_file, "files": parts}
+        return None
+    if not descriptors_verdict(descriptors, pipes, stdin_file, file_fds):
+        return None
+    return {"op": "job", "slug": slug, "command": command, "timeout_ms": timeout_ms, "limits": limits, "layer": layer, "stdin": stdin, "pipes": pipes, "stdin_file": stdin_file, "file_fds": file_fds, "files": parts}
 
 
-def check_front_frame(header: dict, blobs: list[bytes], rt, recipe_fd: int) -> dict | None:
+def check_front_frame(header: dict, blobs: list[bytes], descriptors, rt, recipe_fd: int, folder: Path) -> dict | None:
     try:
         frame = protocol.encode(header, blobs)
     except UnicodeEncodeError:
         return None  # a lone surrogate: nothing the front can write (raw frames carry them escaped)
-    [reply] = native_check(frame, recipe_fd)
-    expected = verdict(header, blobs, rt)
+    fds = opened(descriptors, folder)
+    try:
+        [reply] = native_check(frame, recipe_fd, fds=fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    expected = verdict(header, blobs, rt, descriptors)
     if expected is None:
         assert reply["op"] == "error" and isinstance(reply["error"], str) and reply["error"], reply
     else:
@@ -164,9 +221,11 @@ limit_values = st.integers(0, 3) | st.integers(OUTPUT_MAX - 1, OUTPUT_MAX + 1) |
 limit_lists = st.lists(limit_values, min_size=4, max_size=4) | st.lists(st.integers(0, 10), max_size=5) | json_values
 layers = st.just("") | st.just("a" * 64) | st.just("A" * 64) | st.just("a" * 63) | st.just("../" + "a" * 61) | text | json_values
 
+file_fd_lists = st.lists(st.integers(0, 3), max_size=3) | st.lists(st.integers(-1, 6), max_size=6) | json_values
+descriptor_lists = st.lists(st.sampled_from(DESCRIPTOR_KINDS), max_size=4) | st.lists(st.just("file"), min_size=MAX_FRAME_FDS - 1, max_size=MAX_FRAME_FDS + 2)
 headers = st.builds(
     lambda known, extra: {**extra, **known},
-    st.fixed_dictionaries({}, optional={"op": st.just("job") | json_values, "slug": slugs, "command": commands, "timeout_ms": timeouts, "limits": limit_lists, "layer": layers, "files": file_lists, "stdin": stdin_flags, "pipes": stdin_flags, "stdin_file": stdin_flags}),
+    st.fixed_dictionaries({}, optional={"op": st.just("job") | json_values, "slug": slugs, "command": commands, "timeout_ms": timeouts, "limits": limit_lists, "layer": layers, "files": file_lists, "stdin": stdin_flags, "pipes": stdin_flags, "stdin_file": stdin_flags, "file_fds": file_fd_lists}),
     st.dictionaries(text, json_values, max_size=3),
 )
 blob = st.binary(max_size=24) | st.integers(INPUT_MAX - 1, INPUT_MAX + 1).map(lambda n: b"x" * n)
@@ -188,19 +247,23 @@ def valid_jobs(draw, served: tuple[str, ...], rt=None):
     layer = draw(st.from_regex(LAYER, fullmatch=True)) if command == "exec" else ""
     pipes = command == "exec" and not stdin and draw(st.booleans())
     stdin_file = command == "exec" and not stdin and not pipes and draw(st.booleans())
+    file_fds = sorted(draw(st.sets(st.integers(0, len(names) - 1), max_size=protocol.FILE_FDS_MAX))) if command == "exec" and names else []
     # an exec job's file given back: one of its files, named in the form the front writes
     give_back = draw(st.sampled_from(["", *(n for n in names if re.fullmatch(r"[a-z0-9_+-]+", n))])) if command == "exec" else ""
-    header = {"op": "job", "slug": slug, "command": command, "timeout_ms": draw(st.integers(1, TIMEOUT_MAX_MS)), "limits": limits, "layer": layer, "files": names, "stdin": stdin, "pipes": pipes, "stdin_file": stdin_file, "give_back": give_back}
+    header = {"op": "job", "slug": slug, "command": command, "timeout_ms": draw(st.integers(1, TIMEOUT_MAX_MS)), "limits": limits, "layer": layer, "files": names, "stdin": stdin, "pipes": pipes, "stdin_file": stdin_file, "file_fds": file_fds, "give_back": give_back}
     blob_max = INPUT_MAX if command == "test" else JUDGE_INPUT_MAX
-    return header, draw(st.lists(st.binary(max_size=blob_max), min_size=len(names) + stdin, max_size=len(names) + stdin))
+    count = len(names) - len(file_fds) + stdin
+    descriptors = ["pipe", "pipe"] if pipes else ["file"] if stdin_file else []
+    return header, draw(st.lists(st.binary(max_size=blob_max), min_size=count, max_size=count)), descriptors + ["file"] * len(file_fds)
 
 
 @st.composite
 def near_misses(draw, served: tuple[str, ...]):
     """A valid job with one thing wrong, so that every rule gets its turn: the slug, the timeout,
-    the file parts (any subset or repeat), the stdin flag, the blob count, a blob's size."""
-    header, blobs = draw(valid_jobs(served))
-    fault = draw(st.sampled_from(["slug", "command", "timeout_ms", "limits", "layer", "files", "stdin", "pipes", "stdin_file", "count", "size"]))
+    the file parts (any subset or repeat), the stdin flag, the blob count, a blob's size, the
+    files by descriptor, the descriptors (one more, one fewer, one of another kind)."""
+    header, blobs, descriptors = draw(valid_jobs(served))
+    fault = draw(st.sampled_from(["slug", "command", "timeout_ms", "limits", "layer", "files", "stdin", "pipes", "stdin_file", "file_fds", "descriptors", "count", "size"]))
     if fault == "slug":
         header["slug"] = draw(slugs)
     elif fault == "command":
@@ -219,23 +282,32 @@ def near_misses(draw, served: tuple[str, ...]):
         header["pipes"] = draw(stdin_flags)
     elif fault == "stdin_file":
         header["stdin_file"] = draw(stdin_flags)
+    elif fault == "file_fds":
+        header["file_fds"] = draw(file_fd_lists)
+    elif fault == "descriptors":
+        change = draw(st.sampled_from(["more", "fewer", "kind"]))
+        if change == "more":
+            descriptors = [*descriptors, draw(st.sampled_from(DESCRIPTOR_KINDS))]
+        elif descriptors:
+            at = draw(st.integers(0, len(descriptors) - 1))
+            descriptors = descriptors[:at] + descriptors[at + 1 :] if change == "fewer" else [*descriptors[:at], draw(st.sampled_from(DESCRIPTOR_KINDS)), *descriptors[at + 1 :]]
     elif fault == "count":
         blobs = blobs[:-1] if blobs and draw(st.booleans()) else [*blobs, draw(blob)]
     elif blobs:
         limit = INPUT_MAX if header["command"] == "test" else JUDGE_INPUT_MAX
         blobs[draw(st.integers(0, len(blobs) - 1))] = b"x" * draw(st.integers(limit, limit + 1))
-    return header, blobs
+    return header, blobs, descriptors
 
 
 def job_or_near_miss(served):
-    return valid_jobs(served) | near_misses(served) | st.tuples(headers, blob_lists)
+    return valid_jobs(served) | near_misses(served) | st.tuples(headers, blob_lists, descriptor_lists)
 
 
 @st.composite
 def raw_frames(draw, served: tuple[str, ...]) -> bytes:
     """A job frame as the front would send it, then (mostly) one lie: wrong blob sizes in the
     header, a header that is not a JSON object, a wrong header or frame size, or a cut."""
-    header, blobs = draw(job_or_near_miss(served))
+    header, blobs, _ = draw(job_or_near_miss(served))  # (sent without descriptors)
     lie = draw(st.sampled_from(["none", "blob sizes", "head", "head size", "size", "cut"]))
     sizes = [len(b) for b in blobs]
     if lie == "blob sizes":
@@ -258,20 +330,20 @@ def raw_frames(draw, served: tuple[str, ...]) -> bytes:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_jobs_as_the_front_writes_them_get_exactly_the_rules_answer(rt, recipe_fd, data):
-    header, blobs = data.draw(job_or_near_miss(tuple(rt.workloads)))
-    check_front_frame(header, blobs, rt, recipe_fd)
+def test_jobs_as_the_front_writes_them_get_exactly_the_rules_answer(rt, recipe_fd, descriptor_files, data):
+    header, blobs, descriptors = data.draw(job_or_near_miss(tuple(rt.workloads)))
+    check_front_frame(header, blobs, descriptors, rt, recipe_fd, descriptor_files)
 
 
 @settings(max_examples=100, deadline=None)
 @given(data=st.data())
-def test_every_valid_job_is_accepted(rt, recipe_fd, data):
-    header, blobs = data.draw(valid_jobs(tuple(rt.workloads)))
-    assert check_front_frame(header, blobs, rt, recipe_fd)["op"] == "job"
+def test_every_valid_job_is_accepted(rt, recipe_fd, descriptor_files, data):
+    header, blobs, descriptors = data.draw(valid_jobs(tuple(rt.workloads)))
+    assert check_front_frame(header, blobs, descriptors, rt, recipe_fd, descriptor_files)["op"] == "job"
 
 
 def job_header(**overrides) -> dict:
-    header = {"op": "job", "slug": "python", "command": "test", "timeout_ms": 1000, "limits": [0, 0, 0, 0], "layer": "", "files": ["solution"], "stdin": False, "pipes": False, "stdin_file": False, "give_back": ""}
+    header = {"op": "job", "slug": "python", "command": "test", "timeout_ms": 1000, "limits": [0, 0, 0, 0], "layer": "", "files": ["solution"], "stdin": False, "pipes": False, "stdin_file": False, "file_fds": [], "give_back": ""}
     return {**header, **overrides}
 
 
@@ -321,6 +393,55 @@ def job_header(**overrides) -> dict:
 def test_bad_jobs_are_refused_with_a_reason(rt, recipe_fd, header, blobs, message):
     [reply] = native_check(protocol.encode(header, blobs), recipe_fd)
     assert reply["op"] == "error" and message in reply["error"], reply
+
+
+CHECKER_FILES = {"command": "exec", "files": ["input", "output", "answer"], "layer": "a" * 64}  # its input and answer by descriptor
+
+
+@pytest.mark.parametrize(
+    ("header", "blobs", "descriptors", "message"),
+    [
+        (job_header(**CHECKER_FILES, file_fds=[0, 2]), [b"out"], ["dir", "file"], "the file given by descriptor is not a regular file open for reading only"),
+        (job_header(**CHECKER_FILES, file_fds=[0, 2]), [b"out"], ["file", "write-only"], "not a regular file open for reading only"),
+        (job_header(**CHECKER_FILES, file_fds=[0, 2]), [b"out"], ["pipe", "file"], "not a regular file open for reading only"),
+        (job_header(**CHECKER_FILES, file_fds=[0, 2]), [b"out"], ["file", "big"], "larger than the judge's part maximum"),
+        (job_header(**CHECKER_FILES, file_fds=[0, 2]), [b"out"], ["file", "file", "file"], "3 descriptors with a job that carries 2"),
+        (job_header(**CHECKER_FILES, file_fds=[0, 2]), [b"out"], ["file"], "1 descriptors with a job that carries 2"),
+        (job_header(**CHECKER_FILES, file_fds=[0, 2]), [b"out"], ["file"] * 12, f"{MAX_FRAME_FDS} descriptors with a job that carries 2"),
+        (job_header(**CHECKER_FILES), [b"in", b"out", b"answer"], ["file"], "1 descriptors with a job that carries 0"),
+        (job_header(**CHECKER_FILES, file_fds=[2, 0]), [b"out"], ["file", "file"], "file_fds must name files of the job, each once, in order"),
+        (job_header(**CHECKER_FILES, file_fds=[0, 0]), [b"out", b""], ["file", "file"], "file_fds must name files"),
+        (job_header(**CHECKER_FILES, file_fds=[3]), [b"", b"", b""], ["file"], "file_fds must name files"),
+        (job_header(**{**CHECKER_FILES, "files": list("abcde")}, file_fds=[0, 1, 2, 3, 4]), [], ["file"] * 5, f"at most {protocol.FILE_FDS_MAX}"),
+        (job_header(**CHECKER_FILES, file_fds=[-1]), [b"", b""], ["file"], "not in the form"),
+        (job_header(**CHECKER_FILES, file_fds=0), [b"", b""], ["file"], "not in the form"),
+        (job_header(**CHECKER_FILES, file_fds=[0]), [b"in", b"out", b"answer"], ["file"], "blob count"),
+        (job_header(command="build", files=["main.py"], file_fds=[0]), [], ["file"], "files by descriptor for a job other than an exec job"),
+        (job_header(files=["solution"], file_fds=[0]), [], ["file"], "files by descriptor for a job other than an exec job"),
+        (job_header(command="exec", files=[], layer="a" * 64, stdin_file=True), [], ["dir"], "the stdin file is not a regular file open for reading only"),
+        (job_header(command="exec", files=[], layer="a" * 64, stdin_file=True), [], ["big"], "the stdin file is larger than the judge's part maximum"),
+        (job_header(command="exec", files=[], layer="a" * 64, pipes=True), [], ["pipe"], "1 descriptors with a job that carries 2"),
+    ],
+)
+def test_bad_descriptors_are_refused_with_a_reason(rt, recipe_fd, descriptor_files, header, blobs, descriptors, message):
+    fds = opened(descriptors, descriptor_files)
+    try:
+        [reply] = native_check(protocol.encode(header, blobs), recipe_fd, fds=fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    assert reply["op"] == "error" and message in reply["error"], reply
+
+
+def test_an_interactors_input_and_answer_by_descriptor_follow_its_pipes(recipe_fd, descriptor_files):
+    header = job_header(**{**CHECKER_FILES, "files": ["input", "record", "answer"]}, pipes=True, file_fds=[0, 2], give_back="record")
+    fds = opened(["pipe", "pipe", "file", "file"], descriptor_files)
+    try:
+        [reply] = native_check(protocol.encode(header, [b""]), recipe_fd, fds=fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    assert reply["op"] == "job" and reply["file_fds"] == [0, 2] and reply["files"] == ["input", "record", "answer"], reply
 
 
 # --- raw frames ----------------------------------------------------------------------------
