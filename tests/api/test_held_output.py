@@ -4,7 +4,10 @@ immediate exit, a kill, the timeout, an OOM) never reaches the report. Through t
 harness language (python, js and ts, ruby, php here; clojure and elixir in tests/langs, their servers
 being slow to start): the solution prints "loading", then its load ends one of these ways with
 asserts.json in harness shape, and the client's stdout is "loading\\n". (How: kiln/native/kiln.h
-HELD_STDOUT.)"""
+HELD_STDOUT.) Checker languages too (cpp, golang, rust), where the load is the solution's static
+initialisation (a C++ global, Go's init, Rust's .init_array) and nothing holds its output but the
+runtime's stdout buffer: C++'s prelude makes it unbuffered until main (langs/cpp/prelude's
+HoldLoadOutput), Go writes at once, Rust's stdout flushes each line."""
 
 from __future__ import annotations
 
@@ -16,6 +19,75 @@ from kiln.runtime import workspace_problem
 from kilntest import Server
 
 HARNESS = {"arguments": [[1]]}
+
+# checker languages: the solution's static initialisation prints "loading\n" without a flush,
+# then WAY (its end, or nothing); `solution` is never called
+LOADS = {
+    # a global's initialiser, before the checker's main ("\n", not std::endl, as most print)
+    "cpp": (
+        "#include <bits/stdc++.h>\n#include <signal.h>\n#include <unistd.h>\n"
+        'static int loaded = [] { std::cout << "loading\\n"; WAY return 0; }();\n'
+        "int solution(int n) { return n; }\n"
+    ),
+    # init(), before main
+    "golang": (
+        'package main\n\nimport (\n\t"fmt"\n\t"os"\n\t"syscall"\n)\n\nvar _, _ = os.Exit, syscall.Kill\n\n'
+        'func init() {\n\tfmt.Print("loading\\n")\n\tWAY\n}\n\nfunc solution(n int64) int64 { return n }\n'
+    ),
+    # Rust has no code before main but what .init_array runs
+    "rust": (
+        '#[used]\n#[link_section = ".init_array"]\nstatic LOAD: extern "C" fn() = load;\n\n'
+        'extern "C" fn load() {\n    print!("loading\\n");\n    WAY\n}\n\npub fn solution(n: i64) -> i64 {\n    n\n}\n'
+    ),
+}
+# the ends, per language
+ENDS = {
+    "cpp": {
+        "exit": "_exit(3);",
+        "kill": "kill(getpid(), SIGKILL);",
+        "timeout": "for (volatile int i = 0;; i = 0) {}",
+        "oom": "std::vector<char> kept(400 << 20, 'x');",
+    },
+    "golang": {
+        "exit": "os.Exit(3)",
+        "kill": "syscall.Kill(os.Getpid(), syscall.SIGKILL)",
+        "timeout": "for {\n\t}",
+        "oom": "kept := [][]byte{}\n\tfor {\n\t\tkept = append(kept, make([]byte, 1<<20))\n\t\tfor i := range kept[len(kept)-1] {\n\t\t\tkept[len(kept)-1][i] = 1\n\t\t}\n\t}",
+    },
+    "rust": {
+        "exit": "unsafe { libc::_exit(3) };",
+        "kill": "unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };",
+        "timeout": "loop {}",
+        "oom": "let mut kept = Vec::new();\n    loop {\n        kept.push(vec![1u8; 1 << 20]);\n    }",
+    },
+}
+# the checker: solution(n) for each argument list, in kiln's protocol (time and output left out)
+CHECKERS = {
+    "cpp": (
+        '#include "solution.cpp"\n'
+        "int main() {\n"
+        "    kiln::Report report;\n"
+        "    for (const auto& args : kiln::arguments()) report.call([&] { return solution(args[0].get<int>()); });\n"
+        "    report.print();\n"
+        "}\n"
+    ),
+    "golang": (
+        'package main\n\nimport (\n\t"encoding/json"\n\t"fmt"\n\t"os"\n)\n\n'
+        'func main() {\n\tvar asserts struct{ Arguments [][]int64 }\n\tdata, _ := os.ReadFile("check/asserts.json")\n'
+        '\tjson.Unmarshal(data, &asserts)\n\tfor _, args := range asserts.Arguments {\n'
+        '\t\tfmt.Printf("[{\\"type\\":\\"result\\",\\"value\\":%d}]\\n", solution(args[0]))\n\t}\n}\n'
+    ),
+    "rust": (
+        "mod solution;\n\nfn main() {\n"
+        '    let text = std::fs::read_to_string("check/asserts.json").unwrap();\n'
+        "    let asserts: serde_json::Value = serde_json::from_str(&text).unwrap();\n"
+        '    for args in asserts["arguments"].as_array().unwrap() {\n'
+        '        println!("[{{\\"type\\":\\"result\\",\\"value\\":{}}}]", solution::solution(args[0].as_i64().unwrap()));\n'
+        "    }\n}\n"
+    ),
+}
+# the compilers need more than the harness languages' 128m and 3s
+LIMITS = {"golang": ("512m", "10s"), "rust": ("512m", "10s")}
 
 # slug -> way -> (solution, the outcome, the exit code); each prints "loading\n" first, and
 # defines `solution`, which is never called
@@ -48,6 +120,9 @@ WAYS = {
         "oom": ("<?php\necho \"loading\\n\";\n$x = str_repeat('x', 400 << 20);\nfunction solution($n) { return $n; }\n", "out_of_memory", 137),
     },
 }
+OUTCOMES = {"exit": ("exited", 3), "kill": ("signaled", 137), "timeout": ("timed_out", None), "oom": ("out_of_memory", 137)}
+for slug, ends in ENDS.items():
+    WAYS[slug] = {way: (LOADS[slug].replace("WAY", end), *OUTCOMES[way]) for way, end in ends.items()}
 CASES = [(slug, way) for slug, ways in WAYS.items() for way in ways]
 LANGS = Path(__file__).resolve().parents[2] / "langs"
 # why this host cannot serve a language (its workspace not prepared: the stock VM has python, js
@@ -72,26 +147,44 @@ def served(slug: str) -> None:
 def test_what_loading_printed_reaches_stdout_however_the_load_ends(harness_server, slug, way):
     served(slug)
     solution, outcome, exit_code = WAYS[slug][way]
-    response = harness_server.run(lang_slug=slug, solution_text=solution, asserts=HARNESS, timeout="3s", limits={"memory": "128m"})
+    memory, timeout = LIMITS.get(slug, ("128m", "3s"))
+    response = harness_server.run(
+        lang_slug=slug, solution_text=solution, checker_text=CHECKERS.get(slug), asserts=HARNESS, timeout=timeout, limits={"memory": memory}
+    )
     assert response.status_code == 200, response.text
     body = response.json()
     assert (body["stdout"], body["stats"]["outcome"], body["exit_code"]) == ("loading\n", outcome, exit_code), body
 
 
-@pytest.mark.parametrize("slug", list(WAYS))
+# what each harness language's load prints when it ends well
+LOADS_WELL = {
+    "python": "print('loading')\ndef solution(n):\n    return n\n",
+    "js": "console.log('loading');\nmodule.exports = (n) => n;\n",
+    "ts": "console.log('loading');\nexport default (n: number): number => n;\n",
+    "ruby": "puts 'loading'\ndef solution(n) = n\n",
+    "php": "<?php\necho \"loading\\n\";\nfunction solution($n) { return $n; }\n",
+}
+
+
+@pytest.mark.parametrize("slug", list(LOADS_WELL))
 def test_a_load_that_ends_well_keeps_its_output_in_the_report_alone(harness_server, slug):
     """The held output is the report's first item, and is not passed on a second time."""
     served(slug)
-    solution = {
-        "python": "print('loading')\ndef solution(n):\n    return n\n",
-        "js": "console.log('loading');\nmodule.exports = (n) => n;\n",
-        "ts": "console.log('loading');\nexport default (n: number): number => n;\n",
-        "ruby": "puts 'loading'\ndef solution(n) = n\n",
-        "php": "<?php\necho \"loading\\n\";\nfunction solution($n) { return $n; }\n",
-    }[slug]
-    body = harness_server.run(lang_slug=slug, solution_text=solution, asserts=HARNESS).json()
+    body = harness_server.run(lang_slug=slug, solution_text=LOADS_WELL[slug], asserts=HARNESS).json()
     assert body["exit_code"] == 0, body
     assert body["stdout"].startswith('[{"type":"output","value":"loading\\n"},{"type":"result","value":1,'), body
+    assert body["stdout"].count("loading") == 1, body
+
+
+@pytest.mark.parametrize("slug", list(CHECKERS))
+def test_a_checker_languages_load_that_ends_well_prints_before_the_report_once(harness_server, slug):
+    """Written at once while loading, buffered again after: the load's line comes once, before
+    the report, and the calls' output is still their own."""
+    served(slug)
+    solution = LOADS[slug].replace("WAY", "")
+    body = harness_server.run(lang_slug=slug, solution_text=solution, checker_text=CHECKERS[slug], asserts=HARNESS).json()
+    assert body["exit_code"] == 0, body
+    assert body["stdout"].startswith('loading\n[{"type":"result","value":1'), body
     assert body["stdout"].count("loading") == 1, body
 
 

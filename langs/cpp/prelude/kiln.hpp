@@ -101,6 +101,16 @@ json asserts(const std::string& path = "check/asserts.json");
 // The argument lists of check/asserts.json ({"arguments": [[...], ...]}), or an empty array.
 json arguments(const std::string& path = "check/asserts.json");
 
+// What the solution prints while it loads (its globals' initialisers, before main) is written at
+// once, so that a load ended abruptly (_exit, a kill, the timeout, an OOM) loses none of it: a
+// pipe's stdout is otherwise fully buffered, and only exit() flushes. This object is constructed
+// after <bits/stdc++.h>'s std::cout and before anything of the checker's translation unit;
+// libkiln.a's last constructor gives stdout its buffer back (kiln.cpp, LoadEnded).
+struct HoldLoadOutput {
+    HoldLoadOutput();
+};
+[[gnu::used]] static HoldLoadOutput hold_load_output;
+
 }  // namespace kiln
 
 #endif  // KILN_PRELUDE_HPP
