@@ -558,4 +558,8 @@ def test_fleet_survives_a_host_killed_and_others_restarted_under_load(fleet, sta
     # more runs than its slots
     answered = [r for h in fleet for s in h.servers for r in requests(s)]
     assert answered and not [r for r in answered if r.get("status") == 429]
-    assert all(int(row(h)["smax"]) <= CONCURRENCY for h in fleet), {h.name: row(h)["smax"] for h in fleet}
+    # (HAProxy's own count for the host stopped and restarted may pass its maxconn by one: a
+    # request it sent as the host shut down, answered 503 at once and retried elsewhere, is a
+    # session of its own beside the runs the host was finishing; seen once in 2,500 runs)
+    allowed = {h.name: CONCURRENCY + (h is two) for h in fleet}
+    assert all(int(row(h)["smax"]) <= allowed[h.name] for h in fleet), {h.name: row(h)["smax"] for h in fleet}
