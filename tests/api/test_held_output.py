@@ -46,7 +46,7 @@ ENDS = {
         "exit": "_exit(3);",
         "kill": "kill(getpid(), SIGKILL);",
         "timeout": "for (volatile int i = 0;; i = 0) {}",
-        "oom": "std::vector<char> kept(400 << 20, 'x');",
+        "oom": "std::vector<char> kept(1 << 30, 'x');",
     },
     "golang": {
         "exit": "os.Exit(3)",
