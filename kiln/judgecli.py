@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kiln import packages
+from kiln.packages import common
 from kiln.judge_client import DEFAULT_URL, Api, UsageError
 from kiln.units import parse_duration_ms, parse_size
 
@@ -215,12 +216,11 @@ def natural_key(name: str) -> list:
 
 
 def read_text(path: Path, what: str) -> str:
+    """A file given on the command line, as UTF-8 text (the packages' reader's rule)."""
     try:
-        return path.read_bytes().decode("utf-8")
-    except OSError as error:
-        raise UsageError(f"cannot read {what} {path}: {error.strerror}") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"{what} {path} is not UTF-8 text: save it as UTF-8") from None
+        return common.read_text(path, what)
+    except packages.PackageError as error:
+        raise UsageError(str(error)) from None
 
 
 def file_id(path: Path) -> str:
