@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 
 class PackageError(Exception):
     """The package cannot be judged as it is: the message names the file and what to do."""
@@ -85,3 +87,20 @@ def dependencies_first(groups: dict[str, dict], where: Path) -> tuple[dict, ...]
             raise PackageError(f"{where}: group dependencies " + (f"name no group: {unknown[0]!r}" if unknown else f"make a cycle among {left}"))
         ordered.append(ready[0])
     return tuple(ordered)
+
+
+def yaml_mapping(where: Path, shape: str, keys: tuple[str, ...] | None = None, hint: str = "") -> dict:
+    """A package's YAML file as a mapping (empty: {}); with `keys`, one it does not take is refused
+    naming them (`hint` says why, in parentheses before the list)."""
+    try:
+        config = yaml.safe_load(where.read_text(encoding="utf-8")) or {}
+    except OSError as error:
+        raise PackageError(f"cannot read {where}: {error.strerror}") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise PackageError(f"{where} is not YAML: {error}") from None
+    if not isinstance(config, dict):
+        raise PackageError(f"{where} is not a mapping of keys ({shape})")
+    for key in config if keys is not None else ():
+        if key not in keys:
+            raise PackageError(f"{where}: kiln does not take {key!r} ({hint}it takes {', '.join(keys)})")
+    return config

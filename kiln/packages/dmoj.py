@@ -25,8 +25,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from kiln.packages.common import Helper, Package, PackageError, PackageTest, dependencies_first, number, read_text
-from kiln.packages.kattis import load_yaml
+from kiln.packages.common import Helper, Package, PackageError, PackageTest, dependencies_first, number, read_text, yaml_mapping
 
 KIND = "DMOJ"
 INIT_YML = "init.yml"
@@ -43,12 +42,7 @@ def is_package(folder: Path) -> bool:
 
 def read(folder: Path) -> Package:
     where = folder / INIT_YML
-    config = load_yaml(where) or {}
-    if not isinstance(config, dict):
-        raise PackageError(f"{where} is not a mapping of keys (test_cases:, checker:)")
-    for key in config:
-        if key not in TOP_KEYS:
-            raise PackageError(f"{where}: kiln does not take {key!r} (a generator's tests must be generated first; it takes {', '.join(TOP_KEYS)})")
+    config = yaml_mapping(where, "test_cases:, checker:", TOP_KEYS, hint="a generator's tests must be generated first; ")
     files = _files(folder, config.get("archive"), where)
     cases = config.get("test_cases")
     if not isinstance(cases, list) or not cases:

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
 
 from kiln.packages import kattis_validation
-from kiln.packages.common import Package, PackageError, PackageTest, number
+from kiln.packages.common import Package, PackageError, PackageTest, number, yaml_mapping
 
 KIND = "Kattis"
 PROBLEM_YAML = "problem.yaml"
@@ -42,9 +41,7 @@ def is_package(folder: Path) -> bool:
 
 def read(folder: Path) -> Package:
     where = folder / PROBLEM_YAML
-    config = load_yaml(where) or {}
-    if not isinstance(config, dict):
-        raise PackageError(f"{where} is not a mapping of keys (name:, validation:, limits:)")
+    config = yaml_mapping(where, "name:, validation:, limits:")
     scoring, custom = _problem_type(config, where)
     limits = config.get("limits") or {}
     if not isinstance(limits, dict):
@@ -75,15 +72,6 @@ def read(folder: Path) -> Package:
         epsilon=epsilon,
         notes=tuple(notes),
     )
-
-
-def load_yaml(where: Path):
-    try:
-        return yaml.safe_load(where.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise PackageError(f"cannot read {where}: {error.strerror}") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
-        raise PackageError(f"{where} is not YAML: {error}") from None
 
 
 def _problem_type(config: dict, where: Path) -> tuple[bool, bool]:
@@ -147,12 +135,7 @@ def _testdata(here: Path, parent: dict) -> dict:
     if not where.is_file():
         settings.setdefault("accept_score", 1.0)
         return settings
-    given = load_yaml(where) or {}
-    if not isinstance(given, dict):
-        raise PackageError(f"{where} is not a mapping of keys (accept_score:, grader_flags:)")
-    for key in given:
-        if key not in TESTDATA_KEYS:
-            raise PackageError(f"{where}: kiln does not take {key!r} (it takes {', '.join(TESTDATA_KEYS)})")
+    given = yaml_mapping(where, "accept_score:, grader_flags:", TESTDATA_KEYS)
     if given.get("grading", "default") != "default":
         raise PackageError(f"{where}: grading {given['grading']!r} (a custom grader): kiln sums or takes the minimum only; use grader_flags sum or min")
     if number(given.get("reject_score"), "reject_score", where, float) not in (None, 0):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kilntest import Server
-from test_judge_cli import KEY, TESTLIB_H, kiln_judge, rows, solution
+from test_judge_cli import CHECK_CPP, KEY, TESTLIB_H, kiln_judge, rows, solution
 
 
 @pytest.fixture(scope="module")
@@ -124,16 +124,6 @@ def test_a_kattis_custom_output_validator_judges_through_kilns_adapter_with_its_
 
 
 # --- DMOJ ------------------------------------------------------------------------------------
-
-CHECK_CPP = r"""#include "testlib.h"
-int main(int argc, char **argv) {
-    registerTestlibCmd(argc, argv);
-    long long expected = ans.readLong(), found = ouf.readLong();
-    if (expected != found) quitf(_wa, "expected %lld, found %lld", expected, found);
-    quitf(_ok, "right: %lld", found);
-}
-"""
-
 
 def dmoj_package(folder: Path, checker: str) -> Path:
     """Double n: a sample worth 0, a lone case worth 10, batches of 40 and 50 in an archive."""
