@@ -47,7 +47,7 @@ class Start:
         return env
 
 
-def variables() -> tuple[str, ...]:
+def every_variable() -> tuple[str, ...]:
     """Every variable kiln-init's start may carry."""
     return (*(name for field in fields(Start) for name in Start.variables(field.name)), *FORKED_VARIABLES)
 

@@ -154,6 +154,6 @@ def test_a_recipe_whose_constants_kiln_init_does_not_know_is_refused_saying_what
 
 
 def test_the_start_s_variables_are_the_ones_kiln_init_reads(contract):
-    assert sorted(contract["start"]) == sorted(start.variables())
+    assert sorted(contract["start"]) == sorted(start.every_variable())
     env = start.Start(5, 6, 7, lower=(8, 9), prestart="python").environment()
     assert env == {"KILN_SOCK": "5", "KILN_ZYGOTE": "6", "KILN_RECIPE": "7", "KILN_CG_DIRS": "", "KILN_CG_PROCS": "", "KILN_LOWER_WORKSPACES": "8", "KILN_LOWER_LAYERS": "9", "KILN_PRESTART": "python"}
