@@ -33,6 +33,18 @@ def server():
 
 
 @pytest.fixture
+def store_folder():
+    """A file store's folder directly under /tmp (the front's own user must reach it, which
+    pytest's 0700 tmp_path forbids), not yet made, and removed after the test."""
+    import shutil
+    import uuid
+
+    folder = Path(f"/tmp/kiln-store-test-{uuid.uuid4().hex}")
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
 def workspace(tmp_path):
     """workspace("recipe lines") -> a single-workspace folder whose `test` runs them;
     targets="...": more of its Makefile (a `prestart` target, say)."""

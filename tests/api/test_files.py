@@ -243,11 +243,11 @@ def test_the_least_recently_used_files_go_past_the_store_max(srv):
     assert sum(stored) <= 3 * LIMIT and not (folder_of(srv) / sha(b).removeprefix("sha256:")).exists()
 
 
-def test_the_store_is_bounded_by_its_disk_blocks_and_inodes_not_its_bytes(start_server):
+def test_the_store_is_bounded_by_its_disk_blocks_and_inodes_not_its_bytes(store_folder, start_server):
     """2000 uploads of 16 bytes counted 31 KiB and took ~11 MiB and 2000 inodes: 40 of them
     against a bound of 100k keep no more files than their blocks and inodes fit (at least a
     block for each file's content and one for its inode), the oldest gone."""
-    store = f"/tmp/kiln-files-test-{uuid.uuid4().hex}"
+    store = str(store_folder)
     server = start_server(RUN_LANGS="python", RUN_CONCURRENCY="1", RUN_FILE_STORE=store, RUN_FILE_STORE_MAX="100k")
     uploads = [b"sixteen bytes %02d" % n for n in range(40)]
     for data in uploads:
@@ -259,29 +259,26 @@ def test_the_store_is_bounded_by_its_disk_blocks_and_inodes_not_its_bytes(start_
     assert server.client.get(f"/files/{sha(uploads[-1])}").content == uploads[-1]
 
 
-def test_the_store_survives_a_restart_and_drops_a_crash_leftover(start_server):
-    store = f"/tmp/kiln-files-test-{uuid.uuid4().hex}"  # under /tmp itself: the front (kiln) reaches it
+def test_the_store_survives_a_restart_and_drops_a_crash_leftover(store_folder, start_server):
+    store = str(store_folder)
     settings = {"RUN_LANGS": "python", "RUN_CONCURRENCY": "1", "RUN_FILE_STORE": store}
-    try:
-        first = start_server(**settings)
-        kept, gone = os.urandom(70_000), b"deleted before the restart"
-        assert first.client.post("/files", content=kept).status_code == 201
-        assert first.client.post("/files", content=gone).status_code == 201
-        assert first.client.delete(f"/files/{sha(gone)}").status_code == 204
-        first.stop()
-        leftover = Path(store) / "sha256" / ".partial-crashed"
-        leftover.write_bytes(b"half an upload")  # as a crash mid-upload leaves it
-        second = start_server(**settings)
-        got = second.client.get(f"/files/{sha(kept)}")
-        assert got.status_code == 200 and got.content == kept
-        assert second.client.get(f"/files/{sha(gone)}").status_code == 404
-        assert second.client.post("/files", content=kept).status_code == 200  # still there
-        assert not leftover.exists()
-        assert wait_until(lambda: second.logged("file store"))  # its log is read by a thread of its own
-        rebuilt = second.logged("file store")
-        assert [(r["files"], r["partial_removed"]) for r in rebuilt] == [(1, 1)]
-    finally:
-        shutil.rmtree(store, ignore_errors=True)
+    first = start_server(**settings)
+    kept, gone = os.urandom(70_000), b"deleted before the restart"
+    assert first.client.post("/files", content=kept).status_code == 201
+    assert first.client.post("/files", content=gone).status_code == 201
+    assert first.client.delete(f"/files/{sha(gone)}").status_code == 204
+    first.stop()
+    leftover = Path(store) / "sha256" / ".partial-crashed"
+    leftover.write_bytes(b"half an upload")  # as a crash mid-upload leaves it
+    second = start_server(**settings)
+    got = second.client.get(f"/files/{sha(kept)}")
+    assert got.status_code == 200 and got.content == kept
+    assert second.client.get(f"/files/{sha(gone)}").status_code == 404
+    assert second.client.post("/files", content=kept).status_code == 200  # still there
+    assert not leftover.exists()
+    assert wait_until(lambda: second.logged("file store"))  # its log is read by a thread of its own
+    rebuilt = second.logged("file store")
+    assert [(r["files"], r["partial_removed"]) for r in rebuilt] == [(1, 1)]
 
 
 def test_an_upload_while_shutting_down_is_a_503_as_new_work_is(start_server):

@@ -10,7 +10,6 @@ import os
 import pwd
 import stat
 import subprocess
-import uuid
 from pathlib import Path
 
 from kilntest import ROOTLESS, Server
@@ -26,10 +25,10 @@ def as_nobody(*argv: str) -> subprocess.CompletedProcess:
     return subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", *argv], capture_output=True, text=True)
 
 
-def test_cached_builds_and_the_file_store_are_the_front_users_alone(start_server):
+def test_cached_builds_and_the_file_store_are_the_front_users_alone(store_folder, start_server):
     if ROOTLESS:
         return  # a rootless front's ids are the kiln user's subordinate ids: tests/ops/test_rootless.py
-    store = Path(f"/tmp/kiln-private-test-{uuid.uuid4().hex}")
+    store = store_folder
     older = b"a test an older kiln stored, readable by all"
     digest = hashlib.sha256(older).hexdigest()
     (store / "sha256").mkdir(parents=True, mode=0o755)

@@ -100,10 +100,10 @@ def test_slot_ids_outside_the_users_range_are_refused_by_name():
     assert "RUN_UID_BASE=70000" in error and "not mapped in kiln's user namespace" in error and "/etc/subuid" in error, error
 
 
-def test_the_file_store_changes_hands_between_a_root_and_a_rootless_kiln_either_way():
+def test_the_file_store_changes_hands_between_a_root_and_a_rootless_kiln_either_way(store_folder):
     """`make run` then `make run-rootless` on one machine (the README shows them side by side),
     and back: each front makes the store its own and serves what the other stored."""
-    store = Path(f"/tmp/kiln-test-{os.getpid()}-shared-store")  # where the rootless user reaches
+    store = store_folder  # directly under /tmp: where the rootless user reaches
     stored: list[str] = []
     for rootless in (False, True, False):
         argv = [str(ROOTLESS_LAUNCHER), "exec", str(KILN), "serve"] if rootless else [str(KILN), "serve"]
@@ -117,4 +117,3 @@ def test_the_file_store_changes_hands_between_a_root_and_a_rootless_kiln_either_
             stored.append(upload.json()["id"])
         finally:
             srv.stop()
-    shutil.rmtree(store, ignore_errors=True)
