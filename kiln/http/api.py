@@ -17,6 +17,7 @@ from werkzeug.wrappers import Response
 from werkzeug.wsgi import ClosingIterator
 
 from kiln.http import files_api, judge_stream
+from kiln.http.answers import judge_json, run_json
 from kiln.http.bodies import BodyBudget, declared_length
 from kiln.http.judge_request import parse_judge
 from kiln.http.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
@@ -27,7 +28,8 @@ from kiln.http.watch import ClientWatch
 from kiln.judge.builds import Builds
 from kiln.judge.files import FileStore, UnknownFile
 from kiln.judge.builds import NoRoom
-from kiln.judge.judge import DoesNotBuild, Judge, cut
+from kiln.judge.answer import JudgeAnswer, cut
+from kiln.judge.judge import DoesNotBuild, Judge
 from kiln.judge.sources import TooMuchSource
 from kiln.log import Log
 from kiln.run.pool import Busy, NoWarmSlot, ShuttingDown, SlotPool
@@ -203,7 +205,7 @@ class App:
             files = self.files if request.file_ids else None
             watch = ClientWatch(environ)
 
-            def judged(progress=None) -> dict:
+            def judged(progress=None) -> JudgeAnswer:
                 try:
                     with files.pinned(request.file_ids, owner) if files else contextlib.nullcontext():
                         return self.judge.run(request, files, watch.gone, _client(owner, environ), progress)
@@ -213,10 +215,10 @@ class App:
             def refused(failure: BaseException) -> Answer:
                 return self._judge_failure(failure, request, info)
 
-            def finished(answer: dict) -> dict:
-                info.update(outcome=answer["verdict"], wall_ms=answer["stats"]["wall_ms"], tests=answer["total"], passed=answer["passed"])
+            def finished(answer: JudgeAnswer) -> dict:
+                info.update(outcome=answer.verdict, wall_ms=answer.wall_ms, tests=answer.total, passed=answer.passed)
                 self.metrics.judged(request.slug, answer)
-                return answer
+                return judge_json(answer)
 
             if judge_stream.wanted(environ):
                 streamed = True
@@ -353,19 +355,7 @@ class App:
             self.metrics.prestarted_runs.labels(request.slug).inc()
         if result.output_overflow:
             return error_response(413, "output too large")
-        body = {
-            "exit_code": result.exit_code,
-            "stdout": result.stdout.decode("utf-8", "replace"),
-            "stderr": result.stderr.decode("utf-8", "replace"),
-            "stats": {
-                "outcome": outcome,
-                "wall_ms": result.wall_ms,
-                "cpu_ms": result.cpu_ms,
-                "memory_peak_bytes": result.memory_peak_bytes,
-                "signal": result.signal,
-            },
-        }
-        return json_response(200, body)
+        return json_response(200, run_json(result))
 
 
 def _client(owner: str, environ) -> str:

@@ -22,9 +22,11 @@ import gevent.queue
 from werkzeug.http import parse_accept_header
 from werkzeug.wrappers import Response
 
+from kiln.http.answers import compile_json, judged_test_json
 from kiln.http.responses import CLIENT_GONE, NDJSON, Answer, json_line
 from kiln.http.validate import ApiError
 from kiln.http.watch import ClientWatch
+from kiln.judge.answer import CompileResult, JudgeAnswer, TestResult
 from kiln.log import Log
 
 
@@ -41,24 +43,24 @@ class _Heard:
     def __init__(self):
         self.queue: gevent.queue.Queue = gevent.queue.Queue()
 
-    def compiled(self, compile: dict) -> None:
-        self.queue.put(("line", {"event": "compile", **compile}))
+    def compiled(self, compile: CompileResult) -> None:
+        self.queue.put(("line", {"event": "compile", **compile_json(compile)}))
 
-    def tested(self, index: int, test: dict) -> None:
-        self.queue.put(("line", {"event": "test", "index": index, **test}))
+    def tested(self, index: int, test: TestResult) -> None:
+        self.queue.put(("line", {"event": "test", "index": index, **judged_test_json(test)}))
 
 
 def answer(
-    judged: Callable[[_Heard], dict],
+    judged: Callable[[_Heard], JudgeAnswer],
     watch: ClientWatch,
     info: dict,
     refused: Callable[[BaseException], Answer],
-    finished: Callable[[dict], dict],
+    finished: Callable[[JudgeAnswer], dict],
     log: Log,
 ) -> Answer | Response:
     """The streamed answer of one judge request. `judged(progress)` judges it; `refused(failure)`
     is the plain answer to a failure (or raises its ApiError), as without streaming;
-    `finished(answer)` counts the answer and gives it back as sent."""
+    `finished(answer)` counts the answer and gives its JSON (kiln/http/answers.py), as the plain answer sends it."""
     heard = _Heard()
 
     def judging() -> None:

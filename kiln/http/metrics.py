@@ -5,6 +5,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
+from kiln.judge.answer import JudgeAnswer
 from kiln.run.events import PoolEvents
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -89,11 +90,11 @@ class Metrics(PoolEvents):
     def queued(self, seconds: float) -> None:
         self.queue_wait_seconds.observe(seconds)
 
-    def judged(self, slug: str, answer: dict) -> None:
-        self.judge_requests.labels(slug, answer["verdict"]).inc()
-        self.judge_builds.labels(slug, str(answer["compile"]["cached"]).lower()).inc()
-        for test in answer["tests"]:
-            self.judge_tests.labels(slug, test["verdict"]).inc()
+    def judged(self, slug: str, answer: JudgeAnswer) -> None:
+        self.judge_requests.labels(slug, answer.verdict).inc()
+        self.judge_builds.labels(slug, str(answer.compile.cached).lower()).inc()
+        for test in answer.tests:
+            self.judge_tests.labels(slug, test.verdict).inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

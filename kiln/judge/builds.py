@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import gevent.event
 
+from kiln.judge.answer import CompileResult
 from kiln.judge.offload import offload
 from kiln.zygote.protocol import LayerEntry, ProtocolError
 
@@ -42,7 +43,7 @@ class NoRoom(Exception):
 @dataclass
 class Build:
     name: str  # its folder in the layers folder: 64 hex digits (kiln-init checks the form)
-    compile: dict  # the compile answer of the build that made it (without "cached")
+    compile: CompileResult  # the compile result of the build that made it (cached False)
     size: int
     users: int = 0
     cached: bool = False  # in the cache's index (else removed when its last user ends)
@@ -79,7 +80,7 @@ class Builds:
             build.users += 1
         return build
 
-    def put(self, key: str, entries: list[LayerEntry], compile_answer: dict) -> Build:
+    def put(self, key: str, entries: list[LayerEntry], compile_answer: CompileResult) -> Build:
         """A new build from a build job's layer (protocol.read_layer's entries), held for the
         caller. Cached under `key` when the cache is on and it fits its bound; else private to
         its request. While builds in use fill the cache, a new one is cached and counted beyond

@@ -5,7 +5,7 @@
 build (once: the build cache, else a build job in one slot; its layer kept) -> tests (each an
 exec job in a fresh slot on the build's layer, up to RUN_JUDGE_PARALLEL at a time, started in
 index order, through the same Runner as /run) -> each test's verdict (its run's own, else the
-comparison) -> the answer, in the contract's key order.
+comparison) -> a JudgeAnswer (kiln/judge/answer.py; its JSON is kiln/http/answers.py's).
 
 With compare "checker", the checker is built first the same way (and cached), and runs after
 each test whose run gave no verdict of its own, in a sandbox of its own on its own build, with its
@@ -25,6 +25,7 @@ interactor), TooMuchSource (a build's stored files past what a build job carries
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import time
 from typing import Protocol
@@ -34,6 +35,7 @@ import gevent.event
 import gevent.threadpool
 
 from kiln.judge import compare, scoring
+from kiln.judge.answer import CompileResult, JudgeAnswer, TestResult, cut
 from kiln.judge.offload import offload
 from kiln.judge.builds import Build, Builds, not_runnable
 from kiln.judge.files import FileStore
@@ -46,7 +48,6 @@ from kiln.zygote.protocol import ByDescriptor, Job, Limits, ProtocolError, RunRe
 
 # verdicts of a test, in the order the first that applies is given (DESIGN.md)
 VERDICTS = ("SK", "TLE", "MLE", "OLE", "SV", "RE", "AC", "PT", "WA", "PE", "IE")
-CUT = 4096  # bytes of a test's or the compile's stdout and stderr in the answer
 CHECKER_WALL_MS = 10_000  # a checker's; an interactor's at least its test's wall time + 1 s; never past RUN_TIMEOUT_MAX
 CHECKER_VERDICTS = {0: "AC", 1: "WA", 2: "PE"}  # testlib's exit codes; any other: IE
 # a comparison of at most this many bytes (output and inline expected answer) runs on the event
@@ -65,19 +66,19 @@ class DoesNotBuild(Exception):
 
 class Progress(Protocol):
     """Who hears a request's progress while it is judged (a streamed answer, kiln/http/judge_stream.py):
-    the compile object once the build ends, then each test's object as the answer shows it, in
-    the order the tests end (every test once; SK ones too)."""
+    the compile result once the build ends, then each test as the answer shows it, in the order
+    the tests end (every test once; SK ones too)."""
 
-    def compiled(self, compile: dict) -> None: ...
+    def compiled(self, compile: CompileResult) -> None: ...
 
-    def tested(self, index: int, test: dict) -> None: ...
+    def tested(self, index: int, test: TestResult) -> None: ...
 
 
 class _Unheard:
-    def compiled(self, compile: dict) -> None:
+    def compiled(self, compile: CompileResult) -> None:
         pass
 
-    def tested(self, index: int, test: dict) -> None:
+    def tested(self, index: int, test: TestResult) -> None:
         pass
 
 
@@ -95,9 +96,9 @@ class Judge:
         # a second thread keeps a small one from waiting behind a 1 MiB one)
         self.comparisons = gevent.threadpool.ThreadPool(COMPARE_THREADS)
 
-    def run(self, request: JudgeRequest, files: FileStore | None, gone: gevent.event.Event | None = None, client: str = "", progress: Progress | None = None) -> dict:
+    def run(self, request: JudgeRequest, files: FileStore | None, gone: gevent.event.Event | None = None, client: str = "", progress: Progress | None = None) -> JudgeAnswer:
         """The request judged; `client` is whose it is (its admission's and its builds' turns);
-        `progress` hears the compile object once the build ends, then each test as it ends."""
+        `progress` hears the compile result once the build ends, then each test as it ends."""
         progress = progress or _NO_PROGRESS
         started = time.monotonic()
         # every build's files read first (a stored one may be too large: a 400 before any build)
@@ -109,47 +110,45 @@ class Judge:
             held.enter_context(self.runner.admitted(gone, client))  # RUN_JUDGE_MAX at once, the others wait their turn
             helpers: dict[str, Build] = {}  # the checker's and the interactor's builds, by role
             for program, program_sources in zip(programs, helper_sources):
-                helper, answer = self._build(program.slug, program_sources, request.compile_timeout_ms, gone, client)
+                helper, compiled = self._build(program.slug, program_sources, request.compile_timeout_ms, gone, client)
                 if helper is None:
-                    raise DoesNotBuild(program.role, answer["stdout"] + answer["stderr"])
+                    raise DoesNotBuild(program.role, compiled.stdout + compiled.stderr)
                 helpers[program.role] = held.enter_context(self.builds.held(helper))
-            build, compile_answer = self._build(request.slug, sources, request.compile_timeout_ms, gone, client)
-            progress.compiled(compile_object(compile_answer))
+            build, compiled = self._build(request.slug, sources, request.compile_timeout_ms, gone, client)
+            progress.compiled(compiled)
             if build is None:  # a compile error: nothing runs
-                verdict, tests = "CE", [_skipped() for _ in request.tests]
+                verdict, tests = "CE", [TestResult.not_run() for _ in request.tests]
                 for index, test in enumerate(tests):
                     progress.tested(index, scoring.shown_test(request.scoring, index, test))
             else:
                 held.enter_context(self.builds.held(build))
                 tests = self._tests(request, build, helpers, files, gone, progress)
                 verdict = None
-        scored: dict = {}
+        scores = None
         if request.scoring.scored:
-            scored, tests = scoring.score_answer(request.scoring, tests)
-        else:
-            tests = [scoring.shown_test(request.scoring, index, test) for index, test in enumerate(tests)]
-        verdict = verdict or next((t["verdict"] for t in tests if t["verdict"] not in ("AC", "SK")), "AC")
-        return _answer(verdict, compile_answer, tests, started, scored)
+            scores, tests = scoring.score_answer(request.scoring, tests)
+        verdict = verdict or next((t.verdict for t in tests if t.verdict not in ("AC", "SK")), "AC")
+        return JudgeAnswer(verdict, compiled, tuple(tests), round((time.monotonic() - started) * 1000, 1), scores)
 
     # -- the build ------------------------------------------------------------------------------
-    def _build(self, slug: str, sources: tuple[tuple[str, bytes], ...], timeout_ms: int, gone, client: str) -> tuple[Build | None, dict]:
-        """A build of these sources (None when it failed) and its compile answer."""
+    def _build(self, slug: str, sources: tuple[tuple[str, bytes], ...], timeout_ms: int, gone, client: str) -> tuple[Build | None, CompileResult]:
+        """A build of these sources (None when it failed) and its compile result."""
         workload = self.runtime.workloads[slug]
         key = Builds.key(slug, self.runtime.versions.get(slug), workload.build_argv or (), sources)
         while True:  # an identical submission's build under way: wait for it, then look again
             cached = self.builds.get(key)
             if cached is not None:
-                return cached, {**cached.compile, "cached": True}
+                return cached, dataclasses.replace(cached.compile, cached=True)
             with self.builds.built_once(key) as mine:
                 if mine:
                     return self._build_now(slug, key, sources, timeout_ms, gone, client)
 
-    def _build_now(self, slug: str, key: str, sources: tuple[tuple[str, bytes], ...], timeout_ms: int, gone, client: str) -> tuple[Build | None, dict]:
+    def _build_now(self, slug: str, key: str, sources: tuple[tuple[str, bytes], ...], timeout_ms: int, gone, client: str) -> tuple[Build | None, CompileResult]:
         job = Job(slug, timeout_ms, sources, command="build")
         result = self.runner.run(job, gone, client=client).result
-        answer = {"exit_code": result.exit_code, "stdout": cut(result.stdout), "stderr": cut(result.stderr), "cached": False, "stats": stats(result)}
+        compiled = CompileResult.of(result)
         if result.outcome != "exited" or result.exit_code != 0 or result.returned is None:
-            return None, answer
+            return None, compiled
         try:
             entries = offload(read_layer, result.returned)  # up to LAYER_MAX: parsed off the loop
         except ProtocolError as error:
@@ -158,20 +157,20 @@ class Judge:
         workload = self.runtime.workloads[slug]
         reason = not_runnable(workload.exec_argv or (), entries, workload.folder)
         if reason is not None:  # CE: the submission's fault, said as the compiler's words are
-            return None, {**answer, "stderr": cut(reason.encode() + result.stderr)}
+            return None, dataclasses.replace(compiled, stderr=cut(reason.encode() + result.stderr))
         try:
-            return self.builds.put(key, entries, answer), answer
+            return self.builds.put(key, entries, compiled), compiled
         except ProtocolError as error:
             self.log.error("a build's layer is unusable", lang=slug, error=str(error))
             raise SlotLost(str(error)) from None
 
     # -- the tests ------------------------------------------------------------------------------
-    def _tests(self, request: JudgeRequest, build: Build, helpers: dict[str, Build], files: FileStore | None, gone, progress: Progress) -> list[dict]:
+    def _tests(self, request: JudgeRequest, build: Build, helpers: dict[str, Build], files: FileStore | None, gone, progress: Progress) -> list[TestResult]:
         """Workers take the tests in index order, each test in a fresh sandbox, on at most
         RUN_JUDGE_PARALLEL slots at a time: a worker keeps its slot from one test to the next
         where the slot can (a Session); an interactive test takes a pair of slots of its own, so
         half as many workers run those (one at least: RUN_CONCURRENCY=1 refuses interactors)."""
-        answers: list[dict | None] = [None] * len(request.tests)
+        answers: list[TestResult | None] = [None] * len(request.tests)
         scored = request.scoring.scored
         failed_at = [len(request.tests)]  # the first test (by index) known not to be AC
         upcoming = iter(enumerate(request.tests))
@@ -184,7 +183,7 @@ class Judge:
                     if index > failed_at[0]:
                         return
                     if scored and scoring.not_to_run(request.scoring, index, answers, request.stop_on_failure):
-                        answers[index] = _skipped()
+                        answers[index] = TestResult.not_run()
                         progress.tested(index, scoring.shown_test(request.scoring, index, answers[index]))
                         continue
                     if request.interactor:
@@ -193,7 +192,7 @@ class Judge:
                         answer = self._test(request, build, helpers.get("checker"), test, files, gone, session)
                     answers[index] = answer
                     progress.tested(index, scoring.shown_test(request.scoring, index, answer))
-                    if request.stop_on_failure and not scored and answer["verdict"] != "AC":
+                    if request.stop_on_failure and not scored and answer.verdict != "AC":
                         failed_at[0] = min(failed_at[0], index)  # with points or groups: per group (not_to_run)
 
         slots_a_test = 2 if request.interactor else 1
@@ -205,11 +204,11 @@ class Judge:
             raise
         for index, answer in enumerate(answers):
             if answer is None:  # after a failure with stop_on_failure: never started
-                answers[index] = _skipped()
+                answers[index] = TestResult.not_run()
                 progress.tested(index, scoring.shown_test(request.scoring, index, answers[index]))
         return answers
 
-    def _test(self, request: JudgeRequest, build: Build, checker: Build | None, test: Test, files: FileStore | None, gone, session: Session) -> dict:
+    def _test(self, request: JudgeRequest, build: Build, checker: Build | None, test: Test, files: FileStore | None, gone, session: Session) -> TestResult:
         """One test; an input of the store goes to the slot as a descriptor of its file (the
         task reads it there: no copy in the front)."""
         limits = request.limits
@@ -219,7 +218,7 @@ class Judge:
                 result = session.run(job).result
             except SlotLost as error:
                 self.log.error("a judge test's slot was lost", lang=request.slug, error=str(error))
-                return _not_run("IE")
+                return TestResult.not_run("IE")
         verdict, message, partial = run_verdict(result, limits.time_ms, limits.memory), None, None
         if verdict is None and checker is not None:
             with contextlib.ExitStack() as opened:  # the store's files by descriptor, closed after the checker
@@ -227,7 +226,7 @@ class Judge:
                 verdict, message, partial = self._check(request, checker, texts, session, request.scoring.full(test.index))
         elif verdict is None:
             verdict = self._compared(request, result.stdout, test.expected, files)
-        return _test_answer(verdict, result, message, partial)
+        return TestResult.of(verdict, result, message, partial)
 
     def _compared(self, request: JudgeRequest, output: bytes, expected: Source | None, files: FileStore | None) -> str:
         """The comparison's verdict. A small one runs here; a larger one in the comparisons'
@@ -247,7 +246,7 @@ class Judge:
         same = self.comparisons.apply(work, (request.compare, output, argument, request.epsilon, _give_the_gil))
         return "AC" if same else "WA"
 
-    def _interactive_test(self, request: JudgeRequest, build: Build, helpers: dict[str, Build], test: Test, files: FileStore | None, gone) -> dict:
+    def _interactive_test(self, request: JudgeRequest, build: Build, helpers: dict[str, Build], test: Test, files: FileStore | None, gone) -> TestResult:
         """The submission and its interactor at once, each in its own slot: the submission's
         stdout is the interactor's stdin and the reverse (two pipes, passed on by their inits).
         The submission's own verdict if it has one, else the interactor's exit code; with a
@@ -259,7 +258,7 @@ class Judge:
             stdin, expected = given(test.stdin, files, opened), given(test.expected, files, opened) if test.expected is not None else None
             return self._interact(request, build, helpers, test, stdin, expected, gone)
 
-    def _interact(self, request: JudgeRequest, build: Build, helpers: dict[str, Build], test: Test, stdin: bytes | ByDescriptor, expected: bytes | ByDescriptor | None, gone) -> dict:
+    def _interact(self, request: JudgeRequest, build: Build, helpers: dict[str, Build], test: Test, stdin: bytes | ByDescriptor, expected: bytes | ByDescriptor | None, gone) -> TestResult:
         assert request.interactor is not None
         interactor, checker = helpers["interactor"], helpers.get("checker")
         limits = request.limits
@@ -278,7 +277,7 @@ class Judge:
             ran, judged = self.runner.run_pair(submission, helper, gone)
         except SlotLost as error:
             self.log.error("an interactive test's slot was lost", lang=request.slug, error=str(error))
-            return _not_run("IE")
+            return TestResult.not_run("IE")
         result, helper_result = ran.result, judged.result
         verdict = run_verdict(result, limits.time_ms, limits.memory)
         message = cut(helper_result.stderr)
@@ -288,7 +287,7 @@ class Judge:
         if verdict == "AC" and checker is not None:
             texts = (stdin, helper_result.returned or b"", expected if expected is not None else b"")
             verdict, message, partial = self._check_record(request, checker, texts, test, gone)
-        return _test_answer(verdict, result, message, partial)
+        return TestResult.of(verdict, result, message, partial)
 
     def _check_record(self, request: JudgeRequest, checker: Build, texts: tuple[bytes | ByDescriptor, bytes, bytes | ByDescriptor], test: Test, gone) -> tuple[str, str | None, float | None]:
         """The checker on an interactor's record, in a slot of its own taken after the pair
@@ -356,62 +355,6 @@ def _give_the_gil() -> None:
     time.sleep(0)
 
 
-def _test_answer(verdict: str, result: RunResult, message: str | None, partial: float | None) -> dict:
-    answer = {"verdict": verdict, "exit_code": result.exit_code, "stdout": cut(result.stdout), "stderr": cut(result.stderr), "checker_message": message, "stats": stats(result)}
-    if partial is not None:
-        answer["partial"] = partial
-    return answer
-
-
-def _not_run(verdict: str) -> dict:
-    """A test's answer when nothing of its run is known: SK, or IE when its slot was lost."""
-    return {"verdict": verdict, "exit_code": None, "stdout": "", "stderr": "", "checker_message": None, "stats": None}
-
-
-def _skipped() -> dict:
-    return _not_run("SK")
-
-
 def _job_limits(limits: TestLimits) -> Limits:
     """A test's limits as the exec job's own."""
     return Limits(cpu_ms=limits.time_ms, memory=limits.memory, pids=limits.pids, output=limits.output)
-
-
-def _answer(verdict: str, compile_answer: dict, tests: list[dict], started: float, scored: dict | None = None) -> dict:
-    """The answer in the contract's key order; with points or groups, "score" and "max_score"
-    after "total", and "groups" after "tests"."""
-    scored = scored or {}
-    return {
-        "verdict": verdict,
-        "passed": sum(t["verdict"] == "AC" for t in tests),
-        "total": len(tests),
-        **{key: scored[key] for key in ("score", "max_score") if key in scored},
-        "compile": compile_object(compile_answer),
-        "tests": tests,
-        **({"groups": scored["groups"]} if "groups" in scored else {}),
-        "stats": {"wall_ms": round((time.monotonic() - started) * 1000, 1)},
-    }
-
-
-def compile_object(compile_answer: dict) -> dict:
-    """The answer's `compile` object (and a stream's compile event's), in the contract's key order."""
-    return {key: compile_answer[key] for key in ("exit_code", "stdout", "stderr", "cached", "stats")}
-
-
-def stats(result: RunResult) -> dict:
-    """/run's stats object, with /run's outcomes only: a test killed for its output (OLE) is
-    `signaled`, as its exit code and signal say (its verdict names the cause)."""
-    return {"outcome": result.outcome, "wall_ms": result.wall_ms, "cpu_ms": result.cpu_ms, "memory_peak_bytes": result.memory_peak_bytes, "signal": result.signal}
-
-
-def cut(data: bytes, limit: int = CUT) -> str:
-    """The first `limit` bytes as text: invalid bytes replaced, never more than `limit` bytes of
-    UTF-8, never a character cut in two."""
-    encoded = data[: limit * 3].decode("utf-8", "replace").encode("utf-8")
-    if len(encoded) <= limit:
-        return encoded.decode("utf-8")
-    end = limit
-    while end > 0 and (encoded[end] & 0xC0) == 0x80:  # a continuation byte: back to the character's start
-        end -= 1
-    return encoded[:end].decode("utf-8")
-

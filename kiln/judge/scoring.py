@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from kiln.judge.answer import GroupResult, Scores, TestResult
 
 POINTS_EXIT_CODE = 7  # testlib's _points
 SCORINGS = ("all", "min", "sum")
@@ -64,16 +66,16 @@ def partial_verdict(score: float, full: float) -> str:
     return "AC" if score >= full else "WA" if score <= 0 else "PT"
 
 
-def test_score(test: dict, full: float) -> float:
+def test_score(test: TestResult, full: float) -> float:
     """What one test's answer scores (its checker's score when it gave one)."""
-    if test["verdict"] == "AC":
+    if test.verdict == "AC":
         return full
-    if test["verdict"] == "PT":
-        return min(full, max(0.0, test.get("partial", 0.0)))
+    if test.verdict == "PT":
+        return min(full, max(0.0, test.partial or 0.0))
     return 0.0
 
 
-def not_to_run(scoring: Scoring, index: int, answers: list[dict | None], stop_on_failure: bool) -> bool:
+def not_to_run(scoring: Scoring, index: int, answers: list[TestResult | None], stop_on_failure: bool) -> bool:
     """Whether test `index` may be left SK now, from the answers known so far: its group skipped
     for a dependency that has not scored its maximum (known once all its tests are answered), or
     an earlier test of its `all` group (or, with stop_on_failure, of its group or of the tests
@@ -87,42 +89,37 @@ def not_to_run(scoring: Scoring, index: int, answers: list[dict | None], stop_on
     if group is None and not stop_on_failure:
         return False
     earlier = [i for i in (group.tests if group is not None else range(len(answers))) if i < index and (group is not None or scoring.group_of(i) is None)]
-    failed = any(answers[i] is not None and answers[i]["verdict"] not in ("AC", "SK") for i in earlier)
+    failed = any(answer is not None and answer.verdict not in ("AC", "SK") for answer in (answers[i] for i in earlier))
     return failed and (stop_on_failure or group.scoring == "all")
 
 
-def score_answer(scoring: Scoring, tests: list[dict]) -> tuple[dict, list[dict]]:
-    """The score fields of the answer ({"score", "max_score"} and, with groups, "groups") and the
-    tests as shown, with theirs; the tests of a group skipped for its dependencies become SK."""
-    tests = [dict(t) for t in tests]
+def score_answer(scoring: Scoring, tests: list[TestResult]) -> tuple[Scores, list[TestResult]]:
+    """The answer's scores (with groups, each group's) and the tests as shown, with theirs; the
+    tests of a group skipped for its dependencies become SK."""
+    tests = list(tests)
     for group in scoring.groups:  # in order: a group's dependencies are before it, final already
         if any(_short(scoring, _named(scoring, name), tests) for name in group.depends):
             for i in group.tests:
-                tests[i]["verdict"] = "SK"
+                tests[i] = replace(tests[i], verdict="SK")
     total = max_total = 0.0
     group_answers = []
     for group in scoring.groups:
         score, maximum = _final(scoring, group, tests)
-        verdicts = [tests[i]["verdict"] for i in group.tests]
+        verdicts = [tests[i].verdict for i in group.tests]
         verdict = next((v for v in verdicts if v not in ("AC", "SK")), "SK" if all(v == "SK" for v in verdicts) else "AC")
-        group_answers.append({"name": group.name, "verdict": verdict, "score": _round(score), "max_score": _round(maximum)})
+        group_answers.append(GroupResult(group.name, verdict, _round(score), _round(maximum)))
         total, max_total = total + score, max_total + maximum
     for i, test in enumerate(tests):
         if scoring.group_of(i) is None:
             total, max_total = total + test_score(test, scoring.full(i)), max_total + scoring.full(i)
-    fields = {"score": _round(total), "max_score": _round(max_total)}
-    if scoring.groups:
-        fields["groups"] = group_answers
-    return fields, [shown_test(scoring, i, test) for i, test in enumerate(tests)]
+    scores = Scores(_round(total), _round(max_total), tuple(group_answers))
+    return scores, [shown_test(scoring, i, test) for i, test in enumerate(tests)]
 
 
-def shown_test(scoring: Scoring, index: int, test: dict) -> dict:
-    """A test's object as the answer (and a stream's test event) shows it: with points or groups
-    its "score"; never the checker's raw "partial" (the score says it)."""
-    shown = {key: value for key, value in test.items() if key != "partial"}
-    if scoring.scored:
-        shown["score"] = _round(test_score(test, scoring.full(index)))
-    return shown
+def shown_test(scoring: Scoring, index: int, test: TestResult) -> TestResult:
+    """A test as the answer (and a stream's test event) shows it: with points or groups, with its
+    score (the checker's raw `partial` is never shown: the score says it)."""
+    return replace(test, score=_round(test_score(test, scoring.full(index)))) if scoring.scored else test
 
 
 def _named(scoring: Scoring, name: str) -> Group:
@@ -140,7 +137,7 @@ def _final(scoring: Scoring, group: Group, answers) -> tuple[float, float]:
         return sum(test_score(answers[i], scoring.full(i)) for i in group.tests), sum(scoring.full(i) for i in group.tests)
     if group.scoring == "min":
         return group.points * min(fractions, default=1.0), group.points
-    return (group.points if all(answers[i]["verdict"] == "AC" for i in group.tests) else 0.0), group.points
+    return (group.points if all(answers[i].verdict == "AC" for i in group.tests) else 0.0), group.points
 
 
 def _round(value: float) -> float | int:

@@ -9,8 +9,10 @@ import stat
 
 import pytest
 
+from kiln.judge.answer import CompileResult
 from kiln.judge.builds import ENTRY_OVERHEAD, Builds, NoRoom, not_runnable
 from kiln.log import Log
+from kiln.run.stats import Stats
 from kiln.zygote.protocol import LAYER_ENTRY, LayerEntry, ProtocolError, read_layer
 
 
@@ -25,7 +27,7 @@ def packed(*entries: tuple[bytes, str, bytes, int]) -> bytes:
 
 BINARY_ENTRIES = ((b"d", "judge", b"", 0o700), (b"f", "judge/main", b"\x7fELF" + b"x" * 1000, 0o4700), (b"l", "judge/link", b"main", 0o777), (b"f", "judge/notes.txt", b"hi", 0o600))
 BINARY = layer(*BINARY_ENTRIES)
-COMPILE = {"exit_code": 0, "stdout": "", "stderr": "", "cached": False, "stats": {}}
+COMPILE = CompileResult(0, "", "", False, Stats("exited", 1.0, 1.0, 0, None))
 
 
 @pytest.fixture
