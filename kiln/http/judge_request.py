@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from kiln.http.validate import ApiError, count_field, decode_json_object, duration_field, size_field, utf8
-from kiln.judge.compare import MODES
+from kiln.judge.compare import BYTE_MODES, MODES
 from kiln.judge.files import FILE_ID
 from kiln.judge.request import FILE_NAME, GIVEN_FILES, JudgeRequest, Program, Source, Test, TestLimits
 from kiln.judge.scoring import SCORINGS, Group, Scoring
@@ -47,6 +47,9 @@ def parse_judge(raw: bytes, runtime: Runtime) -> JudgeRequest:
     if (compare == "checker") != (checker is not None):
         raise ApiError(400, "checker is required when compare is checker" if checker is None else f"checker is given: compare must be checker (got {compare})")
     epsilon = _epsilon(body.get("epsilon"))
+    ignore_case = _optional(body, "ignore_case", bool, False)
+    if ignore_case and compare not in BYTE_MODES:
+        raise ApiError(400, f"ignore_case applies to compare {', '.join(BYTE_MODES)} (got compare {compare}): a checker or interactor decides case itself")
     judge_file = workload.language.judge_file
     files = ((judge_file, Source(text=utf8("solution_text", solution))), *_files(body.get("files"), judge_file))
     tests = _tests(body.get("tests"), config.judge_tests_max, expected_needed=compare not in ("none", "checker", "interactor"))
@@ -57,6 +60,7 @@ def parse_judge(raw: bytes, runtime: Runtime) -> JudgeRequest:
         tests=tests,
         compare=compare,
         epsilon=epsilon,
+        ignore_case=ignore_case,
         limits=_limits(body.get("limits"), workload, config),
         compile_timeout_ms=duration_field(body.get("compile_timeout"), "compile_timeout", min(COMPILE_TIMEOUT_MS, config.timeout_max_ms), config.timeout_max_ms),
         stop_on_failure=_optional(body, "stop_on_failure", bool, False),

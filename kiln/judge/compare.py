@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import zip_longest
 
 # what a request may ask for; "checker" and "none" are not comparisons of bytes
-MODES = ("tokens", "lines", "exact", "float", "checker", "none")
+MODES = ("tokens", "line_tokens", "lines", "exact", "float", "checker", "none")
+BYTE_MODES = ("tokens", "line_tokens", "lines", "exact", "float")  # those `ignore_case` applies to
 
 _TOKEN = re.compile(rb"[^ \t\n\r\v\f]+")  # ASCII whitespace separates tokens
 _BLANK_LINES = re.compile(rb"(?:[ \t\r]*\n)*")
@@ -29,35 +30,41 @@ _NUMBER = re.compile(rb"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 # and the tokens are then unequal: a submission's output must never fail the comparison itself
 PACE = 4096
 _ULP = sys.float_info.epsilon
+Fold = Callable[[bytes], bytes] | None  # bytes.lower with ignore_case: ASCII letters only, as strcasecmp
 _EXACT = decimal.Context(prec=200, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN, traps=[decimal.InvalidOperation, decimal.Overflow])
 
 
-def same(mode: str, output: bytes, expected: bytes | mmap.mmap, epsilon: float = 1e-6, pause: Callable[[], object] | None = None) -> bool:
-    """Whether `output` answers `expected` under `mode` (tokens, lines, exact, float). `expected`
-    may be a store file mapped: it is read only as far as the comparison walks."""
+def same(mode: str, output: bytes, expected: bytes | mmap.mmap, epsilon: float = 1e-6, pause: Callable[[], object] | None = None, ignore_case: bool = False) -> bool:
+    """Whether `output` answers `expected` under `mode` (tokens, line_tokens, lines, exact,
+    float), with `ignore_case` ASCII letters compared folded (as C's strcasecmp does: Kattis).
+    `expected` may be a store file mapped: it is read only as far as the comparison walks."""
+    fold = bytes.lower if ignore_case else None
     if mode == "exact":
-        return _equal(output, expected)
+        return _equal(output, expected, fold)
     if mode == "tokens":
-        return all(a == b for a, b in _paced(zip_longest(_tokens(output), _tokens(expected)), pause))
+        return all(a == b for a, b in _paced(zip_longest(_tokens(output, fold), _tokens(expected, fold)), pause))
+    if mode == "line_tokens":
+        return all(a == b for a, b in _paced(zip_longest(_line_tokens(output, fold), _line_tokens(expected, fold)), pause))
     if mode == "float":
-        return all(a is not None and b is not None and _close(a, b, epsilon) for a, b in _paced(zip_longest(_tokens(output), _tokens(expected)), pause))
+        pairs = zip_longest(_tokens(output, fold), _tokens(expected, fold))
+        return all(a is not None and b is not None and _close(a, b, epsilon) for a, b in _paced(pairs, pause))
     if mode == "lines":
-        return _equal(output, expected) or all(a == b for a, b in _paced(zip_longest(_lines(output), _lines(expected)), pause))
+        return _equal(output, expected, fold) or all(a == b for a, b in _paced(zip_longest(_lines(output, fold), _lines(expected, fold)), pause))
     raise ValueError(f"not a comparison: {mode}")
 
 
-def same_as_file(mode: str, output: bytes, fd: int, epsilon: float = 1e-6, pause: Callable[[], object] | None = None) -> bool:
+def same_as_file(mode: str, output: bytes, fd: int, epsilon: float = 1e-6, pause: Callable[[], object] | None = None, ignore_case: bool = False) -> bool:
     """same() against a file's content (an expected answer of the store), mapped read-only and
     read only as far as the comparison walks; `fd` is closed here (whoever runs this owns it:
     a worker thread may finish after the request that asked for it has gone)."""
     try:
         if os.fstat(fd).st_size == 0:
-            return same(mode, output, b"", epsilon, pause)
+            return same(mode, output, b"", epsilon, pause, ignore_case)
         mapped = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
     finally:
         os.close(fd)  # a mapping holds the file without it
     try:
-        return same(mode, output, mapped, epsilon, pause)
+        return same(mode, output, mapped, epsilon, pause, ignore_case)
     finally:
         try:
             mapped.close()
@@ -65,10 +72,12 @@ def same_as_file(mode: str, output: bytes, fd: int, epsilon: float = 1e-6, pause
             pass
 
 
-def _equal(output: bytes, expected: bytes | mmap.mmap) -> bool:
-    """Byte for byte; a mapped answer is copied only when its size is the output's (bounded by
-    the output limit)."""
-    return len(output) == len(expected) and output == expected[:]
+def _equal(output: bytes, expected: bytes | mmap.mmap, fold: Fold) -> bool:
+    """Byte for byte (folded, with `fold`); a mapped answer is copied only when its size is the
+    output's (bounded by the output limit)."""
+    if len(output) != len(expected):
+        return False
+    return output == expected[:] if fold is None else fold(output) == fold(expected[:])
 
 
 def _paced(pairs: Iterable[tuple], pause: Callable[[], object] | None) -> Iterator[tuple]:
@@ -81,11 +90,27 @@ def _paced(pairs: Iterable[tuple], pause: Callable[[], object] | None) -> Iterat
         yield pair
 
 
-def _tokens(data: bytes) -> Iterator[bytes]:
-    return (m.group() for m in _TOKEN.finditer(data))
+def _tokens(data: bytes, fold: Fold = None) -> Iterator[bytes]:
+    tokens = (m.group() for m in _TOKEN.finditer(data))
+    return tokens if fold is None else map(fold, tokens)
 
 
-def _lines(data: bytes) -> Iterator[bytes]:
+def _line_tokens(data: bytes, fold: Fold) -> Iterator[tuple[bool, bytes]]:
+    """Each token with whether a line break (\n or \r) comes between it and the token before
+    (never for the first): two outputs whose sequences are equal have the same tokens on the
+    same lines, blank lines, CRLF and leading or trailing whitespace aside. This is DMOJ's
+    `standard` checker (dmoj/checkers/_checker.c), which tells "a space between" from "a line
+    break between" and nothing more. Found with find() between tokens: linear in the data,
+    whatever the runs of whitespace (a regex with the gap in it backtracks on a long one)."""
+    previous = None
+    for match in _TOKEN.finditer(data):
+        start = match.start()
+        broken = previous is not None and (data.find(b"\n", previous, start) >= 0 or data.find(b"\r", previous, start) >= 0)
+        previous = match.end()
+        yield broken, match.group() if fold is None else fold(match.group())
+
+
+def _lines(data: bytes, fold: Fold = None) -> Iterator[bytes]:
     """Each line with its trailing spaces, tabs and carriage returns cut; trailing empty lines
     are not yielded (nor is the empty rest after a final newline)."""
     blanks = 0  # empty lines seen and not yet yielded: only yielded if a non-empty one follows
@@ -95,6 +120,7 @@ def _lines(data: bytes) -> Iterator[bytes]:
         if end < 0:
             end = len(data)
         line = data[start:end].rstrip(b" \t\r")
+        line = line if fold is None else fold(line)
         if line:
             yield from (b"" for _ in range(blanks))
             blanks = 0

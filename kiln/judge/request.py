@@ -60,6 +60,7 @@ class JudgeRequest:
     limits: TestLimits
     compile_timeout_ms: int
     stop_on_failure: bool
+    ignore_case: bool = False  # compare ASCII letters folded (Kattis's default validator)
     checker: Program | None = None  # compare "checker" (with an interactor: it judges the interactor's record)
     interactor: Program | None = None  # it talks with the submission; compare "interactor" without a checker
     scoring: Scoring = field(default_factory=lambda: Scoring(points=()))  # points and groups, where given

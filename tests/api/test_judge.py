@@ -177,6 +177,30 @@ def test_compare_modes(server, mode, output, expected, same):
     assert body["verdict"] == ("AC" if same else "WA")
 
 
+@pytest.mark.parametrize(
+    ("mode", "output", "expected", "same"),
+    [
+        ("line_tokens", "1  2 \r\n\n3\n", "1 2\n3\n", True),  # DMOJ's standard checker
+        ("line_tokens", "1\n2\n3\n", "1 2\n3\n", False),  # a line break where a space is expected
+        ("tokens", "YES\nno\n", "yes no\n", True),  # Kattis's default validator, case-insensitive
+        ("line_tokens", "Yes\nNo\n", "yes no\n", False),
+        ("exact", "Hello\n", "hello\n", True),
+    ],
+)
+@pytest.mark.parametrize("size", ["small", "large"])  # large: compared in the worker thread, the answer from the store
+def test_compare_modes_of_the_package_judges_and_ignore_case(server, mode, output, expected, same, size):
+    if size == "large":  # repeated well past COMPARE_INLINE_MAX (16 KiB): the worker's path, paced
+        output, expected = output * 5000, expected * 5000
+    posted = server.client.post("/files", content=expected.encode())
+    assert posted.status_code in (200, 201)
+    test = {"stdin": output, "expected_file": posted.json()["id"]} if size == "large" else {"stdin": output, "expected": expected}
+    solution = "import sys\nsys.stdout.write(sys.stdin.read())\n"
+    body = judge(server, solution, [test], compare=mode, ignore_case=mode in ("tokens", "exact")).json()
+    assert body["verdict"] == ("AC" if same else "WA"), body
+    if mode in ("tokens", "exact"):  # and without ignore_case, case counts
+        assert judge(server, solution, [test], compare=mode).json()["verdict"] == "WA"
+
+
 @pytest.mark.parametrize("epsilon", ["1e400", str(10**400)])
 def test_an_epsilon_beyond_a_double_is_a_number_like_any_other(server, epsilon):
     solution = "print(5)\n"
@@ -637,7 +661,9 @@ def test_an_interactor_with_a_checker_and_another_compare_is_a_400(server, field
         ({"tests": [{"stdin": "1"}]}, "tests[0]: expected or expected_file is required (unless compare is checker or none, or an interactor is given)"),
         ({"tests": [{"stdin": "1", "stdin_file": "sha256:" + "0" * 64, "expected": ""}]}, "tests[0]: stdin and stdin_file are exclusive: give one"),
         ({"tests": [{"stdin_file": "sha256:ABC", "expected": ""}]}, "tests[0].stdin_file must be a file id sha256:<64 lowercase hex>"),
-        ({"compare": "fuzzy"}, "compare must be one of tokens, lines, exact, float, checker, none (got 'fuzzy')"),
+        ({"compare": "fuzzy"}, "compare must be one of tokens, line_tokens, lines, exact, float, checker, none (got 'fuzzy')"),
+        ({"ignore_case": "yes"}, "ignore_case must be a boolean (true or false)"),
+        ({"ignore_case": True, "compare": "none"}, "ignore_case applies to compare tokens, line_tokens, lines, exact, float (got compare none)"),
         ({"epsilon": -1}, "epsilon must be a number >= 0"),
         ({"files": {"../x.py": ""}}, "files: '../x.py' is not a file name"),
         ({"files": {"a/b.py": ""}}, "files: 'a/b.py' is not a file name"),

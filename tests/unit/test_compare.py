@@ -5,6 +5,7 @@ within epsilon (absolute or relative to the expected), with DESIGN.md's number p
 from __future__ import annotations
 
 import decimal
+import re
 
 import pytest
 from hypothesis import given
@@ -72,6 +73,65 @@ def test_float(output, expected, epsilon, equal):
     assert same("float", output, expected, epsilon) is equal
 
 
+# line_tokens is DMOJ's `standard` checker (dmoj/checkers/_checker.c): tokens equal, and a line
+# break (\n or \r, any number of them, blank lines too) between two tokens wherever the other has one
+@pytest.mark.parametrize(
+    ("output", "expected", "equal"),
+    [
+        (b"1 2\n3\n", b"1 2\n3\n", True),
+        (b"1 2\r\n3\r\n", b"1 2\n3\n", True),  # CRLF
+        (b"1 2  \t\n3   \n", b"1 2\n3", True),  # trailing spaces, no final newline
+        (b"1\t  2\n3", b"1 2\n3", True),  # spaces inside a line: any run of them
+        (b"1 2\n\n\n3\n\n", b"1 2\n3\n", True),  # blank lines inside and after
+        (b"\n\n  1 2\n3", b"1 2\n3", True),  # leading blank lines and spaces
+        (b"1 2\n \t \n3", b"1 2\n3", True),  # a line of spaces is blank
+        (b"1\n2\n3\n", b"1 2\n3\n", False),  # a line break where a space is expected
+        (b"1 2 3\n", b"1 2\n3\n", False),  # a space where a line break is expected
+        (b"1 2\r3", b"1 2\n3", True),  # a lone \r is a line break too
+        (b"1 2\n3\n4", b"1 2\n3", False),
+        (b"1 2", b"1 2\n3", False),
+        (b"", b"\n \n", True),
+        (b"abc\n", b"ABC\n", False),  # case counts
+        (b"12\n", b"1 2\n", False),
+        (b"1\x0b2", b"1 2", True),  # \v and \f are spaces within a line, as DMOJ's
+    ],
+)
+def test_line_tokens(output, expected, equal):
+    assert same("line_tokens", output, expected) is equal
+
+
+@given(st.lists(st.text(alphabet="ab \t\r\n\x0b", max_size=5), max_size=6), st.lists(st.text(alphabet="ab \t\r\n", max_size=5), max_size=6))
+def test_line_tokens_agree_with_a_plain_model(one, other):
+    def model(data: bytes) -> list[list[bytes]]:  # the non-blank lines (\n or \r end one), each as its tokens
+        return [line.split() for line in re.split(rb"[\r\n]", data) if line.split()]
+
+    a, b = "\n".join(one).encode(), " ".join(other).encode()
+    assert same("line_tokens", a, b) == (model(a) == model(b))
+    assert same("line_tokens", a, a.replace(b"\n", b" \r\n\n"))
+
+
+# ignore_case: ASCII letters folded, as C's strcasecmp (Kattis's default validator); every byte mode
+@pytest.mark.parametrize(
+    ("mode", "output", "expected", "equal"),
+    [
+        ("tokens", b"YES no", b"yes NO\n", True),
+        ("tokens", b"yes", b"yes!", False),
+        ("tokens", b"\xc3\x89t\xc3\xa9", b"\xc3\xa9t\xc3\xa9", False),  # only ASCII letters fold (UTF-8 É is not é)
+        ("line_tokens", b"Yes\r\nNo", b"yes\nno\n", True),
+        ("line_tokens", b"Yes No", b"yes\nno\n", False),
+        ("lines", b"Hello World  \n", b"hello world\n", True),
+        ("exact", b"Hello\n", b"hELLO\n", True),
+        ("exact", b"Hello", b"hello\n", False),
+        ("float", b"Pi 3.1416", b"pi 3.14159", True),
+        ("float", b"1E5", b"100001", True),  # numbers stay numbers
+    ],
+)
+def test_ignore_case(mode, output, expected, equal):
+    assert same(mode, output, expected, 1e-4, ignore_case=True) is equal
+    if equal and output.lower() != output and mode != "float":  # and without it, case counts
+        assert not same(mode, output, expected, 1e-4)
+
+
 def test_exact():
     assert same("exact", b"3\n", b"3\n") and not same("exact", b"3", b"3\n")
 
@@ -114,7 +174,7 @@ def test_float_decides_as_decimal_arithmetic_does_at_the_bound(mantissa, exponen
     assert compare._close(a, b, epsilon) is compare._close_exactly(a, b, epsilon), (a, b, epsilon)
 
 
-@pytest.mark.parametrize("mode", ["tokens", "float", "lines"])
+@pytest.mark.parametrize("mode", ["tokens", "line_tokens", "float", "lines"])
 def test_a_long_comparison_pauses_every_pace_items(mode):
     calls = []
     lines = b"".join(b"%d  \n" % i for i in range(3 * compare.PACE + 5))
