@@ -7,7 +7,9 @@ it fails, and the checker's score when the checker gave one (testlib's `quitp`: 
 score on the first line of what it printed, after testlib's word "points"): PT between 0 and its
 points. A group scores by its `scoring`: `all` its points when every test is AC; `min` its points
 x the lowest of its tests' fractions; `sum` its tests' scores (its maximum: their points). A group
-whose dependency scored less than its maximum is skipped: its tests SK, its score 0.
+whose dependency did not pass, some test of it not AC, is skipped: its tests SK, its score 0. For a
+group with points that is "scored less than its maximum"; a group of 0 points counts too, which is
+how DMOJ's 0-point cases and Polygon's sample group stop what depends on them.
 """
 
 from __future__ import annotations
@@ -77,14 +79,13 @@ def test_score(test: TestResult, full: float) -> float:
 
 def not_to_run(scoring: Scoring, index: int, answers: list[TestResult | None], stop_on_failure: bool) -> bool:
     """Whether test `index` may be left SK now, from the answers known so far: its group skipped
-    for a dependency that has not scored its maximum (known once all its tests are answered), or
-    an earlier test of its `all` group (or, with stop_on_failure, of its group or of the tests
-    outside every group) failed."""
+    for a dependency that has failed (known at its first test answered not AC), or an earlier test
+    of its `all` group (or, with stop_on_failure, of its group or of the tests outside every
+    group) failed."""
     group = scoring.group_of(index)
     if group is not None:
-        for name in group.depends:  # known once all its tests are answered
-            depended = _named(scoring, name)
-            if all(answers[i] is not None for i in depended.tests) and _short(scoring, depended, answers):
+        for name in group.depends:
+            if any(answers[i] is not None and answers[i].verdict != "AC" for i in _named(scoring, name).tests):
                 return True
     if group is None and not stop_on_failure:
         return False
@@ -98,7 +99,7 @@ def score_answer(scoring: Scoring, tests: list[TestResult]) -> tuple[Scores, lis
     tests of a group skipped for its dependencies become SK."""
     tests = list(tests)
     for group in scoring.groups:  # in order: a group's dependencies are before it, final already
-        if any(_short(scoring, _named(scoring, name), tests) for name in group.depends):
+        if not all(_passed(_named(scoring, name), tests) for name in group.depends):
             for i in group.tests:
                 tests[i] = replace(tests[i], verdict="SK")
     total = max_total = 0.0
@@ -126,9 +127,9 @@ def _named(scoring: Scoring, name: str) -> Group:
     return next(g for g in scoring.groups if g.name == name)
 
 
-def _short(scoring: Scoring, group: Group, answers) -> bool:
-    score, maximum = _final(scoring, group, answers)
-    return score < maximum
+def _passed(group: Group, answers) -> bool:
+    """Whether a group passed, as its dependents need it: every test AC."""
+    return all(answers[i].verdict == "AC" for i in group.tests)
 
 
 def _final(scoring: Scoring, group: Group, answers) -> tuple[float, float]:

@@ -96,6 +96,20 @@ def test_stop_on_failure_stops_a_group_not_the_others(server):
     assert verdicts(body)[1] in ("SK", "AC")  # started before the failure was known, or not
 
 
+def test_a_dependency_on_a_zero_point_group_asks_every_test_of_it_ac(server):
+    """A 0-point group of samples that fails skips what depends on it (Polygon's sample group,
+    DMOJ's 0-point cases): a dependency passes when every test of it is AC, not when it scored its
+    maximum (0 of 0 would always pass)."""
+    tests = [{"stdin": "3", "expected": "6", "points": 0}, {"stdin": "1", "expected": "2"}, {"stdin": "2", "expected": "4"}]
+    groups = [{"name": "samples", "tests": [0], "points": 0}, {"name": "main", "tests": [1, 2], "points": 10, "depends": ["samples"]}]
+    body = judge(server, WRONG_ON_3, tests, groups=groups).json()
+    assert verdicts(body)[0] == "WA" and verdicts(body)[1:] == ["SK", "SK"], body
+    assert body["groups"] == [{"name": "samples", "verdict": "WA", "score": 0, "max_score": 0}, {"name": "main", "verdict": "SK", "score": 0, "max_score": 10}]
+    assert (body["score"], body["max_score"]) == (0, 10)
+    passing = judge(server, DOUBLES, tests, groups=groups).json()
+    assert verdicts(passing) == ["AC", "AC", "AC"] and passing["score"] == 10, passing
+
+
 @pytest.mark.parametrize(
     ("groups", "error"),
     [
