@@ -1,6 +1,6 @@
 """`kiln judge`: a problem setter's client of a running kiln's /judge (DESIGN.md, "Judge API").
 
-    kiln judge SOLUTION TESTS_DIR|PACKAGE_DIR --lang SLUG [--url URL] [--compare MODE] [--epsilon E]
+    kiln judge SOLUTION TESTS_DIR|PACKAGE_DIR --lang SLUG [--url URL] [--compare MODE] [--epsilon E] [--ignore-case]
                [--checker FILE --checker-lang SLUG] [--time 2s] [--memory 256m]
                [--stop-on-failure] [--api-key KEY]
 
@@ -32,10 +32,10 @@ from pathlib import Path
 
 from kiln import packages
 from kiln.packages import common
+from kiln.judge.compare import BYTE_MODES, MODES
 from kiln.judge_client import DEFAULT_URL, Api, UsageError
 from kiln.units import parse_duration_ms, parse_size
 
-COMPARES = ("tokens", "lines", "exact", "float", "none", "checker")
 ANSWER_SUFFIXES = (".out", ".ans")
 WORKERS = 8  # files checked and uploaded at a time
 CHUNK = 1 << 16
@@ -59,8 +59,9 @@ def add_parser(commands) -> None:
     judge.add_argument("tests", type=Path, metavar="TESTS_DIR", help="a folder of NAME.in and NAME.out (or NAME.ans) files, or a problem package: Polygon (problem.xml), Kattis (problem.yaml), DMOJ (init.yml)")
     judge.add_argument("--lang", required=True, metavar="SLUG", help="the solution's language (GET /languages: those with judge true)")
     judge.add_argument("--url", default=DEFAULT_URL, help=f"the kiln server (default {DEFAULT_URL})")
-    judge.add_argument("--compare", choices=COMPARES, metavar="MODE", help=f"{', '.join(COMPARES)}: how outputs are compared (default tokens; checker when --checker is given)")
+    judge.add_argument("--compare", choices=MODES, metavar="MODE", help=f"{', '.join(MODES)}: how outputs are compared (default tokens; checker when --checker is given)")
     judge.add_argument("--epsilon", type=float, metavar="E", help="for --compare float: the absolute or relative error allowed (default 1e-6)")
+    judge.add_argument("--ignore-case", action="store_true", help="compare ASCII letters ignoring case (with a comparing MODE; a Kattis package's default validation asks for it itself)")
     judge.add_argument("--checker", type=Path, metavar="FILE", help="a testlib-style checker's source (args: input, output, answer)")
     judge.add_argument("--checker-lang", metavar="SLUG", help="the checker's language")
     judge.add_argument("--time", type=_checked(parse_duration_ms, "a duration such as 500ms, 2s or 1m"), metavar="DURATION", help="CPU time of each test (default: the language's judge_time)")
@@ -91,6 +92,8 @@ def judge(args, progress: Progress) -> dict:
     compare = args.compare or ("checker" if args.checker or from_package else own_compare or "tokens")
     if not from_package and ((compare == "checker") != (args.checker is not None) or (args.checker is None) != (args.checker_lang is None)):
         raise UsageError("a checker takes --checker FILE and --checker-lang SLUG (and --compare checker or no --compare)")
+    if args.ignore_case and compare not in BYTE_MODES:
+        raise UsageError(f"--ignore-case goes with --compare {', '.join(BYTE_MODES)} (the comparison is {compare} here)")
     solution = read_text(args.solution, "SOLUTION")
     checker = read_text(args.checker, "--checker") if args.checker else None
     interactive = package is not None and package.interactor is not None
@@ -131,6 +134,9 @@ def judge(args, progress: Progress) -> dict:
     epsilon = args.epsilon if args.epsilon is not None else package.epsilon if package is not None and compare == "float" else None
     if epsilon is not None:
         body["epsilon"] = epsilon
+    # the package's case rule goes with its own comparison; --compare without --ignore-case compares case
+    if compare in BYTE_MODES and (args.ignore_case or (package is not None and package.ignore_case and args.compare is None)):
+        body["ignore_case"] = True
     time_, memory = args.time, args.memory
     if package is not None:  # the package's limits unless the command line gives its own
         time_ = time_ or (f"{package.time_ms}ms" if package.time_ms else None)

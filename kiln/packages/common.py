@@ -44,8 +44,9 @@ class Package:
     memory_bytes: int | None
     checker: Helper | None
     interactor: Helper | None
-    compare: str | None = None  # the package's own comparison when it has no checker (tokens, exact, float)
+    compare: str | None = None  # the package's own comparison when it has no checker (tokens, line_tokens, exact, float)
     epsilon: float | None = None  # with compare "float"
+    ignore_case: bool = False  # with its compare: ASCII letters folded (Kattis's default validator)
     notes: tuple[str, ...] = ()  # what the reader did not take, said on the progress lines
 
 

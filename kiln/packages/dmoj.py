@@ -9,8 +9,9 @@
                interactive: {files: interactor.cpp, lang: CPP17, type: testlib}
 
 A case scores its points when AC; a batch is a group scored all-or-nothing (kiln's "all"), its
-`dependencies` (1-based batch numbers) its `depends`. Checkers map onto kiln's modes: standard ->
-tokens, identical -> exact, floats (error_mode default) -> float with epsilon 10^-precision
+`dependencies` (batch numbers) its `depends`; a failed 0-point case or batch skips every case after
+it, as DMOJ short-circuits them (_cases). Checkers map onto kiln's modes: standard -> line_tokens
+(DMOJ's is line-aware: dmoj/checkers/_checker.c), identical -> exact, floats (error_mode default) -> float with epsilon 10^-precision
 (DMOJ's floats accepts an absolute or a relative error within it, as kiln's float does); bridged
 testlib checkers and interactors are sent with their files. DMOJ keeps time and memory limits on
 the site, not here: `kiln judge` takes them from --time and --memory. What does not map is a
@@ -28,8 +29,9 @@ from pathlib import Path
 from kiln.packages.common import Helper, Package, PackageError, PackageTest, dependencies_first, number, read_text, yaml_mapping
 
 KIND = "DMOJ"
+DEFAULT_POINTS = 1.0  # a case's or a batch's without `points` (DMOJ's ProblemConfig default)
 INIT_YML = "init.yml"
-COMPARES = {"standard": "tokens", "identical": "exact", "floats": "float"}
+COMPARES = {"standard": "line_tokens", "identical": "exact", "floats": "float"}
 # DMOJ's language keys (CPP17, PY3, ...) by their start -> kiln's slug
 LANGUAGES = (("CPP", "cpp"), ("C", "c"), ("PY", "python"), ("JAVA", "java"), ("RUST", "rust"), ("GO", "golang"))
 CASE_KEYS = ("in", "out", "points", "batched", "dependencies", "is_pretest")
@@ -47,32 +49,8 @@ def read(folder: Path) -> Package:
     cases = config.get("test_cases")
     if not isinstance(cases, list) or not cases:
         raise PackageError(f"{where}: test_cases is not a list of {{in, out, points}} or {{batched: [...], points}}")
-    tests: list[PackageTest] = []
-    groups: dict[str, dict] = {}
-    for i, case in enumerate(cases, 1):
-        if not isinstance(case, dict) or any(k not in CASE_KEYS for k in case):
-            raise PackageError(f"{where}: test case {i} is not {{in, out, points}} or {{batched: [...], points, dependencies}} (kiln takes {', '.join(CASE_KEYS)})")
-        points = number(case.get("points"), f"test case {i} points", where, float)
-        if "batched" in case:
-            batch = case["batched"]
-            if not isinstance(batch, list) or not batch:
-                raise PackageError(f"{where}: test case {i}'s batched is not a list of {{in, out}}")
-            first = len(tests)
-            for j, member in enumerate(batch, 1):
-                tests.append(_test(member, f"{i}.{j}", None, files, where))
-            depends = case.get("dependencies") or []
-            if not isinstance(depends, list) or not all(isinstance(d, int) for d in depends):
-                raise PackageError(f"{where}: test case {i}'s dependencies is not a list of batch numbers")
-            groups[str(i)] = {"name": str(i), "tests": list(range(first, len(tests))), "points": points or 0.0, "scoring": "all", "depends": [str(d) for d in depends]}
-        else:
-            tests.append(_test(case, str(i), points, files, where))
-    for group in groups.values():
-        for d in group["depends"]:
-            if d not in groups:
-                raise PackageError(f"{where}: batch {group['name']} depends on {d}, which is no batch (dependencies name batches by their number in test_cases, from 1)")
+    tests, groups = _cases(cases, files, where)
     notes = ["DMOJ keeps time and memory limits on the site, not in init.yml: they are --time and --memory (else the language's defaults)"]
-    if any(isinstance(c, dict) and c.get("points") == 0 for c in cases[:-1]):
-        notes.append("a 0-point case fails: DMOJ skips the cases after it, kiln judges them (same verdict, their points still counted)")
     compare, epsilon, checker = _checker(config.get("checker", "standard"), folder, where)
     interactor = _bridged(config["interactive"], folder, where, "interactive") if config.get("interactive") else None
     return Package(
@@ -87,6 +65,47 @@ def read(folder: Path) -> Package:
         epsilon=epsilon,
         notes=tuple(notes),
     )
+
+
+def _cases(cases: list, files: Path, where: Path) -> tuple[list[PackageTest], dict[str, dict]]:
+    """The tests and groups that judge as DMOJ's judge.py does: a batch is an all-or-nothing
+    group, its `dependencies` (earlier batches by their number among the batches, from 1) its
+    `depends`; a failed 0-point case or batch (a "barrier") makes DMOJ short-circuit every case
+    after it, so each case after a barrier is in a group that depends on the latest barrier (a
+    case alone: a one-test group, scored as the test), and the barrier one too. kiln's `depends`
+    asks that every test of the group depended on is AC, which is DMOJ's "passed"; a barrier
+    depending on the one before it carries the chain. Points absent are DMOJ's default, 1."""
+    tests: list[PackageTest] = []
+    groups: dict[str, dict] = {}
+    batches: list[str] = []  # batch number - 1 -> its group's name
+    barrier: str | None = None
+    for i, case in enumerate(cases, 1):
+        name, last = str(i), i == len(cases)
+        if not isinstance(case, dict) or any(k not in CASE_KEYS for k in case):
+            raise PackageError(f"{where}: test case {i} is not {{in, out, points}} or {{batched: [...], points, dependencies}} (kiln takes {', '.join(CASE_KEYS)})")
+        points = number(case.get("points"), f"test case {i} points", where, float)
+        points = DEFAULT_POINTS if points is None else points
+        after = [barrier] if barrier is not None else []
+        if "batched" in case:
+            batch = case["batched"]
+            if not isinstance(batch, list) or not batch:
+                raise PackageError(f"{where}: test case {i}'s batched is not a list of {{in, out}}")
+            first = len(tests)
+            for j, member in enumerate(batch, 1):
+                tests.append(_test(member, f"{i}.{j}", None, files, where))
+            depends = case.get("dependencies") or []
+            if not isinstance(depends, list) or not all(isinstance(d, int) and 1 <= d <= len(batches) for d in depends):
+                raise PackageError(f"{where}: test case {i}'s dependencies are not earlier batches: a dependency is a batch's number among the batches (from 1), and this is batch {len(batches) + 1}")
+            named = [batches[d - 1] for d in depends]
+            groups[name] = {"name": name, "tests": list(range(first, len(tests))), "points": points, "scoring": "all", "depends": named + [b for b in after if b not in named]}
+            batches.append(name)
+        else:
+            tests.append(_test(case, name, points, files, where))
+            if after or (points == 0 and not last):  # alone in a group: to depend on the barrier, or to be one
+                groups[name] = {"name": name, "tests": [len(tests) - 1], "points": points, "scoring": "sum", "depends": after}
+        if points == 0 and not last:
+            barrier = name
+    return tests, groups
 
 
 def _files(folder: Path, archive, where: Path) -> Path:

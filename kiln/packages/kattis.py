@@ -10,7 +10,8 @@ PACKAGE_DIR` reads it:
 
 Tests are taken in Kattis's order: each folder's entries (test files and subfolders) in
 lexicographic order of name, sample before secret. Default validation becomes a compare mode
-where kiln's is exactly the default validator's (kattis_validation.py); a C++ output validator is
+(with ignore_case unless case_sensitive) where kiln's is exactly the default validator's
+(kattis_validation.py); a C++ output validator is
 bridged as the request's checker (kattis_validation.py). Scoring problems: each folder that holds
 tests is a group, its tests worth testdata.yaml's accept_score, summed (grader_flags sum, the
 default) or all-or-nothing (grader_flags min). What does not map is a PackageError naming it.
@@ -55,11 +56,11 @@ def read(folder: Path) -> Package:
         notes.append("no time_limit in problem.yaml and no .timelimit: Kattis derives it from its judge solutions' times; give --time")
     flags = str(config.get("validator_flags") or "").split()
     tests, groups = _data(folder, scoring)
-    compare, epsilon, checker = None, None, None
+    compare, epsilon, ignore_case, checker = None, None, False, None
     if custom:
         checker = kattis_validation.bridged_validator(folder, flags)
     else:
-        compare, epsilon = kattis_validation.compare_mode(flags, [t.answer for t in tests], where)
+        compare, epsilon, ignore_case = kattis_validation.compare_mode(flags, where)
     return Package(
         kind=KIND,
         tests=tests,
@@ -70,6 +71,7 @@ def read(folder: Path) -> Package:
         interactor=None,
         compare=compare,
         epsilon=epsilon,
+        ignore_case=ignore_case,
         notes=tuple(notes),
     )
 

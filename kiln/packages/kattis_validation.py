@@ -3,11 +3,11 @@
 Default validation: Kattis's default output validator compares tokens, case-insensitively unless
 `case_sensitive`, whitespace-insensitively unless `space_change_sensitive`, numbers within
 `float_tolerance E` (absolute or relative), `float_absolute_tolerance E`,
-`float_relative_tolerance E`. kiln's modes (DESIGN.md, compare modes) take: tokens; float with
-epsilon E when the absolute and relative tolerances are the same E (kiln's float is "absolute or
-relative"); exact for case_sensitive space_change_sensitive without tolerances. Case-insensitivity
-matters only where the answers hold letters: without case_sensitive, answers with letters are
-refused (kiln compares case), answers without them compare the same either way.
+`float_relative_tolerance E` (problemtools' support/default_validator/default_validator.cc).
+kiln's modes (DESIGN.md, compare modes) take: tokens; float with epsilon E when the absolute and
+relative tolerances are the same E (kiln's float is "absolute or relative"); exact (every
+whitespace byte as the answer's) for space_change_sensitive without tolerances; each with
+ignore_case unless case_sensitive (strcasecmp folds ASCII letters only, as ignore_case does).
 
 Custom validation: a C++ output validator runs as `validator input answer feedback_dir [flags] <
 team_output`, exit 42 accepted, 43 wrong answer, else a judge error, its words in
@@ -32,12 +32,11 @@ CPP_SOURCES = (".cpp", ".cc", ".cxx", ".c++")
 HEADERS = (".h", ".hpp", ".hh")
 INCLUDED_NAME = "kattis_validator.inc"  # not *.cpp: the judge build compiles every *.cpp on its own
 _MAIN = re.compile(r"\bint\s+main\s*\(")
-_LETTER = re.compile(rb"[A-Za-z]")
-_NUMBER = re.compile(rb"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 
 
-def compare_mode(flags: list[str], answers: list[Path | None], where: Path) -> tuple[str, float | None]:
-    """(kiln's compare mode, epsilon) doing exactly what the default validator does with `flags`."""
+def compare_mode(flags: list[str], where: Path) -> tuple[str, float | None, bool]:
+    """(kiln's compare mode, epsilon, ignore_case) doing exactly what the default validator does
+    with `flags`."""
     given: dict[str, float] = {}
     switches = set()
     i = 0
@@ -64,25 +63,14 @@ def compare_mode(flags: list[str], answers: list[Path | None], where: Path) -> t
             f"{where}: validator_flags {which} ({absolute} absolute, {relative} relative): kiln's float compare allows the same error absolute or relative; "
             "use float_tolerance E, or judge with --compare float --epsilon E if that is what you mean"
         )
-    if "case_sensitive" not in switches:
-        lettered = next((a for a in answers if a is not None and _has_word(a.read_bytes())), None)
-        if lettered is not None:
-            raise PackageError(
-                f"{where}: no case_sensitive in validator_flags, and {lettered} holds letters: Kattis compares them ignoring case, kiln cannot; "
-                "add case_sensitive if case matters, or judge with --compare tokens"
-            )
+    ignore_case = "case_sensitive" not in switches
     if "space_change_sensitive" in switches:
         if absolute is not None:
             raise PackageError(f"{where}: validator_flags space_change_sensitive with a float tolerance: kiln compares either whitespace exactly or numbers within a tolerance, not both")
-        return "exact", None
+        return "exact", None, ignore_case
     if absolute is not None:
-        return "float", absolute
-    return "tokens", None
-
-
-def _has_word(answer: bytes) -> bool:
-    """Whether some token has a letter and is not a number (1e5 compares as a number either way)."""
-    return bool(_LETTER.search(answer)) and any(_LETTER.search(t) and not _NUMBER.fullmatch(t) for t in answer.split())
+        return "float", absolute, ignore_case
+    return "tokens", None, ignore_case
 
 
 def bridged_validator(folder: Path, flags: list[str]) -> Helper:

@@ -175,3 +175,69 @@ def test_a_dmoj_standard_checker_compares_tokens_and_an_unknown_one_is_refused(s
     assert "score: 100" in done.stdout
     refused = kiln_judge(solution(tmp_path), dmoj_package(tmp_path / "other", "sorted"), srv=srv)
     assert refused.returncode == 2 and "the DMOJ package in" in refused.stderr and "checker 'sorted'" in refused.stderr
+
+
+# --- judged as the packages' own judges do: DMOJ's line-aware standard checker, Kattis's case, DMOJ's 0-point cases
+
+
+def pairs_package(folder: Path, points: tuple[int, ...] = (0, 10, 40)) -> Path:
+    """n -> "n 2n" on one line: a case worth points[0] (a sample), one worth points[1], a batch of
+    two worth points[2]; a random n keeps the files new to the store. checker: standard (DMOJ's default)."""
+    base = random.randrange(10**9) * 10
+    files = {}
+    for name, n in {"s": 1, "c": 2, "b1": 3, "b2": 4}.items():
+        files[f"{name}.in"] = f"{base + n}\n"
+        files[f"{name}.out"] = f"{base + n} {2 * (base + n)}\n"
+    files["init.yml"] = f"""checker: standard
+test_cases:
+- {{in: s.in, out: s.out, points: {points[0]}}}
+- {{in: c.in, out: c.out, points: {points[1]}}}
+- points: {points[2]}
+  batched:
+  - {{in: b1.in, out: b1.out}}
+  - {{in: b2.in, out: b2.out}}
+"""
+    folder.mkdir(parents=True)
+    return write(folder, files)
+
+
+def test_a_dmoj_standard_checker_is_line_aware_as_dmojs(srv, tmp_path):
+    package = pairs_package(tmp_path / "pairs", points=(1, 10, 40))
+    # DMOJ's standard checker: CRLF, trailing spaces, runs of spaces and blank lines do not count...
+    loose = "n = int(input())\nprint(' ', n, '  ', 2 * n, ' ', end='\\r\\n\\n\\n')\n"
+    done = kiln_judge(solution(tmp_path, loose), package, srv=srv)
+    assert done.returncode == 0 and "verdict: AC, 4/4" in done.stdout, done.stdout + done.stderr
+    # ...but a line break where the answer has a space does: WA on every case (tokens alone would accept it)
+    broken = kiln_judge(solution(tmp_path, "n = int(input())\nprint(n)\nprint(2 * n)\n"), package, srv=srv)
+    assert broken.returncode == 1, broken.stderr
+    assert [row[1] for row in rows(broken.stdout)] == ["WA", "WA", "WA", "SK"] or [row[1] for row in rows(broken.stdout)] == ["WA", "WA", "WA", "WA"], broken.stdout
+    assert "score: 0/51" in broken.stdout, broken.stdout
+
+
+def test_a_dmoj_zero_point_case_that_fails_skips_every_case_after_it_as_dmoj_short_circuits(srv, tmp_path):
+    package = pairs_package(tmp_path / "pairs")
+    right = "n = int(input())\nprint(n, 2 * n)\n"
+    wrong_on_sample = right.replace("print(", "print(0 if n % 10 == 1 else n, ")  # s's n ends in 1
+    done = kiln_judge(solution(tmp_path, wrong_on_sample), package, srv=srv)
+    assert done.returncode == 1, done.stderr
+    assert [row[:2] for row in rows(done.stdout)] == [["1", "WA"], ["2", "SK"], ["3.1", "SK"], ["3.2", "SK"]], done.stdout
+    assert "score: 0/50" in done.stdout and "verdict: WA on test 1" in done.stdout, done.stdout
+    assert "0-point" not in done.stderr  # no note: kiln skips as DMOJ does
+    passed = kiln_judge(solution(tmp_path, right), package, srv=srv)
+    assert passed.returncode == 0 and "score: 50/50" in passed.stdout, passed.stdout + passed.stderr
+
+
+def test_a_kattis_package_compares_words_ignoring_case_as_its_default_validator(srv, tmp_path):
+    salt = random.randrange(10**9)
+    files = {"problem.yaml": "name: Parity\nvalidation: default\nlimits: {time_limit: 2}\n"}
+    for name, n in {"sample/1": 2 * salt, "secret/1": 2 * salt + 1}.items():
+        files[f"data/{name}.in"] = f"{n}\n"
+        files[f"data/{name}.ans"] = f"{'Even' if n % 2 == 0 else 'Odd'} {n}\n"
+    package = write(tmp_path / "parity", files)
+    shouting = "n = int(input())\nprint('EVEN' if n % 2 == 0 else 'odd', n)\n"
+    done = kiln_judge(solution(tmp_path, shouting), package, srv=srv)
+    assert done.returncode == 0 and "verdict: AC, 2/2" in done.stdout, done.stdout + done.stderr
+    # with case_sensitive in validator_flags, case counts again
+    (package / "problem.yaml").write_text("name: Parity\nvalidation: default\nvalidator_flags: case_sensitive\nlimits: {time_limit: 2}\n")
+    strict = kiln_judge(solution(tmp_path, shouting), package, srv=srv)
+    assert strict.returncode == 1 and [row[1] for row in rows(strict.stdout)] == ["WA", "WA"], strict.stdout + strict.stderr

@@ -25,23 +25,24 @@ def kattis_package(folder: Path, problem: str, answers: dict[str, str]) -> Path:
 @pytest.mark.parametrize(
     ("flags", "answer", "mode"),
     [
-        ("", "42\n", ("tokens", None)),
-        ("float_tolerance 1e-6", "0.5 1e5\n", ("float", 1e-6)),
-        ("float_absolute_tolerance 1e-3 float_relative_tolerance 1e-3", "0.5\n", ("float", 1e-3)),
-        ("case_sensitive space_change_sensitive", "YES\n", ("exact", None)),
-        ("case_sensitive", "Yes\n", ("tokens", None)),
+        ("", "42\n", ("tokens", None, True)),
+        ("", "Yes\n", ("tokens", None, True)),  # Kattis ignores case unless case_sensitive
+        ("float_tolerance 1e-6", "0.5 1e5\n", ("float", 1e-6, True)),
+        ("float_absolute_tolerance 1e-3 float_relative_tolerance 1e-3", "0.5\n", ("float", 1e-3, True)),
+        ("case_sensitive space_change_sensitive", "YES\n", ("exact", None, False)),
+        ("space_change_sensitive", "YES\n", ("exact", None, True)),
+        ("case_sensitive", "Yes\n", ("tokens", None, False)),
     ],
 )
 def test_kattis_default_validation_becomes_the_compare_mode_that_does_the_same(tmp_path, flags, answer, mode):
     package = kattis.read(kattis_package(tmp_path, f"validator_flags: {flags}\nlimits: {{memory: 64, time_limit: 1.5}}\n", {"1": answer}))
-    assert (package.compare, package.epsilon) == mode
+    assert (package.compare, package.epsilon, package.ignore_case) == mode
     assert (package.time_ms, package.memory_bytes) == (1500, 64 << 20)
 
 
 @pytest.mark.parametrize(
     ("flags", "answer", "named"),
     [
-        ("", "Yes\n", "case_sensitive"),  # Kattis ignores case by default; kiln cannot
         ("float_relative_tolerance 1e-6", "0.5\n", "float_relative_tolerance"),
         ("space_change_sensitive float_tolerance 1e-6", "0.5\n", "space_change_sensitive"),
         ("ignore_case", "1\n", "ignore_case"),
@@ -76,14 +77,45 @@ def test_dmoj_floats_precision_and_batch_dependencies(tmp_path):
     init = """checker: {name: floats, args: {precision: 4}}
 test_cases:
 - {in: a.in, out: a.out, points: 5}
-- {batched: [{in: b.in, out: b.out}], points: 20, dependencies: [3]}
-- {batched: [{in: c.in, out: c.out}], points: 30}
+- {batched: [{in: b.in, out: b.out}], points: 20}
+- {batched: [{in: c.in, out: c.out}], dependencies: [1]}
 """
     package = dmoj.read(dmoj_folder(tmp_path / "p", init, files))
     assert (package.compare, package.epsilon) == ("float", pytest.approx(1e-4))
     assert [(t.name, t.points) for t in package.tests] == [("1", 5.0), ("2.1", None), ("3.1", None)]
-    assert [(g["name"], g["tests"], g["points"], g["scoring"], g["depends"]) for g in package.groups] == [("3", [2], 30.0, "all", []), ("2", [1], 20.0, "all", ["3"])]
+    # dependencies name batches by their number among the batches: batch 1 is test case 2; points default to 1
+    assert [(g["name"], g["tests"], g["points"], g["scoring"], g["depends"]) for g in package.groups] == [("2", [1], 20.0, "all", []), ("3", [2], 1.0, "all", ["2"])]
     assert package.time_ms is None and any("--time" in note for note in package.notes)
+
+
+def test_dmoj_a_zero_point_case_or_batch_is_a_barrier_every_later_case_depends_on(tmp_path):
+    files = {f"{n}.{s}": "1\n" for n in "abcdef" for s in ("in", "out")}
+    init = """test_cases:
+- {in: a.in, out: a.out, points: 3}
+- {in: b.in, out: b.out, points: 0}
+- {in: c.in, out: c.out}
+- {batched: [{in: d.in, out: d.out}], points: 0}
+- {batched: [{in: e.in, out: e.out}], points: 10, dependencies: [1]}
+- {in: f.in, out: f.out, points: 0}
+"""
+    package = dmoj.read(dmoj_folder(tmp_path / "p", init, files))
+    assert package.compare == "line_tokens" and package.notes == (package.notes[0],)  # no note: DMOJ's skips are kiln's
+    assert [(t.name, t.points) for t in package.tests] == [("1", 3.0), ("2", 0.0), ("3", 1.0), ("4.1", None), ("5.1", None), ("6", 0.0)]
+    assert [(g["name"], g["tests"], g["points"], g["scoring"], g["depends"]) for g in package.groups] == [
+        ("2", [1], 0.0, "sum", []),  # the first barrier; case 1 before it stays outside every group
+        ("3", [2], 1.0, "sum", ["2"]),
+        ("4", [3], 0.0, "all", ["2"]),  # a 0-point batch: the next barrier
+        ("5", [4], 10.0, "all", ["4"]),  # its dependency, batch 1, is the barrier too
+        ("6", [5], 0.0, "sum", ["4"]),  # the last case: a barrier of nothing, but after one
+    ]
+
+
+@pytest.mark.parametrize("dependencies", ["[2]", "[0]", "[x]"])
+def test_dmoj_dependencies_must_be_earlier_batches(tmp_path, dependencies):
+    files = {f"{n}.{s}": "1\n" for n in "ab" for s in ("in", "out")}
+    init = f"test_cases:\n- {{in: a.in, out: a.out}}\n- {{batched: [{{in: b.in, out: b.out}}], dependencies: {dependencies}}}\n"
+    with pytest.raises(PackageError, match="not earlier batches.*this is batch 1"):
+        dmoj.read(dmoj_folder(tmp_path / "p", init, files))
 
 
 def test_dmoj_refuses_what_does_not_map_and_an_archive_member_outside_it(tmp_path):
