@@ -96,12 +96,20 @@ def not_to_run(scoring: Scoring, index: int, answers: list[TestResult | None], s
 
 def score_answer(scoring: Scoring, tests: list[TestResult]) -> tuple[Scores, list[TestResult]]:
     """The answer's scores (with groups, each group's) and the tests as shown, with theirs; the
-    tests of a group skipped for its dependencies become SK."""
+    tests of a group skipped for its dependencies become SK, and so do those after the first
+    failure (by index) of an `all` group: whether one had started when the failure was known is
+    the scheduler's chance, and the answer is the same every time (DMOJ's batches short-circuit
+    them). Such a test is shown as a test that did not run, whatever its run was (DESIGN.md: an
+    SK test has no exit code, output or stats)."""
     tests = list(tests)
     for group in scoring.groups:  # in order: a group's dependencies are before it, final already
         if not all(_passed(_named(scoring, name), tests) for name in group.depends):
-            for i in group.tests:
-                tests[i] = replace(tests[i], verdict="SK")
+            skips = list(group.tests)
+        else:
+            failed = next((n for n, i in enumerate(group.tests) if tests[i].verdict not in ("AC", "SK")), None)
+            skips = list(group.tests[failed + 1 :]) if group.scoring == "all" and failed is not None else []
+        for i in skips:
+            tests[i] = TestResult.not_run()
     total = max_total = 0.0
     group_answers = []
     for group in scoring.groups:
