@@ -24,6 +24,7 @@ MODES = ("tokens", "line_tokens", "lines", "exact", "float", "checker", "none")
 BYTE_MODES = ("tokens", "line_tokens", "lines", "exact", "float")  # those `ignore_case` applies to
 
 _TOKEN = re.compile(rb"[^ \t\n\r\v\f]+")  # ASCII whitespace separates tokens
+_LINE_BREAKS = (ord("\n"), ord("\r"))  # DMOJ's isline(): what ends a line
 _BLANK_LINES = re.compile(rb"(?:[ \t\r]*\n)*")
 _NUMBER = re.compile(rb"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 # exponents far beyond a double's; a token decimal cannot hold (an exponent past 10**18) raises,
@@ -100,12 +101,18 @@ def _line_tokens(data: bytes, fold: Fold) -> Iterator[tuple[bool, bytes]]:
     (never for the first): two outputs whose sequences are equal have the same tokens on the
     same lines, blank lines, CRLF and leading or trailing whitespace aside. This is DMOJ's
     `standard` checker (dmoj/checkers/_checker.c), which tells "a space between" from "a line
-    break between" and nothing more. Found with find() between tokens: linear in the data,
-    whatever the runs of whitespace (a regex with the gap in it backtracks on a long one)."""
+    break between" and nothing more. The gap is looked at in place: one byte (the common case)
+    by index, a longer one with find(), linear in the data whatever the runs of whitespace (on
+    15 MiB of numbers about 1.4x tokens' time, where find() on every gap took 3x)."""
     previous = None
     for match in _TOKEN.finditer(data):
         start = match.start()
-        broken = previous is not None and (data.find(b"\n", previous, start) >= 0 or data.find(b"\r", previous, start) >= 0)
+        if previous is None:
+            broken = False
+        elif start - previous == 1:
+            broken = data[previous] in _LINE_BREAKS
+        else:
+            broken = data.find(b"\n", previous, start) >= 0 or data.find(b"\r", previous, start) >= 0
         previous = match.end()
         yield broken, match.group() if fold is None else fold(match.group())
 
