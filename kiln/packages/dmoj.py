@@ -11,9 +11,11 @@
 A case scores its points when AC; a batch is a group scored all-or-nothing (kiln's "all"), its
 `dependencies` (batch numbers) its `depends`; a failed 0-point case or batch skips every case after
 it, as DMOJ short-circuits them (_cases). Checkers map onto kiln's modes: standard -> line_tokens
-(DMOJ's is line-aware: dmoj/checkers/_checker.c), identical -> exact, floats (error_mode default) -> float with epsilon 10^-precision
-(DMOJ's floats accepts an absolute or a relative error within it, as kiln's float does); bridged
-testlib checkers and interactors are sent with their files. DMOJ keeps time and memory limits on
+(DMOJ's is line-aware: dmoj/checkers/_checker.c), identical -> exact, floats (error_mode
+default) -> float with epsilon 10^-precision (DMOJ's floats accepts an absolute or a relative
+error within it, as kiln's float does, but also asks the same lines: not mapped exactly); bridged
+testlib checkers and interactors are sent with their files. Inputs and answers are sent as DMOJ
+reads them, line ends normalized (_as_dmoj_reads). DMOJ keeps time and memory limits on
 the site, not here: `kiln judge` takes them from --time and --memory. What does not map is a
 PackageError naming it.
 """
@@ -35,7 +37,7 @@ COMPARES = {"standard": "line_tokens", "identical": "exact", "floats": "float"}
 # DMOJ's language keys (CPP17, PY3, ...) by their start -> kiln's slug
 LANGUAGES = (("CPP", "cpp"), ("C", "c"), ("PY", "python"), ("JAVA", "java"), ("RUST", "rust"), ("GO", "golang"))
 CASE_KEYS = ("in", "out", "points", "batched", "dependencies", "is_pretest")
-TOP_KEYS = ("archive", "test_cases", "checker", "interactive", "pretest_test_cases", "output_limit_length", "output_prefix_length", "unbuffered", "hints")
+TOP_KEYS = ("archive", "binary_data", "test_cases", "checker", "interactive", "pretest_test_cases", "output_limit_length", "output_prefix_length", "unbuffered", "hints")
 
 
 def is_package(folder: Path) -> bool:
@@ -50,6 +52,8 @@ def read(folder: Path) -> Package:
     if not isinstance(cases, list) or not cases:
         raise PackageError(f"{where}: test_cases is not a list of {{in, out, points}} or {{batched: [...], points}}")
     tests, groups = _cases(cases, files, where)
+    if not config.get("binary_data"):
+        tests = _as_dmoj_reads(tests)
     notes = ["DMOJ keeps time and memory limits on the site, not in init.yml: they are --time and --memory (else the language's defaults)"]
     compare, epsilon, checker = _checker(config.get("checker", "standard"), folder, where)
     interactor = _bridged(config["interactive"], folder, where, "interactive") if config.get("interactive") else None
@@ -106,6 +110,34 @@ def _cases(cases: list, files: Path, where: Path) -> tuple[list[PackageTest], di
         if points == 0 and not last:
             barrier = name
     return tests, groups
+
+
+def _as_dmoj_reads(tests: list[PackageTest]) -> list[PackageTest]:
+    """The tests' inputs and answers as DMOJ's judge reads them, unless binary_data: every \\r\\n
+    and \\r a \\n, and a \\n at the end of a file that has none, an empty file left empty
+    (dmoj/problem.py _normalize, dmoj/utils/normalize.py). It matters for `identical` (an answer
+    `3` is `3\\n` there) and for what a submission reads. A file that changes is copied to a
+    temporary folder (removed when kiln judge ends); the others are sent as they are."""
+    copies: dict[Path, Path] = {}
+    scratch: list[Path] = []
+
+    def normalized(path: Path | None) -> Path | None:
+        if path is None:
+            return None
+        if path not in copies:
+            data = path.read_bytes()
+            normal = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            normal += b"\n" if normal and not normal.endswith(b"\n") else b""
+            copies[path] = path
+            if normal != data:
+                if not scratch:
+                    scratch.append(Path(tempfile.mkdtemp(prefix="kiln-dmoj-normalized-")))
+                    atexit.register(shutil.rmtree, scratch[0], True)
+                copies[path] = scratch[0] / f"{len(copies)}-{path.name}"
+                copies[path].write_bytes(normal)
+        return copies[path]
+
+    return [PackageTest(t.name, normalized(t.input), normalized(t.answer), t.points) for t in tests]
 
 
 def _files(folder: Path, archive, where: Path) -> Path:

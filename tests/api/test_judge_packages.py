@@ -240,3 +240,16 @@ def test_a_kattis_package_compares_words_ignoring_case_as_its_default_validator(
     (package / "problem.yaml").write_text("name: Parity\nvalidation: default\nvalidator_flags: case_sensitive\nlimits: {time_limit: 2}\n")
     strict = kiln_judge(solution(tmp_path, shouting), package, srv=srv)
     assert strict.returncode == 1 and [row[1] for row in rows(strict.stdout)] == ["WA", "WA"], strict.stdout + strict.stderr
+
+
+def test_a_dmoj_identical_checker_compares_with_the_answer_as_dmoj_reads_it(srv, tmp_path):
+    """DMOJ gives an answer file without a final newline one, and turns CRLF into LF, before
+    `identical` compares bytes: print's "n\\n" is AC on an answer saved as "n" with no newline."""
+    n = random.randrange(10**9)
+    folder = tmp_path / "echo"
+    folder.mkdir()
+    (folder / "a.in").write_bytes(b"%d\r\n" % n)
+    (folder / "a.out").write_bytes(b"%d" % n)
+    (folder / "init.yml").write_text("checker: identical\ntest_cases: [{in: a.in, out: a.out, points: 5}]\n")
+    done = kiln_judge(solution(tmp_path, "import sys\nsys.stdout.write(sys.stdin.read())\n"), folder, srv=srv)
+    assert done.returncode == 0 and "score: 5/5" in done.stdout, done.stdout + done.stderr

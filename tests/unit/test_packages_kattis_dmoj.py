@@ -118,6 +118,17 @@ def test_dmoj_dependencies_must_be_earlier_batches(tmp_path, dependencies):
         dmoj.read(dmoj_folder(tmp_path / "p", init, files))
 
 
+@pytest.mark.parametrize(("binary", "given", "read"), [("", b"1\r\n2\r3", b"1\n2\n3\n"), ("", b"3\n", b"3\n"), ("", b"", b""), ("binary_data: true\n", b"1\r\n2", b"1\r\n2")])
+def test_dmoj_inputs_and_answers_are_sent_as_dmoj_reads_them(tmp_path, binary, given, read):
+    folder = dmoj_folder(tmp_path / "p", f"{binary}checker: identical\ntest_cases: [{{in: a.in, out: a.out}}]\n", {})
+    (folder / "a.in").write_bytes(given)
+    (folder / "a.out").write_bytes(given)
+    [test] = dmoj.read(folder).tests
+    assert test.input.read_bytes() == read and test.answer.read_bytes() == read
+    assert (folder / "a.out").read_bytes() == given  # the package itself is left as it is
+    assert (test.answer == folder / "a.out") is (read == given)  # copied only when it changes
+
+
 def test_dmoj_refuses_what_does_not_map_and_an_archive_member_outside_it(tmp_path):
     with pytest.raises(PackageError, match="floatsabs"):
         dmoj.read(dmoj_folder(tmp_path / "a", "checker: floatsabs\ntest_cases: [{in: a.in, out: a.out, points: 1}]\n", {"a.in": "", "a.out": ""}))
