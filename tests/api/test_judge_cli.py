@@ -92,6 +92,18 @@ def test_a_wrong_answer_exits_1_with_its_row(srv, tmp_path):
     assert done.stdout.splitlines()[-1] == "verdict: WA on test 2, 2/3 tests passed"
 
 
+def test_ignore_case_and_line_tokens_from_the_command_line(srv, tmp_path):
+    folder = make_tests(tmp_path / "tests", one=("", "Yes 1\nno\n"))
+    shouting = solution(tmp_path, "print('YES 1'); print('NO')\n")
+    assert kiln_judge(shouting, folder, srv=srv).returncode == 1  # tokens compare case
+    done = kiln_judge(shouting, folder, "--ignore-case", "--compare", "line_tokens", srv=srv)
+    assert done.returncode == 0 and "verdict: AC" in done.stdout, done.stdout + done.stderr
+    one_line = solution(tmp_path, "print('YES 1 NO')\n")
+    assert kiln_judge(one_line, folder, "--ignore-case", "--compare", "line_tokens", srv=srv).returncode == 1
+    refused = kiln_judge(shouting, folder, "--ignore-case", "--compare", "none", srv=srv)
+    assert refused.returncode == 2 and "--ignore-case goes with --compare tokens, line_tokens" in refused.stderr
+
+
 def test_a_runtime_error_names_its_exception(srv, tmp_path):
     folder = make_tests(tmp_path / "tests", one=("1 2\n", "3\n"))
     done = kiln_judge(solution(tmp_path, "raise ValueError('no way')\n"), folder, srv=srv)
