@@ -166,6 +166,7 @@ def test_judge_request_fields_are_exactly_the_contracts():
         "tests": "array",
         "compare": ["string", "null"],
         "epsilon": ["number", "null"],
+        "ignore_case": ["boolean", "null"],
         "limits": None,  # anyOf: JudgeLimits or null
         "compile_timeout": ["string", "null"],
         "stop_on_failure": ["boolean", "null"],
@@ -179,6 +180,7 @@ def test_judge_request_fields_are_exactly_the_contracts():
     assert schemas["JudgeFileContent"]["oneOf"][1]["properties"]["file"]["pattern"] == f"^{FILE_ID.pattern}$"
     assert fields["tests"]["minItems"] == 1 and "maxItems" not in fields["tests"]  # RUN_JUDGE_TESTS_MAX is the server's
     assert fields["compare"]["enum"] == [*compare.MODES, None] and fields["compare"]["default"] == "tokens"
+    assert fields["ignore_case"]["default"] is False and all(f"`{mode}`" in fields["ignore_case"]["description"] for mode in compare.BYTE_MODES)
     assert (fields["epsilon"]["default"], fields["epsilon"]["minimum"]) == (request.DEFAULT_EPSILON, 0)
     assert fields["compile_timeout"]["default"] == format_duration_ms(request.COMPILE_TIMEOUT_MS)
     assert fields["stop_on_failure"]["default"] is False
