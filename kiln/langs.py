@@ -38,6 +38,11 @@ class Language:
     template_module: str | None = None
     judge_file: str = ""  # the name a judge request's solution is written as, in JUDGE_DIR
     judge_time_ms: int = 1000  # a judge test's default CPU time: more where the runtime starts slowly
+    # False: its runtime reserves address space it never uses (a JVM's heap and class space, V8's
+    # and Dart's pointer cages, the BEAM's, GHC's and Go's heap reservations, Mono's), so RLIMIT_AS
+    # says nothing of its memory; /judge refuses limits.address_space for it, as judges that count
+    # address space give such languages their resident memory instead
+    address_space: bool = True
 
     @property
     def has_checker(self) -> bool:
@@ -76,22 +81,22 @@ JUDGE_FILES = {
 LANGUAGES: dict[str, Language] = {
     lang.slug: lang
     for lang in (
-        _lang("clojure", "solution.clj", None, 256 * MiB, ["clojure", "java"], ["clojure", "-e", "(print (clojure-version))"], readonly_paths=("/etc/java-17-openjdk",), judge_time_ms=3000),
+        _lang("clojure", "solution.clj", None, 256 * MiB, ["clojure", "java"], ["clojure", "-e", "(print (clojure-version))"], readonly_paths=("/etc/java-17-openjdk",), judge_time_ms=3000, address_space=False),
         _lang("cpp", "solution.cpp", "checker.cpp", 512 * MiB, ["g++"], ["g++", "--version"]),
-        _lang("csharp", "Solution.cs", "Checker.cs", 1 * GiB, ["mcs", "mono"], ["mono", "--version"], readonly_paths=("/etc/mono",)),
-        _lang("dart", "solution.dart", "checker.dart", 128 * MiB, ["dart"], ["dart", "--version"]),
-        _lang("elixir", "solution.exs", None, 128 * MiB, ["elixir", "erl"], ["elixir", "--short-version"], judge_time_ms=2000),
-        _lang("golang", "solution.go", "checker.go", 512 * MiB, ["go"], ["go", "version"], env=(("GOCACHE", "/sandbox/.cache/go-build"), ("CGO_ENABLED", "0"), ("GOMAXPROCS", "2"), ("GOPROXY", "off"), ("GOSUMDB", "off"), ("GOTOOLCHAIN", "local"), ("GOTELEMETRY", "off"), ("GOFLAGS", ""))),
-        _lang("haskell", "Solution.hs", "Checker.hs", 256 * MiB, ["ghc", "gcc", "ld.lld"], ["ghc", "--numeric-version"], readonly_paths=("/var/lib/ghc",), env=(("LANG", "C.UTF-8"), ("LC_ALL", "C.UTF-8"))),
-        _lang("java", "Solution.java", "Checker.java", 256 * MiB, ["javac", "java"], ["javac", "-version"], readonly_paths=("/etc/java-17-openjdk",), judge_time_ms=2000),
-        _lang("js", "solution.js", None, 64 * MiB, ["node"], ["node", "--version"], template_module="node"),
-        _lang("kotlin", "solution.kt", "checker.kt", 256 * MiB, ["kotlinc", "java"], ["cat", "/usr/local/lib/node_modules/kotlin-compiler/build.txt"], readonly_paths=("/etc/java-17-openjdk",), memory_max=1536 * MiB, judge_time_ms=2000),
+        _lang("csharp", "Solution.cs", "Checker.cs", 1 * GiB, ["mcs", "mono"], ["mono", "--version"], readonly_paths=("/etc/mono",), address_space=False),
+        _lang("dart", "solution.dart", "checker.dart", 128 * MiB, ["dart"], ["dart", "--version"], address_space=False),
+        _lang("elixir", "solution.exs", None, 128 * MiB, ["elixir", "erl"], ["elixir", "--short-version"], judge_time_ms=2000, address_space=False),
+        _lang("golang", "solution.go", "checker.go", 512 * MiB, ["go"], ["go", "version"], env=(("GOCACHE", "/sandbox/.cache/go-build"), ("CGO_ENABLED", "0"), ("GOMAXPROCS", "2"), ("GOPROXY", "off"), ("GOSUMDB", "off"), ("GOTOOLCHAIN", "local"), ("GOTELEMETRY", "off"), ("GOFLAGS", "")), address_space=False),
+        _lang("haskell", "Solution.hs", "Checker.hs", 256 * MiB, ["ghc", "gcc", "ld.lld"], ["ghc", "--numeric-version"], readonly_paths=("/var/lib/ghc",), env=(("LANG", "C.UTF-8"), ("LC_ALL", "C.UTF-8")), address_space=False),
+        _lang("java", "Solution.java", "Checker.java", 256 * MiB, ["javac", "java"], ["javac", "-version"], readonly_paths=("/etc/java-17-openjdk",), judge_time_ms=2000, address_space=False),
+        _lang("js", "solution.js", None, 64 * MiB, ["node"], ["node", "--version"], template_module="node", address_space=False),
+        _lang("kotlin", "solution.kt", "checker.kt", 256 * MiB, ["kotlinc", "java"], ["cat", "/usr/local/lib/node_modules/kotlin-compiler/build.txt"], readonly_paths=("/etc/java-17-openjdk",), memory_max=1536 * MiB, judge_time_ms=2000, address_space=False),
         _lang("php", "solution.php", None, 64 * MiB, ["php"], ["php", "-r", "echo PHP_VERSION;"], readonly_paths=("/etc/php",), template_module="php"),
         _lang("python", "solution.py", None, 256 * MiB, ["python3"], ["python3", "--version"], template_module="python"),
         _lang("ruby", "solution.rb", None, 64 * MiB, ["ruby"], ["ruby", "--version"], template_module="ruby"),
         _lang("rust", "solution.rs", "checker.rs", 256 * MiB, ["cargo", "rustc", "cc"], ["rustc", "--version"], env=(("CARGO_HOME", "/sandbox/.cargo"), ("CARGO_BUILD_JOBS", "2"), ("CARGO_INCREMENTAL", "0"), ("CARGO_NET_OFFLINE", "true"), ("CARGO_TERM_COLOR", "never"))),
         _lang("swift", "solution.swift", "checker.swift", 256 * MiB, ["swiftc"], ["swiftc", "--version"], env=(("SWIFT_BACKTRACE", "enable=no"),)),
-        _lang("ts", "solution.js", None, 64 * MiB, ["node"], ["node", "--version"], template_module="node"),
+        _lang("ts", "solution.js", None, 64 * MiB, ["node"], ["node", "--version"], template_module="node", address_space=False),
         _lang("zig", "solution.zig", "checker.zig", 128 * MiB, ["zig"], ["zig", "version"]),
     )
 }

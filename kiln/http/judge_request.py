@@ -15,7 +15,10 @@ from kiln.runtime import Runtime
 from kiln.units import format_duration_ms
 
 FILES_MAX = 64
-LIMITS = ("time", "wall_time", "memory", "output", "pids")  # a test's, in `limits`
+LIMITS = ("time", "wall_time", "memory", "output", "pids", "address_space")  # a test's, in `limits`
+# limits.address_space's least: as limits.memory's, a size below which no program starts (a
+# static binary's text and stack); a limit that small gives MLE, not an error
+ADDRESS_SPACE_MIN = 1 << 20
 COMPILE_TIMEOUT_MS = 30_000
 DEFAULT_EPSILON = 1e-6
 
@@ -245,7 +248,7 @@ def _limits(value, workload, config) -> TestLimits:
     if value is None:
         value = {}
     if type(value) is not dict:
-        raise ApiError(400, "limits must be an object (time, wall_time, memory, output, pids)")
+        raise ApiError(400, f"limits must be an object ({', '.join(LIMITS)})")
     unknown = sorted(set(value) - set(LIMITS))
     if unknown:
         raise ApiError(400, f"limits.{unknown[0][:40]}: not a limit (one of {', '.join(LIMITS)})")
@@ -261,4 +264,15 @@ def _limits(value, workload, config) -> TestLimits:
         memory=size_field(value.get("memory"), "limits.memory", workload.memory_max, low=1 << 20),
         output=size_field(value.get("output"), "limits.output", config.output_max, low=1),
         pids=count_field(value.get("pids"), "limits.pids", workload.pids_max),
+        address_space=_address_space(value.get("address_space"), workload),
     )
+
+
+def _address_space(value, workload) -> int:
+    """limits.address_space: RLIMIT_AS of the submission's tests (0: none), for the languages
+    whose address space says something of their memory (Language.address_space)."""
+    if value is None:
+        return 0
+    if not workload.language.address_space:
+        raise ApiError(400, f"limits.address_space: {workload.slug}'s runtime reserves address space it never uses, so that limit would say nothing of its memory; use limits.memory (resident memory)")
+    return size_field(value, "limits.address_space", 1 << 50, low=ADDRESS_SPACE_MIN)

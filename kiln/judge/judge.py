@@ -344,7 +344,10 @@ def run_verdict(result: RunResult, time_ms: int, memory: int) -> str | None:
         return "OLE"
     if result.outcome == "policy_violation":
         return "SV"
-    if result.outcome != "exited" or result.exit_code != 0:
+    failed = result.outcome != "exited" or result.exit_code != 0
+    if failed and result.address_space_reached:
+        return "MLE"  # it failed after an allocation was refused for limits.address_space (as DMOJ, Codeforces)
+    if failed:
         return "RE"
     return None
 
@@ -357,4 +360,4 @@ def _give_the_gil() -> None:
 
 def _job_limits(limits: TestLimits) -> Limits:
     """A test's limits as the exec job's own."""
-    return Limits(cpu_ms=limits.time_ms, memory=limits.memory, pids=limits.pids, output=limits.output)
+    return Limits(cpu_ms=limits.time_ms, memory=limits.memory, pids=limits.pids, output=limits.output, address_space=limits.address_space)

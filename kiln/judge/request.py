@@ -38,6 +38,7 @@ class TestLimits:
     memory: int  # bytes
     output: int  # bytes of stdout
     pids: int
+    address_space: int = 0  # bytes, RLIMIT_AS of the submission's tests (DMOJ's and Codeforces' memory); 0 none
 
 
 @dataclass(frozen=True)

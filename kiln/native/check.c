@@ -18,10 +18,10 @@ size_t job_frame_max(const struct slot *s) {
 }
 
 /* a prestarted slot serves its language's test jobs without stdin (its task's stdin is /dev/null)
- * and without memory or pids limits of their own (its limits were written while it warmed) */
+ * and without memory, pids or address-space limits of their own (its limits were written while it warmed) */
 int refused_here(const struct slot *s, const struct job *job, char *err) {
     if (s->prestarted.workload_rec < 0) return 0;
-    if (job->workload_rec == s->prestarted.workload_rec && !job->has_stdin && job->command == CMD_TEST && !job->memory && !job->pids) return 0;
+    if (job->workload_rec == s->prestarted.workload_rec && !job->has_stdin && job->command == CMD_TEST && !job->memory && !job->pids && !job->address_space) return 0;
     snprintf(err, ERR, "slot warmed for %s requests without stdin", s->recipe.recs[s->prestarted.workload_rec].args[0].p);
     return -1;
 }
@@ -41,9 +41,9 @@ int check_job(struct slot *s) {
         return 0;
     }
     static const char *commands[] = {[CMD_TEST] = "test", [CMD_BUILD] = "build", [CMD_EXEC] = "exec"};
-    int n = snprintf(json, sizeof json, "{\"op\":\"job\",\"slug\":\"%s\",\"command\":\"%s\",\"timeout_ms\":%lld,\"limits\":[%lld,%lld,%lld,%lld],"
+    int n = snprintf(json, sizeof json, "{\"op\":\"job\",\"slug\":\"%s\",\"command\":\"%s\",\"timeout_ms\":%lld,\"limits\":[%lld,%lld,%lld,%lld,%lld],"
                      "\"layer\":\"%s\",\"stdin\":%s,\"pipes\":%s,\"stdin_file\":%s,\"file_fds\":[",
-                     s->recipe.recs[job.workload_rec].args[0].p, commands[job.command], job.timeout_ms, job.cpu_ms, job.memory, job.pids, job.output,
+                     s->recipe.recs[job.workload_rec].args[0].p, commands[job.command], job.timeout_ms, job.cpu_ms, job.memory, job.pids, job.output, job.address_space,
                      job.layer, job.has_stdin ? "true" : "false", job.has_pipes ? "true" : "false", job.has_stdin_file ? "true" : "false");
     for (int i = 0, listed = 0; i < job.nparts; i++)
         if (job.by_fd[i]) n += snprintf(json + n, sizeof json - n, "%s%d", listed++ ? "," : "", i);

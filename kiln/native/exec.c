@@ -51,6 +51,7 @@ static int prepare_task(void *arg) {
     struct task_start *t = arg;
     char err[ERR];
     if (take_identity(t->slot)) return t->failed = "take the slot's cgroup and user", errno;
+    if (address_space_enter(t->slot)) return t->failed = "take the address-space limit", errno;
     if (take_filter(t->slot, err)) return t->failed = "load seccomp", errno;
     for (int i = 0; i < t->nfds; i++) {
         /* every source is above the targets' range or is its own target (fds are made after

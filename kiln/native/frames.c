@@ -201,14 +201,14 @@ int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, c
     }
     struct cursor c = {body + 4, body + 4 + head_size};
     char slug[64], command[16], (*names)[FILE_NAME_MAX + 1] = job->file_names;
-    long long sizes[MAX_PARTS + 1], *limits[] = {&job->cpu_ms, &job->memory, &job->pids, &job->output};
+    long long sizes[MAX_PARTS + 1], *limits[] = {&job->cpu_ms, &job->memory, &job->pids, &job->output, &job->address_space};
     int nfiles = 0, nblobs = 0;
     memset(job, 0, sizeof *job);
     if (expect(&c, "{\"op\":\"job\",\"slug\":") || word(&c, slug, sizeof slug) || expect(&c, ",\"command\":") || word(&c, command, sizeof command))
         goto form;
     while (job->command <= CMD_EXEC && strcmp(command, COMMAND_NAMES[job->command])) job->command++;
     if (job->command > CMD_EXEC || expect(&c, ",\"timeout_ms\":") || number(&c, &job->timeout_ms) || expect(&c, ",\"limits\":[")) goto form;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if ((i && expect(&c, ",")) || number(&c, limits[i])) goto form;
     if (expect(&c, "],\"layer\":") || word(&c, job->layer, sizeof job->layer) || expect(&c, ",\"files\":[")) goto form;
     while (expect(&c, "]")) {

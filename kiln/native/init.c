@@ -258,17 +258,20 @@ static void execute(struct slot *s, const struct job *job, struct span w, const 
     make_as_task(s, 0);
     if (failed) return snprintf(err, ERR, "sandbox step 'open stdin and pipes' failed: %s", strerror(errno)), send_failure(s, err);
     stdio[1] = out[1], stdio[2] = errp[1];
-    if (take_limits(s, w, job->timeout_ms, job->cpu_ms, err)) return send_failure(s, err);
+    /* the address space first: it may set the standby aside, and then init takes the rlimits the task inherits */
+    if (address_space_prepare(s, job->address_space, err) || take_limits(s, w, job->timeout_ms, job->cpu_ms, err)) return send_failure(s, err);
     double cpu_before_ms = job->cpu_ms > 0 ? cgroup_cpu_ms(s) : 0, started = monotonic_s();
     /* a kept slot's later tests: each in a pid namespace of its own (testinit.c) */
-    if (s->tests_served ? spawn_under_test_init(s, w, COMMAND_ARGV[job->command], args, nargs, stdio, 3, &run, err)
-                        : spawn_task(s, w, COMMAND_ARGV[job->command], args, nargs, stdio, 3, &run.pid, &run.shell, err))
-        return send_failure(s, err);
+    int failed_spawn = s->tests_served ? spawn_under_test_init(s, w, COMMAND_ARGV[job->command], args, nargs, stdio, 3, &run, err)
+                                       : spawn_task(s, w, COMMAND_ARGV[job->command], args, nargs, stdio, 3, &run.pid, &run.shell, err);
+    address_space_started(s, &run.address_space);
+    if (failed_spawn) return address_space_end(&run.address_space), send_failure(s, err);
     for (int i = 0; i < 3; i++) close(stdio[i]);
     run.out_fd = out[0], run.err_fd = errp[0];
     run.forward_fd = job->has_pipes ? job->pipe_fds[1] : -1;
     run.next = job->command == CMD_EXEC && !job->has_pipes && s->base_ns >= 0;
     supervise_and_answer(s, &run, job, w, started, cpu_before_ms > 0 ? cpu_before_ms : 0, title);
+    address_space_end(&run.address_space);
 }
 
 /* A prestart command found gone when its request comes (a stale build that does not wait, a

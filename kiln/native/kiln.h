@@ -143,6 +143,10 @@ struct slot {
         int shell;                               /* it is TASK_SHELL (run.shell); 0 when forked: the runtime itself */
         int go, out, err;                        /* init's ends of its pipes */
     } prestarted;
+    struct {                                     /* the next task's address-space limit (addrspace.c) */
+        long long limit;                         /* bytes; 0: none */
+        int sock, listener_end, proc;            /* where its process sends its listener, where init takes it, the slot's /proc; -1 none */
+    } address_space;
     struct standby {                             /* a plain slot's task process, waiting in its cgroups (standby.c) */
         pid_t pid;                               /* 0: none (made yet, or released) */
         volatile int state, tid;                 /* its step; its tid until the kernel clears it (exec, exit) */
@@ -258,8 +262,8 @@ struct job {
     enum command command;
     long long timeout_ms;
     /* its own limits, each 0 for the language's: CPU time of the whole run, memory, pids,
-     * stdout (stderr is cut there without a verdict) */
-    long long cpu_ms, memory, pids, output;
+     * stdout (stderr is cut there without a verdict); and its address space (0: none) */
+    long long cpu_ms, memory, pids, output, address_space;
     char layer[LAYER_NAME_MAX + 1]; /* the build (a folder of recipe.layers) below the workspace; "" none */
     int nparts;          /* files, then stdin if any */
     const char *part_names[MAX_PARTS]; /* a test's parts, a build's file names */
@@ -316,6 +320,15 @@ struct starve {
 void starve_begin(struct slot *s, struct starve *c, double now);
 double starve_update(struct slot *s, struct starve *c, double now);
 
+/* addrspace.c: what init sees of a task's address-space limit while it runs */
+struct address_space_watch {
+    long long limit;   /* bytes */
+    int listening;     /* 0: no listener (no limit, or the standby's RLIMIT_AS alone): the rest unused */
+    int listener, proc; /* the task's seccomp listener; the slot's /proc, where its pids are */
+    long calls;        /* calls answered */
+    int reached;       /* an allocation refused for the limit */
+};
+
 struct run {
     pid_t pid;
     int task_fd, out_fd, err_fd, cancel_fd;
@@ -339,9 +352,23 @@ struct run {
     double ended_at;
     struct rusage rusage;
     int has_rusage;
+    struct address_space_watch address_space;
 };
 void supervise(struct slot *s, struct run *run, double deadline, const char *title);
 void kill_all(void);
+
+/* --- addrspace.c: a test's address-space limit (RLIMIT_AS), and seeing an allocation refused - */
+
+/* init, before the spawn: the next task's limit (0: none), its listener's socket pair made (or,
+ * where the task's process must be the standby, RLIMIT_AS set on it alone) */
+int address_space_prepare(struct slot *s, long long limit, char *err);
+/* the task's process, before kiln's filter: RLIMIT_AS, and its mmap/mremap/brk sent to init */
+int address_space_enter(const struct slot *s);
+/* init, after the spawn (done or failed): the listener taken into w */
+void address_space_started(struct slot *s, struct address_space_watch *w);
+void address_space_answer(struct address_space_watch *w); /* one call, from supervise() */
+int address_space_reached(const struct address_space_watch *w, const struct run *run);
+void address_space_end(struct address_space_watch *w);
 
 /* --- testinit.c: a later judge test's own pid namespace, under an init of its own ------------- */
 

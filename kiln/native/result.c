@@ -114,7 +114,7 @@ void send_failure(const struct slot *s, const char *message) {
     char text[ERR + 16];
     int n = snprintf(text, sizeof text, "kiln: %s\n", message);
     send_result(s->sock, "\"op\":\"result\",\"exit_code\":null,\"outcome\":\"infrastructure_failure\",\"wall_ms\":0.0,\"cpu_ms\":0.0,"
-                        "\"memory_peak_bytes\":0,\"signal\":null,\"output_overflow\":false,\"next\":false", "", 0, text, n, NULL, 0);
+                        "\"memory_peak_bytes\":0,\"signal\":null,\"output_overflow\":false,\"next\":false,\"address_space_reached\":false", "", 0, text, n, NULL, 0);
 }
 
 /* timed_out > out_of_memory > policy_violation > pids_limit > signaled > exited (DESIGN.md); a
@@ -145,7 +145,8 @@ void send_result_of(struct slot *slot, const struct run *run, double started, lo
     if (signal_out) snprintf(sig, sizeof sig, "%d", signal_out);
     double ended = run->ended_at ? run->ended_at : monotonic_s();
     snprintf(fields, sizeof fields, "\"op\":\"result\",\"exit_code\":%s,\"outcome\":\"%s\",\"wall_ms\":%.1f,\"cpu_ms\":%.1f,"
-             "\"memory_peak_bytes\":%lld,\"signal\":%s,\"output_overflow\":%s,\"next\":%s",
-             code, outcome, (ended - started) * 1000, cpu_ms, memory, sig, run->overflow ? "true" : "false", run->next ? "true" : "false");
+             "\"memory_peak_bytes\":%lld,\"signal\":%s,\"output_overflow\":%s,\"next\":%s,\"address_space_reached\":%s",
+             code, outcome, (ended - started) * 1000, cpu_ms, memory, sig, run->overflow ? "true" : "false", run->next ? "true" : "false",
+             address_space_reached(&run->address_space, run) ? "true" : "false");
     send_result(slot->sock, fields, run->out, run->out_len, run->err, run->err_len, layer, layer_len);
 }

@@ -25,7 +25,7 @@ void kill_all(void) {
     kill(-1, SIGKILL);
 }
 
-enum { P_OUT, P_ERR, P_CANCEL, P_TASK, P_FORWARD, P_COUNT };
+enum { P_OUT, P_ERR, P_CANCEL, P_TASK, P_FORWARD, P_ADDRESS_SPACE, P_COUNT };
 
 static void close_stream(struct pollfd *fds, int which) {
     if (fds[which].fd >= 0) {
@@ -122,6 +122,7 @@ void supervise(struct slot *s, struct run *run, double deadline, const char *tit
     struct pollfd fds[P_COUNT] = {
         [P_OUT] = {run->out_fd, POLLIN}, [P_ERR] = {run->err_fd, POLLIN},
         [P_CANCEL] = {run->cancel_fd, POLLIN}, [P_TASK] = {run->task_fd, POLLIN}, [P_FORWARD] = {-1, POLLOUT},
+        [P_ADDRESS_SPACE] = {run->address_space.listening ? run->address_space.listener : -1, POLLIN},
     };
     run->forwarding = run->forward_fd >= 0;
     if (run->forward_fd >= 0) fcntl(run->forward_fd, F_SETFL, O_NONBLOCK);
@@ -160,6 +161,8 @@ void supervise(struct slot *s, struct run *run, double deadline, const char *tit
         }
         if (ready <= 0) continue;
         if (fds[P_TASK].revents) fds[P_TASK].fd = -1; /* reaped above; stays readable */
+        if (fds[P_ADDRESS_SPACE].revents & POLLIN) address_space_answer(&run->address_space);
+        else if (fds[P_ADDRESS_SPACE].revents) fds[P_ADDRESS_SPACE].fd = -1; /* no process of the task's filter left */
         if (fds[P_CANCEL].revents) {
             run->cancelled = 1;
             kill_all();

@@ -147,9 +147,10 @@ class Limits:
     memory: int = 0  # bytes, the slot's cgroup limit
     pids: int = 0
     output: int = 0  # bytes of stdout (a judge's test: stderr is cut there without a verdict)
+    address_space: int = 0  # bytes, RLIMIT_AS of the task, with an allocation refused for it seen (addrspace.c); 0 none
 
     def as_list(self) -> list[int]:
-        return [self.cpu_ms, self.memory, self.pids, self.output]
+        return [self.cpu_ms, self.memory, self.pids, self.output, self.address_space]
 
 
 @dataclass(frozen=True)
@@ -201,6 +202,8 @@ class RunResult:
     # job with give_back, that file's content (one byte past its output limit says it was longer)
     returned: bytes | None = None
     next: bool = False  # the slot can run another judge test (exec job) after this one
+    # the job's address-space limit refused an allocation (or the program's exec) of the task's
+    address_space_reached: bool = False
 
 
 class PrestartFailed(Exception):
@@ -228,7 +231,7 @@ def job_fds(job: Job) -> tuple[int, ...]:
 
 
 # result.c writes "op" then these, in this order
-_RESULT_TYPES = {"exit_code": (int, type(None)), "outcome": (str,), "wall_ms": (int, float), "cpu_ms": (int, float), "memory_peak_bytes": (int,), "signal": (int, type(None)), "output_overflow": (bool,), "next": (bool,)}
+_RESULT_TYPES = {"exit_code": (int, type(None)), "outcome": (str,), "wall_ms": (int, float), "cpu_ms": (int, float), "memory_peak_bytes": (int,), "signal": (int, type(None)), "output_overflow": (bool,), "next": (bool,), "address_space_reached": (bool,)}
 RESULT_KEYS = ("op", *_RESULT_TYPES)
 
 

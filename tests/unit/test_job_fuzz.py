@@ -121,9 +121,9 @@ def files_verdict(command: str, names, has_checker: bool) -> bool:
 
 
 def limits_verdict(limits, workload) -> bool:
-    if not isinstance(limits, list) or len(limits) != 4 or not all(type(n) is int and 0 <= n < 10**15 for n in limits):
+    if not isinstance(limits, list) or len(limits) != 5 or not all(type(n) is int and 0 <= n < 10**15 for n in limits):
         return False
-    cpu_ms, memory, pids, output = limits
+    cpu_ms, memory, pids, output, _address_space = limits  # any address space: RLIMIT_AS only lowers
     return cpu_ms <= TIMEOUT_MAX_MS and memory <= workload.memory_max and pids <= workload.pids_max and output <= OUTPUT_MAX
 
 
@@ -218,7 +218,7 @@ file_lists = st.lists(st.sampled_from(FILE_PARTS), max_size=4) | st.lists(parts,
 stdin_flags = st.booleans() | json_values
 commands = st.sampled_from(protocol.COMMANDS) | st.sampled_from(["Test", "run", ""]) | json_values
 limit_values = st.integers(0, 3) | st.integers(OUTPUT_MAX - 1, OUTPUT_MAX + 1) | st.integers(TIMEOUT_MAX_MS - 1, TIMEOUT_MAX_MS + 1) | st.integers(-1, 2**70) | st.floats() | json_values
-limit_lists = st.lists(limit_values, min_size=4, max_size=4) | st.lists(st.integers(0, 10), max_size=5) | json_values
+limit_lists = st.lists(limit_values, min_size=5, max_size=5) | st.lists(st.integers(0, 10), max_size=6) | json_values
 layers = st.just("") | st.just("a" * 64) | st.just("A" * 64) | st.just("a" * 63) | st.just("../" + "a" * 61) | text | json_values
 
 file_fd_lists = st.lists(st.integers(0, 3), max_size=3) | st.lists(st.integers(-1, 6), max_size=6) | json_values
@@ -243,7 +243,7 @@ def valid_jobs(draw, served: tuple[str, ...], rt=None):
     else:
         names = draw(st.lists(st.from_regex(FILE_NAME, fullmatch=True), min_size=command == "build", max_size=3, unique=True))
     stdin = command != "build" and draw(st.booleans())
-    limits = [draw(st.integers(0, TIMEOUT_MAX_MS)), draw(st.integers(0, 16 << 20)), draw(st.integers(0, 8)), draw(st.integers(0, OUTPUT_MAX))]
+    limits = [draw(st.integers(0, TIMEOUT_MAX_MS)), draw(st.integers(0, 16 << 20)), draw(st.integers(0, 8)), draw(st.integers(0, OUTPUT_MAX)), draw(st.integers(0, 1 << 30))]
     layer = draw(st.from_regex(LAYER, fullmatch=True)) if command == "exec" else ""
     pipes = command == "exec" and not stdin and draw(st.booleans())
     stdin_file = command == "exec" and not stdin and not pipes and draw(st.booleans())
@@ -269,7 +269,7 @@ def near_misses(draw, served: tuple[str, ...]):
     elif fault == "command":
         header["command"] = draw(commands)
     elif fault == "limits":
-        header["limits"][draw(st.integers(0, 3))] = draw(limit_values)
+        header["limits"][draw(st.integers(0, 4))] = draw(limit_values)
     elif fault == "layer":
         header["layer"] = draw(layers)
     elif fault == "timeout_ms":
@@ -343,7 +343,7 @@ def test_every_valid_job_is_accepted(rt, recipe_fd, descriptor_files, data):
 
 
 def job_header(**overrides) -> dict:
-    header = {"op": "job", "slug": "python", "command": "test", "timeout_ms": 1000, "limits": [0, 0, 0, 0], "layer": "", "files": ["solution"], "stdin": False, "pipes": False, "stdin_file": False, "file_fds": [], "give_back": ""}
+    header = {"op": "job", "slug": "python", "command": "test", "timeout_ms": 1000, "limits": [0, 0, 0, 0, 0], "layer": "", "files": ["solution"], "stdin": False, "pipes": False, "stdin_file": False, "file_fds": [], "give_back": ""}
     return {**header, **overrides}
 
 
@@ -366,10 +366,10 @@ def job_header(**overrides) -> dict:
         (job_header(), [b"x" * 1025], "RUN_INPUT_MAX"),
         ({**job_header(), "x": 1}, [b""], "not in the form"),
         (job_header(command="run"), [b""], "not in the form"),
-        (job_header(limits=[0, 0, 0]), [b""], "not in the form"),
-        (job_header(limits=[0, 0, 0, OUTPUT_MAX + 1]), [b""], "a job limit above its maximum"),
-        (job_header(limits=[TIMEOUT_MAX_MS + 1, 0, 0, 0]), [b""], "a job limit above its maximum"),
-        (job_header(limits=[0, (1 << 30) + 1, 0, 0]), [b""], "a job limit above its maximum"),
+        (job_header(limits=[0, 0, 0, 0]), [b""], "not in the form"),
+        (job_header(limits=[0, 0, 0, OUTPUT_MAX + 1, 0]), [b""], "a job limit above its maximum"),
+        (job_header(limits=[TIMEOUT_MAX_MS + 1, 0, 0, 0, 0]), [b""], "a job limit above its maximum"),
+        (job_header(limits=[0, (1 << 30) + 1, 0, 0, 0]), [b""], "a job limit above its maximum"),
         (job_header(layer="a" * 64), [b""], "bad layer"),
         (job_header(command="exec", files=[], layer="a" * 63), [], "bad layer"),
         (job_header(command="exec", files=[]), [], "bad layer"),
@@ -505,7 +505,7 @@ def test_a_prestarted_slot_serves_only_its_language_without_stdin(recipe_fd, slu
 
 
 def test_a_prestarted_slot_takes_no_job_with_its_own_memory_or_pids_limit(recipe_fd):
-    for limits, taken in (([0, 0, 0, 100], True), ([0, 64 << 20, 0, 0], False), ([0, 0, 8, 0], False)):
+    for limits, taken in (([0, 0, 0, 100, 0], True), ([0, 64 << 20, 0, 0, 0], False), ([0, 0, 8, 0, 0], False), ([0, 0, 0, 0, 64 << 20], False)):
         [reply] = native_check(protocol.encode(job_header(limits=limits), [b"x"]), recipe_fd, prestart="python")
         assert (reply["op"] == "job") is taken, (limits, reply)
 

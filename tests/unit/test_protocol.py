@@ -115,19 +115,19 @@ def test_malformed_frames(payload):
 
 # --- the job and the result ------------------------------------------------------------------
 
-RESULT = {"op": "result", "exit_code": 0, "outcome": "exited", "wall_ms": 1.5, "cpu_ms": 1.0, "memory_peak_bytes": 4096, "signal": None, "output_overflow": False, "next": False}
+RESULT = {"op": "result", "exit_code": 0, "outcome": "exited", "wall_ms": 1.5, "cpu_ms": 1.0, "memory_peak_bytes": 4096, "signal": None, "output_overflow": False, "next": False, "address_space_reached": False}
 
 
 def test_a_job_is_encoded_in_the_one_form_kiln_init_accepts():
     job = protocol.Job("cpp", 2500, (("solution", b"int main"), ("checker", b"chk")), stdin=b"1 2\n")
     header, blobs = protocol.encode_job(job)
-    assert header == {"op": "job", "slug": "cpp", "command": "test", "timeout_ms": 2500, "limits": [0, 0, 0, 0], "layer": "", "files": ["solution", "checker"], "stdin": True, "pipes": False, "stdin_file": False, "file_fds": [], "give_back": ""}
+    assert header == {"op": "job", "slug": "cpp", "command": "test", "timeout_ms": 2500, "limits": [0, 0, 0, 0, 0], "layer": "", "files": ["solution", "checker"], "stdin": True, "pipes": False, "stdin_file": False, "file_fds": [], "give_back": ""}
     assert list(header) == list(protocol.JOB_KEYS)
     assert blobs == [b"int main", b"chk", b"1 2\n"]
     assert protocol.encode_job(protocol.Job("python", 1, (("solution", b""),)))[0]["stdin"] is False
-    judged = protocol.Job("cpp", 3000, (), stdin=b"1 2", command="exec", limits=protocol.Limits(cpu_ms=1000, memory=1 << 26, pids=8, output=100), layer="f" * 64)
+    judged = protocol.Job("cpp", 3000, (), stdin=b"1 2", command="exec", limits=protocol.Limits(cpu_ms=1000, memory=1 << 26, pids=8, output=100, address_space=1 << 27), layer="f" * 64)
     header, blobs = protocol.encode_job(judged)
-    assert (header["command"], header["limits"], header["layer"], header["files"], blobs) == ("exec", [1000, 1 << 26, 8, 100], "f" * 64, [], [b"1 2"])
+    assert (header["command"], header["limits"], header["layer"], header["files"], blobs) == ("exec", [1000, 1 << 26, 8, 100, 1 << 27], "f" * 64, [], [b"1 2"])
     interactor = protocol.Job("python", 3000, (("input", b"1"), ("record", b"")), command="exec", layer="f" * 64, give_back="record")
     assert protocol.encode_job(interactor)[0]["give_back"] == "record"
 
