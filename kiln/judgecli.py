@@ -1,7 +1,7 @@
 """`kiln judge`: a problem setter's client of a running kiln's /judge (DESIGN.md, "Judge API").
 
     kiln judge SOLUTION TESTS_DIR|PACKAGE_DIR --lang SLUG [--url URL] [--compare MODE] [--epsilon E] [--ignore-case]
-               [--checker FILE --checker-lang SLUG] [--time 2s] [--memory 256m]
+               [--checker FILE --checker-lang SLUG] [--time 2s] [--memory 256m] [--address-space 256m]
                [--stop-on-failure] [--api-key KEY]
 
 Tests are NAME.in with NAME.out or NAME.ans beside it, judged in natural order of NAME (2
@@ -66,6 +66,7 @@ def add_parser(commands) -> None:
     judge.add_argument("--checker-lang", metavar="SLUG", help="the checker's language")
     judge.add_argument("--time", type=_checked(parse_duration_ms, "a duration such as 500ms, 2s or 1m"), metavar="DURATION", help="CPU time of each test (default: the language's judge_time)")
     judge.add_argument("--memory", type=_checked(parse_size, "a size such as 65536, 64k, 256m or 1g"), metavar="SIZE", help="memory of each test (default: the server's maximum)")
+    judge.add_argument("--address-space", type=_checked(parse_size, "a size such as 65536, 64k, 256m or 1g"), metavar="SIZE", help="address space of each test, as DMOJ and Codeforces count memory (default: none; README: which to choose)")
     judge.add_argument("--stop-on-failure", action="store_true", help="skip the tests after the first that is not AC")
     judge.add_argument("--api-key", default=os.environ.get("KILN_API_KEY"), metavar="KEY", help="a bearer key of RUN_API_KEYS (default: $KILN_API_KEY)")
 
@@ -141,7 +142,7 @@ def judge(args, progress: Progress) -> dict:
     if package is not None:  # the package's limits unless the command line gives its own
         time_ = time_ or (f"{package.time_ms}ms" if package.time_ms else None)
         memory = memory or (str(package.memory_bytes) if package.memory_bytes else None)
-    limits = {k: v for k, v in (("time", time_), ("memory", memory)) if v is not None}
+    limits = {k: v for k, v in (("time", time_), ("memory", memory), ("address_space", args.address_space)) if v is not None}
     if limits:
         body["limits"] = limits
     if args.stop_on_failure:

@@ -6,9 +6,11 @@ resident memory (the cgroup): untouched memory is free, as on Kattis, DOMjudge o
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
-from kilntest import Server
+from kilntest import KILN, Server
 
 # 512 MiB asked for, three ints touched: a failed `new` under an address-space limit, nothing
 # much under a resident one
@@ -94,3 +96,17 @@ def test_a_bad_address_space_is_a_400_naming_the_field(server, lang, value, said
     answer = judge(server, "int main() {}", [{"stdin": "", "expected": ""}], lang=lang, address_space=value)
     assert answer.status_code == 400
     assert said in answer.json()["error"]
+
+
+def test_kiln_judge_takes_an_address_space(server, tmp_path):
+    (tmp_path / "main.cpp").write_text(NEW_CUBE)
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "1.in").write_text("")
+    (tests / "1.out").write_text("5\n")
+    argv = [str(KILN), "judge", str(tmp_path / "main.cpp"), str(tests), "--lang", "cpp", "--url", server.url, "--memory", "256m"]
+    limited = subprocess.run([*argv, "--address-space", "64m"], capture_output=True, text=True, timeout=120)
+    assert limited.returncode == 1 and "verdict: MLE on test 1" in limited.stdout, limited
+    assert subprocess.run(argv, capture_output=True, text=True, timeout=120).returncode == 0
+    refused = subprocess.run([*argv, "--address-space", "lots"], capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "'lots' is not a size" in refused.stderr
