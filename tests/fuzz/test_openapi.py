@@ -206,7 +206,7 @@ def test_judge_request_fields_are_exactly_the_contracts():
     assert tuple(limits) == request.LIMITS and schemas["JudgeLimits"]["additionalProperties"] is False  # an unknown limit: a 400
     duration = DOC["components"]["schemas"]["RunRequest"]["properties"]["timeout"]["pattern"]
     assert limits["time"]["pattern"] == limits["wall_time"]["pattern"] == fields["compile_timeout"]["pattern"] == duration
-    for name, low in (("memory", 1 << 20), ("output", 1)):
+    for name, low in (("memory", 1 << 20), ("output", 1), ("address_space", 1 << 20)):
         assert (limits[name]["type"], limits[name]["pattern"], limits[name]["minimum"]) == (["integer", "string", "null"], "^[0-9]+[kKmMgG]?$", low)
     assert (limits["pids"]["type"], limits["pids"]["minimum"]) == (["integer", "null"], 1)
     # the answer: DESIGN.md's verdicts, the test's in kiln/judge/judge.py's order of precedence
@@ -251,7 +251,7 @@ class Slot(threading.Thread):
 
 
 def result_frame(stdout: bytes = b"out \xff\n", layer: bytes | None = None, stderr: bytes = b"", **overrides) -> tuple[dict, list[bytes]]:
-    header = {"op": "result", "exit_code": 0, "outcome": "exited", "wall_ms": 12.5, "cpu_ms": 3.0, "memory_peak_bytes": 4096, "signal": None, "output_overflow": False, "next": False}
+    header = {"op": "result", "exit_code": 0, "outcome": "exited", "wall_ms": 12.5, "cpu_ms": 3.0, "memory_peak_bytes": 4096, "signal": None, "output_overflow": False, "next": False, "address_space_reached": False}
     return {**header, **overrides}, [stdout, stderr] + ([] if layer is None else [layer])
 
 
@@ -444,11 +444,11 @@ def test_run_limits_are_documented(make_app, observed):
     pool.next = result_frame()
     check(post_run(client, {**PYTHON, "limits": {"memory": "64m", "pids": 16, "output": 1000}}), 200)
     pool.slots[-1].join(5)
-    assert pool.slots[-1].job[0]["limits"] == [0, 64 << 20, 16, 1000] and pool.wants[-1] is None  # a plain slot
+    assert pool.slots[-1].job[0]["limits"] == [0, 64 << 20, 16, 1000, 0] and pool.wants[-1] is None  # a plain slot
     pool.next = result_frame()
     check(post_run(client, {**PYTHON, "limits": {"output": "1k", "memory": None}}), 200)  # null: the server's
     pool.slots[-1].join(5)
-    assert pool.slots[-1].job[0]["limits"] == [0, 0, 0, 1024]
+    assert pool.slots[-1].job[0]["limits"] == [0, 0, 0, 1024, 0]
     pool.next = result_frame(output_overflow=True)  # over limits.output: as over RUN_OUTPUT_MAX
     response = post_run(client, {**PYTHON, "limits": {"output": 1}})
     check(response, 413)
@@ -577,7 +577,7 @@ def test_judge_statuses_are_documented(make_app, observed):
     bad = [(b"{", "body is not valid JSON"), ({"lang_slug": "cobol", "solution_text": "", "tests": []}, "unsupported lang_slug"),
            ({**JUDGE, "tests": [{"stdin": ""}]}, "tests[0]: expected or expected_file is required (unless compare is checker or none, or an interactor is given)"),
            ({**JUDGE, "limits": {"time": "20s"}}, "limits.time 20s is above its maximum of 10s"),
-           ({**JUDGE, "limits": {"time": "1s", "cpu": "1s"}}, "limits.cpu: not a limit (one of time, wall_time, memory, output, pids)"),
+           ({**JUDGE, "limits": {"time": "1s", "cpu": "1s"}}, "limits.cpu: not a limit (one of time, wall_time, memory, output, pids, address_space)"),
            ({**JUDGE, "compare": "checker"}, "checker is required when compare is checker"),
            ({**JUDGE, "checker": CHECKER}, "checker is given: compare must be checker (got tokens)"),
            ({**JUDGE, "compare": "lines", "checker": CHECKER}, "checker is given: compare must be checker (got lines)"),
@@ -701,7 +701,7 @@ def test_judge_checker_answers_are_documented(make_app, observed):
     run_0, checker_0 = runs[0], runs[1]
     assert (checker_0[0]["command"], checker_0[0]["slug"], checker_0[0]["files"], checker_0[0]["stdin"]) == ("exec", "python", list(GIVEN_FILES["checker"]), False)
     assert checker_0[1] == [b"0\n", b"3\n", b"3\n"]  # the test's input, the submission's output, the expected answer
-    assert checker_0[0]["layer"] != run_0[0]["layer"] and checker_0[0]["limits"] == [0, 0, 0, 0]  # its own build, its language's limits
+    assert checker_0[0]["layer"] != run_0[0]["layer"] and checker_0[0]["limits"] == [0, 0, 0, 0, 0]  # its own build, its language's limits
     no_answer = runs[-2]  # the checker of the test without an answer
     assert no_answer[1] == [b"7\n", b"3\n", b""]  # no expected answer: an empty file
     assert len(runs) == 2 * (len(tests) - 1) + 1  # the RE test: no checker run
@@ -866,6 +866,7 @@ STEERED_LIMITS = {
     "memory": (lambda value: _whole(1 << 20)(value) or isinstance(value, str) and _SIZE.fullmatch(value) is not None, [64 << 20, "64m"]),
     "output": (_whole(1), [1 << 16]),
     "pids": (_whole(1), [32]),
+    "address_space": (lambda value: _whole(1 << 20)(value) or isinstance(value, str) and _SIZE.fullmatch(value) is not None, [256 << 20, "256m"]),
 }
 
 
