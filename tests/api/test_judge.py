@@ -676,7 +676,7 @@ def test_an_interactor_with_a_checker_and_another_compare_is_a_400(server, field
         ({"limits": {"pids": 100000}}, "limits.pids 100000 is above its maximum of 256"),
         ({"limits": {"time": "2s", "wall_time": "1s"}}, "limits.wall_time (1s) is below limits.time (2s)"),
         ({"limits": {"time": 5}}, 'limits.time must be a duration string such as "500ms", "2s" or "1m"'),
-        ({"limits": {"memroy": "64m"}}, "limits.memroy: not a limit (one of time, wall_time, memory, output, pids)"),
+        ({"limits": {"memroy": "64m"}}, "limits.memroy: not a limit (one of time, wall_time, memory, output, pids, address_space)"),
         ({"compile_timeout": "10m"}, "compile_timeout 10m is above its maximum of 5m"),
         ({"stop_on_failure": "yes"}, "stop_on_failure must be a boolean (true or false)"),
     ],

@@ -83,6 +83,17 @@ def test_python_runs_under_an_address_space_limit_and_a_memory_error_is_MLE(serv
     assert "MemoryError" in body["tests"][1]["stderr"]
 
 
+def test_an_interactive_tests_submission_takes_the_limit_and_its_interactor_does_not(server):
+    # the interactor holds 150 MiB of address space itself, over the submission's limit
+    interactor = "import sys\nn = int(open(sys.argv[1]).read())\nbig = bytearray(150 << 20)\nprint(n, flush=True)\nsys.exit(0 if input() == str(n) else 1)\n"
+    solution = "n = int(input())\nx = bytearray(n << 20)\nprint(n, flush=True)\n"
+    body = server.client.post("/judge", json={
+        "lang_slug": "python", "solution_text": solution, "tests": [{"stdin": "8"}, {"stdin": "200"}],
+        "interactor": {"lang_slug": "python", "source": interactor}, "limits": {"address_space": "96m", "memory": "512m"},
+    }).json()  # fmt: skip
+    assert verdicts(body) == ["AC", "MLE"], body
+
+
 @pytest.mark.parametrize(
     ("lang", "value", "said"),
     [
