@@ -105,7 +105,7 @@ int address_space_enter(const struct slot *s) {
 /* --- in init ---------------------------------------------------------------------------------- */
 
 int address_space_prepare(struct slot *s, long long limit, char *err) {
-    int ends[2];
+    int ends[2] = {-1, -1};
     s->address_space.limit = limit, s->address_space.sock = -1, s->address_space.listener_end = -1, s->address_space.proc = -1;
     if (limit <= 0) return 0;
     /* the standby loaded kiln's filter while warming: it cannot load this one. The task's process
@@ -123,7 +123,8 @@ int address_space_prepare(struct slot *s, long long limit, char *err) {
      * its own namespace's over /proc */
     if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, ends) || (s->address_space.proc = open("/proc", O_DIRECTORY | O_RDONLY | O_CLOEXEC)) < 0) {
         snprintf(err, ERR, "sandbox step 'the address-space listener' failed: %s", strerror(errno));
-        return close(ends[0]), close(ends[1]), -1;
+        if (ends[0] >= 0) close(ends[0]), close(ends[1]);
+        return -1;
     }
     s->address_space.sock = ends[0], s->address_space.listener_end = ends[1];
     if (s->standby.pid > 0) { /* set aside: killed, reaped */
