@@ -27,6 +27,20 @@ void make_as_task(const struct slot *s, int yes) {
     syscall(SYS_setfsuid, yes ? s->recipe.uid : 0);
 }
 
+/* A plain slot's task's descriptors 0-2, the task's own: its stdin (an interactive test's pipe,
+ * a judge test's file of the store as it is, else the job's own) and its output pipes, whose
+ * read ends go in ends[] for supervise.c */
+int task_stdio(const struct slot *s, const struct job *job, int stdio[3], int ends[2], char *err) {
+    int out[2], errp[2];
+    make_as_task(s, 1);
+    int failed = (stdio[0] = job->has_pipes ? job->pipe_fds[0] : job->has_stdin_file ? job->stdin_fd : open_stdin(job)) < 0 || output_pipe(out) || output_pipe(errp);
+    make_as_task(s, 0);
+    if (failed) return snprintf(err, ERR, "sandbox step 'open stdin and pipes' failed: %s", strerror(errno)), -1;
+    stdio[1] = out[1], stdio[2] = errp[1];
+    ends[0] = out[0], ends[1] = errp[0];
+    return 0;
+}
+
 int command_of(const struct slot *s, struct span w, uint32_t argv_type, char *argv[COMMAND_MAX], char *envp[COMMAND_MAX]) {
     int argc = 0, envc = 0;
     for (size_t i = w.from; i < w.to; i++) {

@@ -111,11 +111,25 @@ struct span workload_span(const struct recipe *r, size_t record);
 enum { START_VARIABLES(START_VARIABLE_ENUM) };
 #define START_VAR(name) ((void)START_##name, "KILN_" #name)
 
+/* --- start.c: kiln-init's start ----------------------------------------------------------- */
+
+struct slot;
+/* what the environment says, beyond the slot's own fields */
+struct start {
+    int template_fd, forked, module;
+    pid_t forked_pid;
+    char prestart[64], template_of[64];
+};
+int env_fd(const char *name); /* the descriptor a start variable names; -1 none */
+void read_environment(struct slot *s, struct start *start);
+void keep_descriptors(const struct slot *s, const struct start *start); /* every other one closed */
+int become_init(struct slot *s, char *err); /* death signal, empty bounding set, a session of its own */
+
 /* --- the slot: everything kiln-init knows, handed from step to step ------------------------ */
 
 struct slot {
     struct recipe recipe;
-    int sock, zygote;                            /* the job's socket; the zygote's pidfd */
+    int sock, zygote;                            /* the socket its jobs come on; the zygote's pidfd */
     int cg_dirs[MAX_FDS], cg_procs[MAX_FDS];     /* SlotCgroup.fd_groups() */
     int n_dirs, n_procs;
     int born_in_cgroup; /* the task's process is created in cg_dirs[0], a v2 cgroup (clone3
@@ -127,7 +141,7 @@ struct slot {
     int base_ns;        /* a judge slot's warm mount namespace: each test runs in a fresh copy; -1 none */
     int tests_served;   /* judge tests this slot has run (one after another, each its own sandbox) */
     int pid_ns;         /* init's own pid namespace, kept once a later test needed one of its own (testinit.c); -1 none */
-    struct {            /* the last test's language and own limits, once written to the cgroup (init.c) */
+    struct {            /* the last test's language and own limits, once written to the cgroup (kept.c) */
         long workload_rec;
         long long memory, pids;
     } limits_written;
@@ -233,6 +247,8 @@ void keep_only(int *keep, int n);
 #define TASK_SHELL "/bin/sh"
 int output_pipe(int ends[2]);
 void make_as_task(const struct slot *s, int yes); /* 1: what init makes is the task's (fsuid); 0: root's */
+/* a plain slot's task's stdin and output pipes, its own; init's read ends in ends[] */
+int task_stdio(const struct slot *s, const struct job *job, int stdio[3], int ends[2], char *err);
 /* the argv of records argv_type and the K_W_ENV environment of a language; returns argc */
 int command_of(const struct slot *s, struct span w, uint32_t argv_type, char *argv[COMMAND_MAX], char *envp[COMMAND_MAX]);
 /* init never moves a process: once the task's process joined the cgroups, cgroup.procs closed */
@@ -370,6 +386,21 @@ void address_space_answer(struct address_space_watch *w); /* one call, from supe
 int address_space_reached(const struct address_space_watch *w, const struct run *run);
 void address_space_end(struct address_space_watch *w);
 
+/* --- prestart.c: a prestarted slot's command, spawned while warming or forked by its template - */
+
+int start_prestarted(struct slot *s, struct span w, char *err); /* spawned, waiting for its go */
+/* a slot cloned by its language's template: the task it forked handed the slot, and entered */
+int start_forked(struct slot *s, struct span w, int task_sock, pid_t task, char *err);
+int prestart_gone(struct slot *s); /* 1: exited before its request, the prestart_failed frame sent */
+int release_prestarted(struct slot *s, struct run *run, char *err); /* its go; *run the task's */
+
+/* --- kept.c: a kept slot, running a judge request's tests one after another ------------------- */
+
+int fresh_sandbox(struct slot *s, char *err); /* a judge test's own mount, IPC, network namespaces */
+/* the language's and the job's cgroup limits, unless the last test's were the same */
+int write_limits(struct slot *s, const struct job *job, struct span w, char *err);
+int ready_for_next(struct slot *s); /* 0: the last test's processes gone, the slot can run another */
+
 /* --- testinit.c: a later judge test's own pid namespace, under an init of its own ------------- */
 
 /* spawn_task's, in a new pid namespace whose init (run->pid) spawned the task and reports its
@@ -397,10 +428,13 @@ int collect_layer(const struct slot *s, char **out, size_t *len, char *err);
 
 void set_title(struct slot *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* --- check.c, contract.c, launch.c: kiln-init's other modes, and what a job is checked against ---------- */
+/* --- receive.c: a job taken: read within the slot's maximum, parsed, checked against the slot -- */
 
-size_t job_frame_max(const struct slot *s);
-int refused_here(const struct slot *s, const struct job *job, char *err); /* a prestarted slot takes its language's only */
+/* 1: *job taken (its blobs in *body, malloc'd); 0: the socket closed; -1: refused, why in err */
+int receive_job(struct slot *s, struct job *job, char **body, char *err);
+
+/* --- check.c, contract.c, launch.c: kiln-init's other modes ---------------------------------- */
+
 int check_job(struct slot *s);                                     /* `kiln-init check` */
 int print_contract(void);                                          /* `kiln-init contract` */
 void exec_template(struct slot *s, int template_fd, const char *slug, int module); /* KILN_TEMPLATE_OF */

@@ -12,7 +12,7 @@
  * withhold) and releases it with the command; it takes its own copy of init's descriptors (the
  * job's pipes among them; close_range, which the filter allows where it kills unshare), enters
  * the workspace, takes the slot's user, lays out its descriptors and execs. A judge's first
- * test runs in the slot's warm mount namespace itself (init.c fresh_sandbox), so the standby
+ * test runs in the slot's warm mount namespace itself (kept.c fresh_sandbox), so the standby
  * never has to enter another: the filter would not let it.
  *
  * The two share one address space, so one errno: while the standby runs libc code, init is

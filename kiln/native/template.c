@@ -2,7 +2,7 @@
  * the language forked from it instead of started afresh (python: ~1 ms of CPU a task instead
  * of ~12). The workspace's `template` command loads a binding of this core from descriptor 4
  * (template_python.c, template_node.c) and calls its serve(3); kiln-init's template mode
- * (init.c) started that command in a copy of the sandbox's root, as root, with the zygote's
+ * (launch.c) started that command in a copy of the sandbox's root, as root, with the zygote's
  * socket on descriptor 3.
  *
  *   serve(3)  the zygote's requests, one message a slot: the flags, path, argv and environment

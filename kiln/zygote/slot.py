@@ -11,7 +11,8 @@ The zygote spawns init straight into those namespaces (clone with the zygote's m
 until the exec: no fork of a Python process; the zygote goes on without waiting for the exec)
 and hands it the index's recipe: the plans, compiled by kiln.zygote.recipe. init finishes the
 slot's root filesystem while warming (its own /tmp, /proc and upper layer), then waits on its
-socket for its job; init.c has the steps.
+socket for its job (a kept slot: a judge request's tests, one after another); init.c has the order
+of its steps.
 The index's first slot builds the template (everything read-only in the root) and hands it to
 the zygote with its ready frame. A slot prestarted for a language that has a language template
 (kiln.zygote.template) is cloned by that template instead, still as the zygote's child, and its

@@ -1,6 +1,6 @@
 """kiln-init's start: the descriptors and names its environment carries, written by the zygote
 for a slot (slot.spawn) and for a language's template (template.start). kiln-init reads them
-once (init.c read_environment) and clears its environment; `kiln-init contract` lists the names
+once (start.c read_environment) and clears its environment; `kiln-init contract` lists the names
 it reads, which tests/unit/test_contract.py compares with these."""
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ def test_a_stdin_file_is_taken_as_the_one_descriptor_of_its_frame_and_checked():
     check = frames[frames.index("static int store_file("):frames.index("int take_descriptors(")]
     assert all(c in check for c in ("S_ISREG(st.st_mode)", "(flags & O_ACCMODE) != O_RDONLY", "st.st_size > r->judge_part_max"))
     assert "lseek(fds[0], 0, SEEK_SET)" in take
-    assert "job->has_stdin_file ? job->stdin_fd" in c_source("init.c")
+    assert "job->has_stdin_file ? job->stdin_fd" in c_source("exec.c")
 
 
 def test_files_by_descriptor_follow_the_pipes_or_stdin_file_in_the_files_order_and_are_copied_at_explicit_offsets():
