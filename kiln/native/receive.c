@@ -14,7 +14,7 @@ static size_t job_frame_max(const struct slot *s) {
 }
 
 /* a prestarted slot serves its language's test jobs without stdin (its task's stdin is /dev/null)
- * and without memory or pids limits of their own (its limits were written while it warmed) */
+ * and without memory, pids or address-space limits of their own (its limits were written while it warmed) */
 static int refused_here(const struct slot *s, const struct job *job, char *err) {
     if (s->prestarted.workload_rec < 0) return 0;
     if (job->workload_rec == s->prestarted.workload_rec && !job->has_stdin && job->command == CMD_TEST && !job->memory && !job->pids && !job->address_space) return 0;
