@@ -1,6 +1,8 @@
 /* kiln-init: a slot's init as a small static program (init.c has the order of its steps), and
  * the core a language's template shares with it (template.c). One header; its sections follow
- * the files, one kernel concern each. Context is passed, never global: a `struct slot`. */
+ * the files, one kernel concern each. Context is passed, never global: a `struct slot`. It is
+ * longer than a module should be because it is the index of ~25 small files (each section its
+ * file's few declarations) and the contract's tables, which kiln-init's `contract` mode prints. */
 #ifndef KILN_H
 #define KILN_H
 
