@@ -42,9 +42,10 @@ NOT_THE_SHAPE = [
     pytest.param('{"arguments": [[1], 2]}', id="mixed"),
     pytest.param('"arguments"', id="string"),
     pytest.param("", id="empty"),
+    pytest.param('[{"arguments": [[1]]}]', id="nested"),
 ]
 # asserts.json that is not JSON (or not UTF-8): the solution runs as a plain program
-INVALID_JSON = ['{"arguments": [[1, 2]]', "{arguments: [[1, 2]]}", b'{"arguments": [["\xff"]]}']
+INVALID_JSON = ['{"arguments": [[1, 2]]', "{arguments: [[1, 2]]}", b'{"arguments": [["\xff"]]}', '{"arguments": [[01]]}']
 
 
 @dataclass

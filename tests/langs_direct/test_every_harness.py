@@ -1,5 +1,5 @@
 """The behaviours every harness has, as tables: one row a language (test ids:
-test_x[<slug>-test] and [<slug>-prestart]), what it sends and what comes back kept as data, one
+test_x[test-<slug>] and [prestart-<slug>]), what it sends and what comes back kept as data, one
 test function a table; each runs the workspace's harness directly (no kiln, no sandbox) twice: by
 the test command, and by the prestart command released by kiln's go byte (a prestarted slot must
 behave exactly as a plain one). What each harness language is: harnesscase.HARNESSES; a
