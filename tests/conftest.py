@@ -6,7 +6,15 @@ from pathlib import Path
 
 import pytest
 
+from kiln import langs
 from kilntest import Server, searchable
+
+
+def pytest_configure(config):
+    """A marker a language (`lang_<slug>`) for the rows of a language table: a host without the
+    language leaves them out with -m 'not lang_<slug>' (scripts/stock-vm-guest.sh)."""
+    for slug in langs.LANGUAGES:
+        config.addinivalue_line("markers", f"lang_{slug}: a row of a language table that needs {slug} on the host")
 
 
 @pytest.fixture

@@ -1,15 +1,16 @@
 """What the tests in tests/langs_direct/ share: they run a language workspace's harness directly,
 as kiln would but without a sandbox.
 
-A test gets a fresh copy of `langs/<slug>/` in a tmp dir (`workspace`), writes the solution (and
-asserts.json), and runs the workspace's test command (`make -n -s test`, run with
+A test gets a fresh copy of `langs/<slug>/` in a tmp dir (`harness_workspace`), writes the
+solution (and asserts.json), and runs the workspace's test command (`make -n -s test`, run with
 `/bin/sh -e -c` from the copy) with kiln's task environment: PATH=/usr/local/bin:/usr/bin:/bin,
 HOME = the workspace.
 
-A language's test file says what is its own (its solutions, what they print, its quirks); the
-checks every harness passes the same way are the assert_* here, with `report` (the exact line a
-harness prints, times masked) and the asserts.json variants the harnesses must not take for
-theirs (NOT_THE_SHAPE, INVALID_JSON).
+What each harness language is (`HARNESSES`: its solution file, its interpreter, its a+b and the
+original runner's payload) is here; the behaviours every harness has are tables in
+test_every_harness.py (one row a language), with `report` (the exact line a harness prints,
+times masked) and the asserts.json variants the harnesses must not take for theirs
+(NOT_THE_SHAPE, INVALID_JSON); test_<slug>_harness.py is what is a language's own.
 """
 
 from __future__ import annotations
@@ -41,9 +42,10 @@ NOT_THE_SHAPE = [
     pytest.param('{"arguments": [[1], 2]}', id="mixed"),
     pytest.param('"arguments"', id="string"),
     pytest.param("", id="empty"),
+    pytest.param('[{"arguments": [[1]]}]', id="nested"),
 ]
 # asserts.json that is not JSON (or not UTF-8): the solution runs as a plain program
-INVALID_JSON = ['{"arguments": [[1, 2]]', "{arguments: [[1, 2]]}", b'{"arguments": [["\xff"]]}']
+INVALID_JSON = ['{"arguments": [[1, 2]]', "{arguments: [[1, 2]]}", b'{"arguments": [["\xff"]]}', '{"arguments": [[01]]}']
 
 
 @dataclass
@@ -144,19 +146,20 @@ def copy_workspace(slug: str, dest: Path) -> Path:
     return root
 
 
-def workspace(tmp_path: Path, slug: str, solution_name: str, interpreter: str, hint: str = "", prestarted: bool = False) -> Workspace:
-    """A fresh copy of langs/<slug>/ whose solution file is check/<solution_name>; skips when
-    interpreter is not installed ("<interpreter> is not installed<hint>")."""
-    if not Path(interpreter).exists():
-        pytest.skip(f"{interpreter} is not installed{hint}")
-    return Workspace(copy_workspace(slug, tmp_path), solution_name, interpreter, prestarted)
+_installs: dict[str, subprocess.CompletedProcess | None] = {}
 
 
-def install(slug: str, interpreter: str) -> subprocess.CompletedProcess | None:
-    """Runs langs/<slug>/install.sh (None when interpreter is not installed): for a session fixture."""
-    if not Path(interpreter).exists():
-        return None
-    return subprocess.run([str(LANGS / slug / "install.sh")], capture_output=True, text=True, timeout=600)
+def installed(slug: str) -> subprocess.CompletedProcess | None:
+    """langs/<slug>/install.sh's run, once a session (None when the interpreter is not installed)."""
+    if slug not in _installs:
+        interpreter = HARNESSES[slug].interpreter
+        ran = subprocess.run([str(LANGS / slug / "install.sh")], capture_output=True, text=True, timeout=600) if Path(interpreter).exists() else None
+        _installs[slug] = ran
+    return _installs[slug]
+
+
+def install_said(ran: subprocess.CompletedProcess) -> str:
+    return f"{ran.stdout.strip()} {ran.stderr.strip()[-2000:]}"
 
 
 def report(*calls: tuple, loading: str | None = None) -> str:
@@ -169,76 +172,114 @@ def report(*calls: tuple, loading: str | None = None) -> str:
     return json.dumps(items, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
-def assert_simple_test_target(ws: Workspace) -> None:
-    """The Makefile's `test` target: phony, no prerequisites, a one-line command that names no
-    absolute path of the workspace."""
-    assert ws.command.endswith("\n") and ws.command.count("\n") == 1, ws.command
-    makefile = (ws.root / "Makefile").read_text()
-    assert ".PHONY: test" in makefile
-    assert re.search(r"^test:\s*$", makefile, re.M), "test must have no prerequisites"
-    assert "CURDIR" not in makefile and str(ws.root) not in ws.command
-
 
 def assert_reports(res: Result, *calls: tuple, loading: str | None = None) -> None:
     """The harness exited 0 and printed exactly report(*calls, loading=loading)."""
     assert (res.returncode, res.masked()) == (0, report(*calls, loading=loading)), res.stderr
 
 
-def assert_a_plus_b(ws: Workspace, add: str) -> None:
-    """add, the language's a+b, over AB: a result a call, nothing on stderr, each call under a second."""
-    res = ws.run(add, AB)
-    assert_reports(res, ("result", 3), ("result", 7), ("result", 0), ("result", 2.75))
-    assert res.stderr == ""
-    for item in res.items():
-        assert float(item["time"]) < 1
+@dataclass(frozen=True)
+class Harness:
+    """A harness language: its solution file, what runs it bare, its a+b (a solution adding its
+    two arguments), the original runner's payload (a plain program that reads asserts.json,
+    {"a": 2, "b": 3}, and prints a + b); installs: its install.sh makes what the harness runs
+    with (node_modules, the compiled harness), run once a session."""
+
+    slug: str
+    solution_name: str
+    interpreter: str
+    add: str
+    runner_payload: str
+    installs: bool = False
 
 
-def assert_output_per_call(ws: Workspace, solution: str, outputs: list[str]) -> None:
-    """solution(n) prints in every way the language has, and fails after printing for n == 2:
-    over [[1], [2], [3]] each call's item holds what it printed (outputs), the failed one too."""
-    res = ws.run(solution, '{"arguments": [[1], [2], [3]]}')
-    assert res.returncode == 0, res.stderr
-    items = res.items()
-    assert [i["output"] for i in items] == outputs
-    assert [i["type"] for i in items] == ["result", "error", "result"]
+NODE = "/usr/bin/node"
+HARNESSES = {
+    "elixir": Harness(
+        "elixir",
+        "solution.exs",
+        "/usr/bin/elixir",
+        "defmodule Solution do\n  def solution(a, b), do: a + b\nend\n",
+        # a JSON library would be needed (Debian's Elixir has none): this one reads it all the same
+        """[_, a, b] = Regex.run(~r/"a":\\s*(\\d+),\\s*"b":\\s*(\\d+)/, File.read!("asserts.json"))
+IO.puts(String.to_integer(a) + String.to_integer(b))
+""",
+        installs=True,
+    ),
+    "js": Harness(
+        "js",
+        "solution.js",
+        NODE,
+        "module.exports = (a, b) => a + b;\n",
+        """const fs = require('fs');
+const data = JSON.parse(fs.readFileSync('asserts.json', 'utf8'));
+console.log(data.a + data.b);
+""",
+        installs=True,
+    ),
+    "php": Harness(
+        "php",
+        "solution.php",
+        "/usr/bin/php",
+        "<?php\nfunction solution($a, $b)\n{\n    return $a + $b;\n}\n",
+        """<?php
+$data = json_decode(file_get_contents('asserts.json'), true);
+echo $data['a'] + $data['b'], "\\n";
+""",
+    ),
+    "python": Harness(
+        "python",
+        "solution.py",
+        "/usr/bin/python3",
+        "def solution(a, b):\n    return a + b\n",
+        """import json
+
+with open("asserts.json") as f:
+    data = json.load(f)
+print(data["a"] + data["b"])
+""",
+    ),
+    "ruby": Harness(
+        "ruby",
+        "solution.rb",
+        "/usr/bin/ruby",
+        "def solution(a, b)\n  a + b\nend\n",
+        """require 'json'
+
+data = JSON.parse(File.read('asserts.json'))
+puts data['a'] + data['b']
+""",
+    ),
+    "ts": Harness(
+        "ts",
+        "solution.js",
+        NODE,
+        "function solution(a: number, b: number): number {\n  return a + b;\n}\n\nexport default solution;\n",
+        """import * as fs from 'fs';
+
+const data: { a: number; b: number } = JSON.parse(fs.readFileSync('asserts.json', 'utf8'));
+console.log(data.a + data.b);
+""",
+        installs=True,
+    ),
+}
 
 
-def assert_stderr_left_alone(ws: Workspace, solution: str) -> None:
-    """solution() prints "to stderr" on stderr and returns 1: stderr is not the call's output."""
-    res = ws.run(solution, '{"arguments": [[]]}')
-    assert res.stderr == "to stderr\n"
-    assert res.masked() == report(("result", 1))
-
-
-def assert_loading_output_comes_first(ws: Workspace, solution: str, loading: str) -> None:
-    """solution prints loading while loading and adds: that output is an item of its own, first."""
-    assert_reports(ws.run(solution, '{"arguments": [[1, 1]]}'), ("result", 2), loading=loading)
-
-
-def assert_no_output_item_without_output_while_loading(ws: Workspace, add: str) -> None:
-    res = ws.run(add, '{"arguments": []}')
-    assert (res.returncode, res.stdout) == (0, "[]\n")
-
-
-def assert_runner_payload_runs(ws: Workspace, payload: str) -> None:
-    """The original runner's payload, a plain program that reads asserts.json ({"a": 2, "b": 3})
-    and prints a + b, runs as such."""
-    assert ws.run(payload, '{"a": 2, "b": 3}').outcome == (0, "5\n", "")
-
-
-def assert_late_output_cannot_follow_the_report(ws: Workspace, solution: str) -> None:
-    """solution() returns 1, leaving output to come after it (a thread, an exit hook): the report
-    is all stdout has."""
-    assert_reports(ws.run(solution, '{"arguments": [[]]}'), ("result", 1))
-
-
-def assert_nothing_is_written_to_the_workspace(ws: Workspace, add: str) -> None:
-    """Running twice leaves the workspace's files (node_modules aside) as the first run did."""
-
-    def files() -> list[Path]:
-        return sorted(p.relative_to(ws.root) for p in ws.root.rglob("*") if "node_modules" not in p.parts)
-
-    ws.run(add, '{"arguments": [[1, 2]]}')
-    before = files()
-    ws.run(add, '{"arguments": [[1, 2]]}')
-    assert files() == before
+def harness_workspace(slug: str, tmp_path: Path, prestarted: bool = False) -> Workspace:
+    """A fresh copy of langs/<slug>/, with what its install.sh made; skips, saying why, where the
+    host lacks the interpreter or the install failed to make what the harness needs."""
+    harness = HARNESSES[slug]
+    if not Path(harness.interpreter).exists():
+        pytest.skip(f"{harness.interpreter} is not installed: run langs/{slug}/install.sh")
+    root = copy_workspace(slug, tmp_path)
+    if harness.installs:
+        ran = installed(slug)
+        modules = LANGS / slug / "node_modules"
+        if slug == "elixir":
+            assert ran.returncode == 0, ran.stderr  # the compiled harness is the harness
+        elif slug == "ts" and not (modules / "esbuild").is_dir():
+            pytest.skip(f"langs/ts/node_modules is absent: langs/ts/install.sh exited {ran.returncode}: {install_said(ran)}")
+        if modules.is_dir():  # kiln mounts the workspace with it: here a link does
+            (root / "node_modules").symlink_to(modules, target_is_directory=True)
+    # ts's solution is compiled by the harness: there is no bare run of it
+    return Workspace(root, harness.solution_name, None if slug == "ts" else harness.interpreter, prestarted)
