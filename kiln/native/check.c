@@ -24,7 +24,7 @@ int check_job(struct slot *s) {
     static const char *commands[] = {[CMD_TEST] = "test", [CMD_BUILD] = "build", [CMD_EXEC] = "exec"};
     int n = snprintf(json, sizeof json, "{\"op\":\"job\",\"slug\":\"%s\",\"command\":\"%s\",\"timeout_ms\":%lld,\"limits\":[%lld,%lld,%lld,%lld,%lld],"
                      "\"layer\":\"%s\",\"stdin\":%s,\"pipes\":%s,\"stdin_file\":%s,\"file_fds\":[",
-                     s->recipe.recs[job.workload_rec].args[0].p, commands[job.command], job.timeout_ms, job.cpu_ms, job.memory, job.pids, job.output, job.address_space,
+                     s->recipe.recs[job.workload_rec].args[ARG(WORKLOAD, slug)].p, commands[job.command], job.timeout_ms, job.cpu_ms, job.memory, job.pids, job.output, job.address_space,
                      job.layer, job.has_stdin ? "true" : "false", job.has_pipes ? "true" : "false", job.has_stdin_file ? "true" : "false");
     for (int i = 0, listed = 0; i < job.nparts; i++)
         if (job.by_fd[i]) n += snprintf(json + n, sizeof json - n, "%s%d", listed++ ? "," : "", i);

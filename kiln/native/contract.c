@@ -1,13 +1,20 @@
 /* `kiln-init contract`: the tables this kiln-init was built with, as JSON on stdout, so that the
  * Python side's (kiln/zygote/recipe.py, kiln/zygote/protocol.py) are compared with them as data
- * (tests/unit/test_contract.py), not read out of C sources: record kinds, the recipe's constants,
- * the start's variables, ops, job commands and parts. Every name here is a C identifier
+ * (tests/unit/test_contract.py), not read out of C sources: record kinds and each one's
+ * arguments, the recipe's constants, the start's variables, ops, stats, job limits, commands and
+ * parts. Every name here is a C identifier
  * or a lower-case word: nothing needs escaping. */
 #include "kiln.h"
 
 #include <stdio.h>
 
-#define PRINT_KIND(name, code) printf("%s\"%s\": %d", n++ ? ", " : "", #name, code);
+#define PRINT_KIND(name, code, shape) printf("%s\"%s\": %d", n++ ? ", " : "", #name, code);
+#define PRINT_ARG(shape, name) printf("%s\"%s\"", k++ ? ", " : "", #name);
+#define PRINT_REST(shape, name) printf("%s\"%s...\"", k++ ? ", " : "", #name);
+#define PRINT_KIND_ARGS(kind, code, shape)                            \
+    printf("%s\"%s\": [", n++ ? ", " : "", #kind), k = 0;          \
+    SHAPE_##shape(PRINT_ARG, PRINT_REST, shape) printf("]");
+#define PRINT_NAME(name) printf("%s\"%s\"", n++ ? ", " : "", #name);
 #define PRINT_CONST(field, kind) printf("%s\"%s\"", n++ ? ", " : "", #field);
 #define PRINT_START(name) printf("%s\"%s\"", n++ ? ", " : "", START_VAR(name));
 
@@ -18,15 +25,24 @@ static void print_list(const char *key, const char *(*name)(unsigned), unsigned 
 }
 
 int print_contract(void) {
-    int n = 0;
+    int n = 0, k;
     printf("{\"record_kinds\": {");
     RECORD_KINDS(PRINT_KIND)
+    n = 0;
+    printf("}, \"record_args\": {");
+    RECORD_KINDS(PRINT_KIND_ARGS)
     n = 0;
     printf("}, \"consts\": [");
     RECIPE_CONSTS(PRINT_CONST)
     n = 0;
     printf("], \"start\": [");
     START_VARIABLES(PRINT_START)
+    n = 0;
+    printf("], \"stats\": [");
+    STATS(PRINT_NAME)
+    n = 0;
+    printf("], \"job_limits\": [");
+    JOB_LIMITS(PRINT_NAME)
     printf("]");
     print_list("ops", op_name, OP_MOUNT);
     print_list("commands", command_name, 0);

@@ -62,7 +62,7 @@ static int make_writable_dir(const struct slot *s, const char *rel) {
 int give_dirs(const struct slot *s, struct span w, char *err) {
     for (size_t i = w.from; i < w.to; i++) {
         const struct rec *r = &s->recipe.recs[i];
-        if (r->type == K_W_DIR && make_writable_dir(s, r->args[0].p)) return fail(err, "make the writable dirs", r->args[0].p);
+        if (r->type == K_W_DIR && make_writable_dir(s, r->args[ARG(W_DIR, relpath)].p)) return fail(err, "make the writable dirs", r->args[ARG(W_DIR, relpath)].p);
     }
     return 0;
 }
@@ -103,7 +103,7 @@ static int write_file(const struct slot *s, const char *rel, const char *data, s
 
 static const char *part_path(const struct slot *s, struct span w, const char *part) {
     for (size_t i = w.from; i < w.to; i++)
-        if (s->recipe.recs[i].type == K_W_PART && !strcmp(s->recipe.recs[i].args[0].p, part)) return s->recipe.recs[i].args[1].p;
+        if (s->recipe.recs[i].type == K_W_PART && !strcmp(s->recipe.recs[i].args[ARG(W_PART, part)].p, part)) return s->recipe.recs[i].args[ARG(W_PART, relpath)].p;
     return NULL;
 }
 

@@ -161,7 +161,7 @@ static int check_files(const struct recipe *r, struct job *job, int nfiles, char
         }
         return 0;
     }
-    int seen = 0, with_checker = 0, has_checker = arg_int(&r->recs[job->workload_rec].args[1]) != 0;
+    int seen = 0, with_checker = 0, has_checker = arg_int(&r->recs[job->workload_rec].args[ARG(WORKLOAD, has_checker)]) != 0;
     for (int i = 0; i < nfiles; i++) {
         int k = 0;
         while (k < 3 && strcmp(names[i], PART_NAMES[k])) k++;
@@ -178,7 +178,7 @@ static int check_files(const struct recipe *r, struct job *job, int nfiles, char
 /* the job's own limits: none above the language's (its K_WORKLOAD record) or the service's */
 static int check_limits(const struct recipe *r, const struct job *job, char *err, size_t errlen) {
     const struct rec *w = &r->recs[job->workload_rec];
-    long long memory_max = w->nargs > 2 ? arg_int(&w->args[2]) : 0, pids_max = w->nargs > 3 ? arg_int(&w->args[3]) : 0;
+    long long memory_max = arg_int(&w->args[ARG(WORKLOAD, memory_max)]), pids_max = arg_int(&w->args[ARG(WORKLOAD, pids_max)]);
     if (job->cpu_ms > r->timeout_max_ms || (memory_max && job->memory > memory_max) || (pids_max && job->pids > pids_max) || job->output > r->output_max)
         return snprintf(err, errlen, "a job limit above its maximum"), -1;
     if ((job->command == CMD_EXEC) != (*job->layer != '\0') || (*job->layer && !is_layer_name(job->layer)))
@@ -201,14 +201,15 @@ int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, c
     }
     struct cursor c = {body + 4, body + 4 + head_size};
     char slug[64], command[16], (*names)[FILE_NAME_MAX + 1] = job->file_names;
-    long long sizes[MAX_PARTS + 1], *limits[] = {&job->cpu_ms, &job->memory, &job->pids, &job->output, &job->address_space};
+    #define JOB_LIMIT_FIELD_OF(name) &job->name,
+    long long sizes[MAX_PARTS + 1], *limits[N_JOB_LIMITS] = {JOB_LIMITS(JOB_LIMIT_FIELD_OF)};
     int nfiles = 0, nblobs = 0;
     memset(job, 0, sizeof *job);
     if (expect(&c, "{\"op\":\"job\",\"slug\":") || word(&c, slug, sizeof slug) || expect(&c, ",\"command\":") || word(&c, command, sizeof command))
         goto form;
     while (job->command <= CMD_EXEC && strcmp(command, COMMAND_NAMES[job->command])) job->command++;
     if (job->command > CMD_EXEC || expect(&c, ",\"timeout_ms\":") || number(&c, &job->timeout_ms) || expect(&c, ",\"limits\":[")) goto form;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < N_JOB_LIMITS; i++)
         if ((i && expect(&c, ",")) || number(&c, limits[i])) goto form;
     if (expect(&c, "],\"layer\":") || word(&c, job->layer, sizeof job->layer) || expect(&c, ",\"files\":[")) goto form;
     while (expect(&c, "]")) {

@@ -71,7 +71,7 @@ int take_filter(const struct slot *s, char *err) {
     for (size_t i = 0; i < s->recipe.n; i++) {
         const struct rec *r = &s->recipe.recs[i];
         if (r->type != K_SECCOMP) continue;
-        struct sock_fprog prog = {r->args[0].len / 8, (struct sock_filter *)r->args[0].p};
+        struct sock_fprog prog = {r->args[ARG(SECCOMP, program)].len / 8, (struct sock_filter *)r->args[ARG(SECCOMP, program)].p};
         if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog)) return snprintf(err, ERR, "sandbox step 'load seccomp' failed: %s", strerror(errno)), -1;
     }
     return 0;

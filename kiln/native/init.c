@@ -145,7 +145,7 @@ static enum served serve_job(struct slot *s) {
     if (rc == 0) return SLOT_DONE; /* the front closed the slot (unused: shutdown, or warmed for another language; or kept, its tests done) */
     if (rc < 0) return send_error(s->sock, "error", err), SLOT_DONE;
     struct span w = workload_span(&s->recipe, job.workload_rec);
-    snprintf(title, sizeof title, "kiln: slot %ld busy %s", s->recipe.index, s->recipe.recs[job.workload_rec].args[0].p);
+    snprintf(title, sizeof title, "kiln: slot %ld busy %s", s->recipe.index, s->recipe.recs[job.workload_rec].args[ARG(WORKLOAD, slug)].p);
     set_title(s, "%s", title);
     if (s->prestarted.workload_rec >= 0) return execute_prestarted(s, &job, w, title), SLOT_DONE;
     execute(s, &job, w, title);

@@ -24,35 +24,70 @@
 /* --- recipe.c: what the zygote decided, as records (kiln/zygote/recipe.py writes them) ------ */
 
 /* Record types: recipe.py's K_* (`kiln-init contract` prints them; tests/unit/test_contract.py
- * compares). X(name, code): each record's arguments after it. */
-#define RECORD_KINDS(X)                                                                                     \
-    X(K_CONSTS, 1)            /* the constants, one value each in RECIPE_CONSTS' order */                 \
-    X(K_SECCOMP, 2)           /* BPF program */                                                           \
-    X(K_STAT, 3)              /* what dir_index file key divisor */                                       \
-    X(K_BUILD, 4)             /* step op args...: the index's template root */                            \
-    X(K_FINISH, 5)            /* step op args...: every slot's own /tmp, /proc, upper layer */            \
-    X(K_WARM_LIMIT, 6)        /* dir_index file value: cgroup limits written while warming */            \
-    X(K_WORKLOAD, 7)          /* slug has_checker memory_max pids_max: the records up to the next are its */ \
-    X(K_W_MOUNT, 8)           /* step op args...: the workspace overlay, sizes */                         \
-    X(K_W_DIR, 9)             /* relpath below /sandbox, given to the task */                             \
-    X(K_W_PART, 10)           /* part relpath */                                                          \
-    X(K_W_LIMIT, 11)          /* dir_index file value */                                                  \
-    X(K_W_ARGV, 12)           /* argv... */                                                               \
-    X(K_W_ENV, 13)            /* KEY=VALUE... */                                                          \
-    X(K_W_RLIMIT, 14)         /* resource value */                                                        \
-    X(K_W_RLIMIT_CPU, 15)     /* seconds_per_started_second extra: RLIMIT_CPU from the run's timeout */   \
-    X(K_W_PRESTART_ARGV, 16)  /* argv...: the workspace's prestart command */                             \
-    X(K_W_PRESTART_LIMIT, 17) /* dir_index file value: a prestarted slot's limits, from fresh */          \
-    X(K_W_TEMPLATE_ARGV, 18)  /* argv...: the workspace's template command (template.c) */                \
-    X(K_JOB_LIMIT, 19)        /* what dir_index file: where a job's own memory or pids limit goes */      \
-    X(K_W_BUILD_ARGV, 20)     /* argv...: the workspace's build command (a judge's build job) */          \
-    X(K_W_EXEC_ARGV, 21)      /* argv...: the workspace's exec command (a judge's test job) */            \
-    X(K_FRESH, 22)            /* step op args...: a judge test's own upper layer and /tmp */              \
-    X(K_PEAK_RESET, 23)       /* dir_index file value: the cgroup's memory peak back to now */            \
-    X(K_UNLIMIT, 24)          /* dir_index file value: a kept slot's limits lifted */                    \
-    X(K_TEST_PROC, 25)        /* step op args...: a later judge test's /proc, of its own pid namespace */
-#define RECORD_KIND_ENUM(name, code) name = code,
+ * compares). X(name, code, shape): the shape names the record's arguments (RECORD_SHAPES). */
+#define RECORD_KINDS(X)                                                                           \
+    X(K_CONSTS, 1, CONSTS)           /* the constants, one value each in RECIPE_CONSTS' order */  \
+    X(K_SECCOMP, 2, SECCOMP)         /* the task's filter */                                      \
+    X(K_STAT, 3, STAT)               /* where a figure of the slot's cgroup is read */            \
+    X(K_BUILD, 4, STEP_OP)           /* the index's template root */                              \
+    X(K_FINISH, 5, STEP_OP)          /* every slot's own /tmp, /proc, upper layer */              \
+    X(K_WARM_LIMIT, 6, CGROUP_WRITE) /* cgroup limits written while warming */                    \
+    X(K_WORKLOAD, 7, WORKLOAD)       /* a language: the records up to the next are its */         \
+    X(K_W_MOUNT, 8, STEP_OP)         /* the workspace overlay, sizes */                           \
+    X(K_W_DIR, 9, W_DIR)             /* a directory below /sandbox, given to the task */          \
+    X(K_W_PART, 10, W_PART)          /* where a test job's part is written */                     \
+    X(K_W_LIMIT, 11, CGROUP_WRITE)   /* the language's cgroup limits, where a plain slot's differ */ \
+    X(K_W_ARGV, 12, ARGV)            /* the workspace's test command */                           \
+    X(K_W_ENV, 13, ENV)              /* the task's environment */                                 \
+    X(K_W_RLIMIT, 14, RLIMIT)                                                                     \
+    X(K_W_RLIMIT_CPU, 15, CPU_TERMS)  /* RLIMIT_CPU from the run's timeout */                     \
+    X(K_W_PRESTART_ARGV, 16, ARGV)   /* the workspace's prestart command */                       \
+    X(K_W_PRESTART_LIMIT, 17, CGROUP_WRITE) /* a prestarted slot's limits, from fresh */          \
+    X(K_W_TEMPLATE_ARGV, 18, ARGV)   /* the workspace's template command (template.c) */          \
+    X(K_JOB_LIMIT, 19, JOB_LIMIT)    /* where a job's own memory or pids limit goes */            \
+    X(K_W_BUILD_ARGV, 20, ARGV)      /* the workspace's build command (a judge's build job) */    \
+    X(K_W_EXEC_ARGV, 21, ARGV)       /* the workspace's exec command (a judge's test job) */      \
+    X(K_FRESH, 22, STEP_OP)          /* a judge test's own upper layer and /tmp */                \
+    X(K_PEAK_RESET, 23, CGROUP_WRITE) /* the cgroup's memory peak back to now */                  \
+    X(K_UNLIMIT, 24, CGROUP_WRITE)   /* a kept slot's limits lifted */                            \
+    X(K_TEST_PROC, 25, STEP_OP)      /* a later judge test's /proc, of its own pid namespace */
+#define RECORD_KIND_ENUM(name, code, shape) name = code,
 enum { RECORD_KINDS(RECORD_KIND_ENUM) };
+
+/* Each shape's arguments, in order (recipe.py's RECORD_ARGS, compared as data): SHAPE_x(A, R, s)
+ * calls A(s, name) for one argument, R(s, name) for any number more (the contract prints
+ * "name..."). C reads an argument as r->args[ARG(STAT, file)]; recipe_load refuses a record of
+ * another arity, so that no reader checks nargs. */
+#define RECORD_SHAPES(S) \
+    S(CONSTS) S(SECCOMP) S(STAT) S(STEP_OP) S(CGROUP_WRITE) S(WORKLOAD) S(W_DIR) S(W_PART) S(ARGV) S(ENV) S(RLIMIT) S(CPU_TERMS) S(JOB_LIMIT)
+#define SHAPE_CONSTS(A, R, s) R(s, consts)                           /* RECIPE_CONSTS */
+#define SHAPE_SECCOMP(A, R, s) A(s, program)                         /* BPF, struct sock_filter[] */
+#define SHAPE_STAT(A, R, s) A(s, what) A(s, dir_index) A(s, file) A(s, key) A(s, divisor) /* what: STATS' code */
+#define SHAPE_STEP_OP(A, R, s) A(s, step) A(s, op) R(s, args)        /* op: enum op's code; args: OP_ARGS of them */
+#define SHAPE_CGROUP_WRITE(A, R, s) A(s, dir_index) A(s, file) A(s, value)
+#define SHAPE_WORKLOAD(A, R, s) A(s, slug) A(s, has_checker) A(s, memory_max) A(s, pids_max)
+#define SHAPE_W_DIR(A, R, s) A(s, relpath)                           /* below /sandbox */
+#define SHAPE_W_PART(A, R, s) A(s, part) A(s, relpath)
+#define SHAPE_ARGV(A, R, s) R(s, argv)
+#define SHAPE_ENV(A, R, s) R(s, variables)                           /* KEY=VALUE */
+#define SHAPE_RLIMIT(A, R, s) A(s, resource) A(s, value)
+#define SHAPE_CPU_TERMS(A, R, s)  A(s, seconds_per_started_second) A(s, extra)
+#define SHAPE_JOB_LIMIT(A, R, s) A(s, what) A(s, dir_index) A(s, file) /* what: JOB_LIMITS' code */
+#define ARG(shape, name) ARG_##shape##_##name
+#define ARG_ENUM(shape, name) ARG(shape, name),
+#define RECORD_SHAPE_ENUM(shape) enum { SHAPE_##shape(ARG_ENUM, ARG_ENUM, shape) };
+RECORD_SHAPES(RECORD_SHAPE_ENUM)
+
+/* What a K_STAT record reads (its `what`, by code: recipe.py's STATS) */
+#define STATS(X) X(memory_peak) X(cpu) X(oom_kills) X(pids_hits) X(cpu_starved)
+#define STAT_ENUM(name) STAT_##name,
+enum cgroup_stat { STATS(STAT_ENUM) N_STATS };
+
+/* A job's own limits: the job header's "limits", in this order (protocol.py's Limits), and the
+ * code a K_JOB_LIMIT record's `what` says */
+#define JOB_LIMITS(X) X(cpu_ms) X(memory) X(pids) X(output) X(address_space)
+#define JOB_LIMIT_ENUM(name) JOB_LIMIT_##name,
+enum job_limit { JOB_LIMITS(JOB_LIMIT_ENUM) N_JOB_LIMITS };
 
 /* The K_CONSTS record's values, in this order (recipe.py's CONSTS): X(field, kind), kind INT (a
  * decimal number) or TEXT (a path; empty: none, NULL). A recipe with more or fewer is refused. */
@@ -281,7 +316,8 @@ struct job {
     long long timeout_ms;
     /* its own limits, each 0 for the language's: CPU time of the whole run, memory, pids,
      * stdout (stderr is cut there without a verdict); and its address space (0: none) */
-    long long cpu_ms, memory, pids, output, address_space;
+#define JOB_LIMIT_FIELD(name) long long name;
+    JOB_LIMITS(JOB_LIMIT_FIELD)
     char layer[LAYER_NAME_MAX + 1]; /* the build (a folder of recipe.layers) below the workspace; "" none */
     int nparts;          /* files, then stdin if any */
     const char *part_names[MAX_PARTS]; /* a test's parts, a build's file names */
@@ -413,7 +449,7 @@ void test_init_status(struct run *run, int *status, struct rusage *usage);
 
 /* --- result.c -------------------------------------------------------------------------------- */
 
-double cgroup_figure(struct slot *s, const char *what); /* a K_STAT figure ("cpu", "cpu_starved"); < 0: none */
+double cgroup_figure(struct slot *s, enum cgroup_stat what); /* a K_STAT figure (STAT_cpu, STAT_cpu_starved); < 0: none */
 double cgroup_cpu_ms(struct slot *s); /* < 0: no cgroup CPU figure */
 void cgroup_counts(struct slot *s, long long *oom_kills, long long *pids_hits); /* so far */
 int reset_peak(struct slot *s, char *err); /* the K_PEAK_RESET writes: the memory peak back to now */

@@ -10,36 +10,38 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-/* args: dir_index file value, a file of the slot's cgroup directory number dir_index */
-static int write_cgroup(const struct slot *s, const struct rec *r, char *err) {
-    long idx = r->nargs == 3 ? arg_int(&r->args[0]) : -1;
-    int fd = idx >= 0 && idx < s->n_dirs ? openat(s->cg_dirs[idx], r->args[1].p, O_WRONLY | O_CLOEXEC) : -1;
-    ssize_t n = fd < 0 ? -1 : write(fd, r->args[2].p, r->args[2].len);
+/* `value` written to `file` of the slot's cgroup directory number dir_index */
+static int write_cgroup(const struct slot *s, long dir_index, const char *file, const struct arg *value, char *err) {
+    int fd = dir_index >= 0 && dir_index < s->n_dirs ? openat(s->cg_dirs[dir_index], file, O_WRONLY | O_CLOEXEC) : -1;
+    ssize_t n = fd < 0 ? -1 : write(fd, value->p, value->len);
     if (fd >= 0) close(fd);
-    if (n < 0) snprintf(err, ERR, "sandbox step 'set cgroup limits' failed: %s = %s: %s", r->nargs == 3 ? r->args[1].p : "?", r->nargs == 3 ? r->args[2].p : "?", strerror(errno));
+    if (n < 0) snprintf(err, ERR, "sandbox step 'set cgroup limits' failed: %s = %s: %s", file, value->p, strerror(errno));
     return n < 0 ? -1 : 0;
 }
 
-/* Every limit record of `type` (K_WARM_LIMIT, K_W_LIMIT, K_W_PRESTART_LIMIT) in `span`, in order */
+/* Every limit record of `type` (K_WARM_LIMIT, K_W_LIMIT, K_W_PRESTART_LIMIT: CGROUP_WRITE) in `span`, in order */
 int apply_cgroup_limits(struct slot *s, struct span span, uint32_t type, char *err) {
-    for (size_t i = span.from; i < span.to; i++)
-        if (s->recipe.recs[i].type == type && write_cgroup(s, &s->recipe.recs[i], err)) return -1;
+    for (size_t i = span.from; i < span.to; i++) {
+        const struct arg *a = s->recipe.recs[i].args;
+        if (s->recipe.recs[i].type == type && write_cgroup(s, arg_int(&a[ARG(CGROUP_WRITE, dir_index)]), a[ARG(CGROUP_WRITE, file)].p, &a[ARG(CGROUP_WRITE, value)], err))
+            return -1;
+    }
     return 0;
 }
 
 /* A job's own memory and pids limits, lower than its language's (parse_job checked), written
  * where the K_JOB_LIMIT records say, in their order (the order that lowers a limit). */
 int apply_job_limits(struct slot *s, const struct job *job, char *err) {
+#define JOB_LIMIT_VALUE(name) job->name,
+    const long long values[N_JOB_LIMITS] = {JOB_LIMITS(JOB_LIMIT_VALUE)};
     for (size_t i = 0; i < s->recipe.n; i++) {
         const struct rec *r = &s->recipe.recs[i];
-        if (r->type != K_JOB_LIMIT || r->nargs != 3) continue;
-        long long value = !strcmp(r->args[0].p, "memory") ? job->memory : !strcmp(r->args[0].p, "pids") ? job->pids : 0;
+        if (r->type != K_JOB_LIMIT) continue;
+        long long code = arg_int(&r->args[ARG(JOB_LIMIT, what)]), value = code >= 0 && code < N_JOB_LIMITS ? values[code] : 0;
         if (value <= 0) continue;
         char text[32];
-        int n = snprintf(text, sizeof text, "%lld", value);
-        struct arg args[3] = {r->args[1], r->args[2], {text, (uint32_t)n}};
-        struct rec write = {K_JOB_LIMIT, 3, args};
-        if (write_cgroup(s, &write, err)) return -1;
+        struct arg written = {text, (uint32_t)snprintf(text, sizeof text, "%lld", value)};
+        if (write_cgroup(s, arg_int(&r->args[ARG(JOB_LIMIT, dir_index)]), r->args[ARG(JOB_LIMIT, file)].p, &written, err)) return -1;
     }
     return 0;
 }
@@ -51,7 +53,7 @@ long cpu_limit_s(const struct slot *s, struct span w, long long timeout_ms, long
     if (cpu_ms > 0) return (cpu_ms + 999) / 1000 + 1;
     for (size_t i = w.from; i < w.to; i++)
         if (s->recipe.recs[i].type == K_W_RLIMIT_CPU)
-            return (timeout_ms + 999) / 1000 * arg_int(&s->recipe.recs[i].args[0]) + arg_int(&s->recipe.recs[i].args[1]);
+            return (timeout_ms + 999) / 1000 * arg_int(&s->recipe.recs[i].args[ARG(CPU_TERMS, seconds_per_started_second)]) + arg_int(&s->recipe.recs[i].args[ARG(CPU_TERMS, extra)]);
     return 0;
 }
 
@@ -75,8 +77,8 @@ int take_limits(struct slot *s, struct span w, long long timeout_ms, long long c
     long cpu = cpu_limit_s(s, w, timeout_ms, cpu_ms);
     if (cpu > 0 && set_rlimit(s, RLIMIT_CPU, cpu)) return fail(err, "set rlimits", "RLIMIT_CPU");
     for (size_t i = w.from; i < w.to; i++)
-        if (s->recipe.recs[i].type == K_W_RLIMIT && set_rlimit(s, arg_int(&s->recipe.recs[i].args[0]), arg_int(&s->recipe.recs[i].args[1])))
-            return fail(err, "set rlimits", s->recipe.recs[i].args[0].p);
+        if (s->recipe.recs[i].type == K_W_RLIMIT && set_rlimit(s, arg_int(&s->recipe.recs[i].args[ARG(RLIMIT, resource)]), arg_int(&s->recipe.recs[i].args[ARG(RLIMIT, value)])))
+            return fail(err, "set rlimits", s->recipe.recs[i].args[ARG(RLIMIT, resource)].p);
     const char *cwd = s->recipe.cwd;
     if (!cwd) errno = ENOENT;
     return !cwd || chdir(cwd) < 0 ? fail(err, "enter the workspace", cwd) : 0;

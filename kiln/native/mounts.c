@@ -131,12 +131,13 @@ static int op(const struct slot *s, enum op code, const struct arg *a, int *temp
 }
 
 static int apply_op(const struct slot *s, const struct rec *r, int *template_fd, char *err) {
-    long code = r->nargs >= 2 ? arg_int(&r->args[1]) : 0;
-    if (code < OP_MOUNT || code >= N_OPS || (long)r->nargs - 2 != OP_ARGS[code])
-        return snprintf(err, ERR, "recipe: a bad op record (op %ld, %u args)", code, r->nargs), -1;
-    if (op(s, code, r->args + 2, template_fd) == 0) return 0;
-    const char *what = code == OP_MOUNT ? r->args[3].p : code == OP_OVERLAY && s->layer ? s->layer : r->nargs > 2 ? r->args[2].p : "";
-    snprintf(err, ERR, "sandbox step '%s' failed: %s %s: %s", r->args[0].p, OP_NAMES[code], what, strerror(errno));
+    long code = arg_int(&r->args[ARG(STEP_OP, op)]), nargs = (long)r->nargs - ARG(STEP_OP, args);
+    if (code < OP_MOUNT || code >= N_OPS || nargs != OP_ARGS[code])
+        return snprintf(err, ERR, "recipe: a bad op record (op %ld, %ld args)", code, nargs), -1;
+    const struct arg *a = &r->args[ARG(STEP_OP, args)];
+    if (op(s, code, a, template_fd) == 0) return 0;
+    const char *what = code == OP_MOUNT ? a[1].p : code == OP_OVERLAY && s->layer ? s->layer : nargs ? a[0].p : "";
+    snprintf(err, ERR, "sandbox step '%s' failed: %s %s: %s", r->args[ARG(STEP_OP, step)].p, OP_NAMES[code], what, strerror(errno));
     return -1;
 }
 

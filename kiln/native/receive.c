@@ -18,7 +18,7 @@ static size_t job_frame_max(const struct slot *s) {
 static int refused_here(const struct slot *s, const struct job *job, char *err) {
     if (s->prestarted.workload_rec < 0) return 0;
     if (job->workload_rec == s->prestarted.workload_rec && !job->has_stdin && job->command == CMD_TEST && !job->memory && !job->pids && !job->address_space) return 0;
-    snprintf(err, ERR, "slot warmed for %s requests without stdin", s->recipe.recs[s->prestarted.workload_rec].args[0].p);
+    snprintf(err, ERR, "slot warmed for %s requests without stdin", s->recipe.recs[s->prestarted.workload_rec].args[ARG(WORKLOAD, slug)].p);
     return -1;
 }
 

@@ -61,6 +61,26 @@ static int read_consts(struct recipe *r, char *err, size_t errlen) {
     return 0;
 }
 
+/* Each record kind's arity, from its shape: `fixed` arguments, and any number more if `rest`. */
+#define COUNT_ONE(shape, name) +1
+#define COUNT_NONE(shape, name)
+#define KIND_ARITY(kind, code, shape) [code] = {0 SHAPE_##shape(COUNT_ONE, COUNT_NONE, shape), 0 SHAPE_##shape(COUNT_NONE, COUNT_ONE, shape)},
+static const struct {
+    uint32_t fixed, rest;
+} ARITY[] = {RECORD_KINDS(KIND_ARITY)};
+#define N_KINDS (sizeof ARITY / sizeof *ARITY)
+
+/* every record of a kind kiln-init knows, with its shape's arguments: a reader takes
+ * args[ARG(shape, name)] without counting them */
+static int check_arities(const struct recipe *r, char *err, size_t errlen) {
+    for (size_t i = 0; i < r->n; i++) {
+        uint32_t type = r->recs[i].type, nargs = r->recs[i].nargs;
+        if (type && type < N_KINDS && ARITY[type].rest ? nargs >= ARITY[type].fixed : type && type < N_KINDS && nargs == ARITY[type].fixed) continue;
+        return snprintf(err, errlen, "recipe: record %zu (kind %u) has %u arguments, not its shape's (kiln-init is older or newer than kiln: make -C kiln/native)", i, type, nargs), -1;
+    }
+    return 0;
+}
+
 /* The memfd is mapped, not copied (its pages are the page cache's), and indexed in one
  * allocation: every slot loads it while warming, 284 records for 15 languages. */
 int recipe_load(int fd, struct recipe *out, char *err, size_t errlen) {
@@ -83,7 +103,7 @@ int recipe_load(int fd, struct recipe *out, char *err, size_t errlen) {
     out->recs = malloc(n_recs * sizeof *out->recs + n_args * sizeof(struct arg));
     out->n = n_recs, out->data = data, out->size = st.st_size;
     walk(data + 8, end, out->recs, (struct arg *)(out->recs + n_recs), &n_recs, &n_args);
-    if (read_consts(out, err, errlen)) {
+    if (check_arities(out, err, errlen) || read_consts(out, err, errlen)) {
         recipe_unload(out);
         return -1;
     }

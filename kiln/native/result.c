@@ -32,16 +32,16 @@ static int cgroup_file(struct slot *s, long dir_index, const char *file, int fla
     return fd;
 }
 
-/* args: what dir_index file key divisor; the file's number, or the value of its "key value" line */
+/* a K_STAT record's file: its number, or the value of its "key value" line, over the divisor */
 static int read_stat(struct slot *s, const struct rec *r, double *value) {
-    int kept, fd = cgroup_file(s, arg_int(&r->args[1]), r->args[2].p, O_RDONLY, &kept);
+    int kept, fd = cgroup_file(s, arg_int(&r->args[ARG(STAT, dir_index)]), r->args[ARG(STAT, file)].p, O_RDONLY, &kept);
     if (fd < 0) return -1;
     char text[4096];
     ssize_t n = pread(fd, text, sizeof text - 1, 0);
     if (!kept) close(fd);
     if (n <= 0) return -1;
     text[n] = '\0';
-    const char *key = r->args[3].p, *at = text;
+    const char *key = r->args[ARG(STAT, key)].p, *at = text;
     if (*key) {
         size_t klen = strlen(key);
         while (at && !(!strncmp(at, key, klen) && at[klen] == ' ')) {
@@ -58,7 +58,7 @@ static int read_stat(struct slot *s, const struct rec *r, double *value) {
         if (total && (!eol || total < eol)) at = total + 6, number = strtod(at, &end);
     }
     if (end == at) return -1; /* "max", or nothing */
-    *value = number / strtod(r->args[4].p, NULL);
+    *value = number / strtod(r->args[ARG(STAT, divisor)].p, NULL);
     return 0;
 }
 
@@ -68,27 +68,29 @@ static struct stats cgroup_stats(struct slot *slot, int counts_only) {
     for (size_t i = 0; i < slot->recipe.n; i++) {
         const struct rec *r = &slot->recipe.recs[i];
         double v;
-        if (r->type != K_STAT || r->nargs != 5 || (counts_only && strcmp(r->args[0].p, "oom_kills") && strcmp(r->args[0].p, "pids_hits")) || read_stat(slot, r, &v)) continue;
-        if (!strcmp(r->args[0].p, "memory_peak")) s.memory_peak = v, s.has_memory = 1;
-        else if (!strcmp(r->args[0].p, "cpu")) s.cpu_ms = v, s.has_cpu = 1;
-        else if (!strcmp(r->args[0].p, "oom_kills")) s.oom_kills = v;
-        else if (!strcmp(r->args[0].p, "pids_hits")) s.pids_hits = v;
+        if (r->type != K_STAT) continue;
+        long long what = arg_int(&r->args[ARG(STAT, what)]);
+        if ((counts_only && what != STAT_oom_kills && what != STAT_pids_hits) || read_stat(slot, r, &v)) continue;
+        if (what == STAT_memory_peak) s.memory_peak = v, s.has_memory = 1;
+        else if (what == STAT_cpu) s.cpu_ms = v, s.has_cpu = 1;
+        else if (what == STAT_oom_kills) s.oom_kills = v;
+        else if (what == STAT_pids_hits) s.pids_hits = v;
     }
     return s;
 }
 
-double cgroup_figure(struct slot *s, const char *what) {
+double cgroup_figure(struct slot *s, enum cgroup_stat what) {
     for (size_t i = 0; i < s->recipe.n; i++) {
         const struct rec *r = &s->recipe.recs[i];
         double v;
-        if (r->type == K_STAT && r->nargs == 5 && !strcmp(r->args[0].p, what) && !read_stat(s, r, &v)) return v;
+        if (r->type == K_STAT && arg_int(&r->args[ARG(STAT, what)]) == what && !read_stat(s, r, &v)) return v;
     }
     return -1;
 }
 
 /* a run's CPU baseline, read just before its spawn or go, and its figure while it runs */
 double cgroup_cpu_ms(struct slot *s) {
-    return cgroup_figure(s, "cpu");
+    return cgroup_figure(s, STAT_cpu);
 }
 
 void cgroup_counts(struct slot *slot, long long *oom_kills, long long *pids_hits) {
@@ -96,16 +98,17 @@ void cgroup_counts(struct slot *slot, long long *oom_kills, long long *pids_hits
     *oom_kills = s.oom_kills, *pids_hits = s.pids_hits;
 }
 
-/* args: dir_index file value */
+/* the K_PEAK_RESET records (CGROUP_WRITE) */
 int reset_peak(struct slot *s, char *err) {
     for (size_t i = 0; i < s->recipe.n; i++) {
         const struct rec *r = &s->recipe.recs[i];
         if (r->type != K_PEAK_RESET) continue;
-        int kept, fd = r->nargs == 3 ? cgroup_file(s, arg_int(&r->args[0]), r->args[1].p, O_WRONLY, &kept) : -1;
-        ssize_t n = fd < 0 ? -1 : pwrite(fd, r->args[2].p, r->args[2].len, 0);
+        const struct arg *file = &r->args[ARG(CGROUP_WRITE, file)], *value = &r->args[ARG(CGROUP_WRITE, value)];
+        int kept, fd = cgroup_file(s, arg_int(&r->args[ARG(CGROUP_WRITE, dir_index)]), file->p, O_WRONLY, &kept);
+        ssize_t n = fd < 0 ? -1 : pwrite(fd, value->p, value->len, 0);
         int error = errno;
         if (fd >= 0 && !kept) close(fd);
-        if (n < 0) return snprintf(err, ERR, "sandbox step 'set the memory peak back' failed: %s: %s", r->nargs == 3 ? r->args[1].p : "?", strerror(error)), -1;
+        if (n < 0) return snprintf(err, ERR, "sandbox step 'set the memory peak back' failed: %s: %s", file->p, strerror(error)), -1;
     }
     return 0;
 }

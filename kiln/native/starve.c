@@ -55,7 +55,7 @@ static int thread_times(unsigned long long *ran, unsigned long long *waited) {
 
 static void sample(struct slot *s, struct starve *c, double now) {
     c->at = now;
-    c->psi_ms = cgroup_figure(s, "cpu_starved");
+    c->psi_ms = cgroup_figure(s, STAT_cpu_starved);
     if (c->psi_ms < 0 && thread_times(&c->ran_ns, &c->waited_ns)) c->ran_ns = c->waited_ns = 0;
 }
 
@@ -67,7 +67,7 @@ static void sample(struct slot *s, struct starve *c, double now) {
 void starve_begin(struct slot *s, struct starve *c, double now) {
     c->starved_s = 0;
     c->at = now;
-    c->psi_ms = cgroup_figure(s, "cpu_starved");
+    c->psi_ms = cgroup_figure(s, STAT_cpu_starved);
     c->ran_ns = c->waited_ns = 0;
 }
 

@@ -141,7 +141,8 @@ OUTCOMES = ("timed_out", "out_of_memory", "policy_violation", "pids_limit", "sig
 
 @dataclass(frozen=True)
 class Limits:
-    """A job's own limits, each 0 for its language's (and the service's) own."""
+    """A job's own limits, each 0 for its language's (and the service's) own: the job header's
+    "limits", in JOB_LIMITS' order."""
 
     cpu_ms: int = 0  # CPU time of the whole run: stopped there, as timed_out
     memory: int = 0  # bytes, the slot's cgroup limit
@@ -151,6 +152,11 @@ class Limits:
 
     def as_list(self) -> list[int]:
         return [self.cpu_ms, self.memory, self.pids, self.output, self.address_space]
+
+
+# the job header's limits by position, and the codes of the recipe's K_JOB_LIMIT records (kiln.h
+# JOB_LIMITS; tests/unit/test_contract.py compares them, and as_list's order)
+JOB_LIMITS = ("cpu_ms", "memory", "pids", "output", "address_space")
 
 
 @dataclass(frozen=True)

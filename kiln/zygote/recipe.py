@@ -6,8 +6,10 @@ mount(2)'s arguments from kiln.sandbox.mounts, into records:
 
     "KILNRCP1" | record... ; record = u32 type | u32 nargs | arg... ; arg = u32 len | bytes | NUL
 
-(little-endian; integers as decimal text). The record types are kiln.h's. A request's own data (its
-files, stdin, timeout) comes later, in the job frame; everything else is decided here.
+(little-endian; integers as decimal text). The record types are kiln.h's, and so are their
+arguments' names (RECORD_ARGS): a record is written by name (_record), kiln-init reads it by
+the same names (kiln.h ARG). A request's own data (its files, stdin, timeout) comes later, in
+the job frame; everything else is decided here.
 """
 
 from __future__ import annotations
@@ -36,6 +38,43 @@ CONSTS = (
     "index", "uid", "input_max", "output_max", "timeout_max_ms", "starved_max_times", "judge_part_max", "layer_max",
     "cwd", "judge_dir", "upper", "layers", "reusable", "setgroups",
 )  # fmt: skip
+
+# each record type's arguments, in order (kiln.h RECORD_SHAPES, printed by `kiln-init contract`
+# and compared by tests/unit/test_contract.py): "name..." is any number more, given positionally
+_STEP_OP = ("step", "op", "args...")  # op: OPS' code; args: the op's own
+_CGROUP_WRITE = ("dir_index", "file", "value")  # a file of the slot's cgroup directory number dir_index
+_ARGV = ("argv...",)
+RECORD_ARGS = {
+    K_CONSTS: ("consts...",),  # CONSTS' values
+    K_SECCOMP: ("program",),
+    K_STAT: ("what", "dir_index", "file", "key", "divisor"),  # what: STATS' code
+    K_BUILD: _STEP_OP,
+    K_FINISH: _STEP_OP,
+    K_WARM_LIMIT: _CGROUP_WRITE,
+    K_WORKLOAD: ("slug", "has_checker", "memory_max", "pids_max"),
+    K_W_MOUNT: _STEP_OP,
+    K_W_DIR: ("relpath",),
+    K_W_PART: ("part", "relpath"),
+    K_W_LIMIT: _CGROUP_WRITE,
+    K_W_ARGV: _ARGV,
+    K_W_ENV: ("variables...",),  # KEY=VALUE
+    K_W_RLIMIT: ("resource", "value"),
+    K_W_RLIMIT_CPU: ("seconds_per_started_second", "extra"),
+    K_W_PRESTART_ARGV: _ARGV,
+    K_W_PRESTART_LIMIT: _CGROUP_WRITE,
+    K_W_TEMPLATE_ARGV: _ARGV,
+    K_JOB_LIMIT: ("what", "dir_index", "file"),  # what: protocol.JOB_LIMITS' code
+    K_W_BUILD_ARGV: _ARGV,
+    K_W_EXEC_ARGV: _ARGV,
+    K_FRESH: _STEP_OP,
+    K_PEAK_RESET: _CGROUP_WRITE,
+    K_UNLIMIT: _CGROUP_WRITE,
+    K_TEST_PROC: _STEP_OP,
+}
+# (the names given by keyword, whether more follow positionally), per record type
+_NAMED = {kind: (names[:-1], True) if names[-1].endswith("...") else (names, False) for kind, names in RECORD_ARGS.items()}
+# the cgroup figures a K_STAT record reads, written as their codes (kiln.h STATS)
+STATS = ("memory_peak", "cpu", "oom_kills", "pids_hits", "cpu_starved")
 
 Op = tuple  # (step, op name, *args): one kiln-init op (mounts.c)
 # the ops kiln-init knows, written as their codes (from 1: kiln.h's enum op, checked by
@@ -69,8 +108,8 @@ def compile_recipe(index: int, root: RootPlan, runtime: Runtime, cgroup: SlotCgr
     assert tuple(consts) == CONSTS, "the constants go in CONSTS' order"
     records = [_record(K_CONSTS, *consts.values())]
     if runtime.seccomp_filter is not None:
-        records.append(_record(K_SECCOMP, runtime.seccomp_filter))
-    records += [_record(K_STAT, s.what, s.dir_index, s.file, s.key, s.divisor) for s in cgroup.stat_sources()]
+        records.append(_record(K_SECCOMP, program=runtime.seccomp_filter))
+    records += [_record(K_STAT, what=STATS.index(s.what), dir_index=s.dir_index, file=s.file, key=s.key, divisor=s.divisor) for s in cgroup.stat_sources()]
     records += [_op(K_BUILD, *op) for op in build_ops(root, runtime.staging_dir)]
     records += [_op(K_FINISH, *op) for op in finish_ops(root)]
     records += [_op(K_FRESH, *op) for op in fresh_ops(root)]
@@ -79,7 +118,7 @@ def compile_recipe(index: int, root: RootPlan, runtime: Runtime, cgroup: SlotCgr
     records += [_limit(K_UNLIMIT, w) for w in cgroup.unlimit_writes()]
     common = runtime.common_limits
     records += [_limit(K_WARM_LIMIT, w) for w in cgroup.limit_writes(*common, previous=None)]
-    records += [_record(K_JOB_LIMIT, what, dir_index, file) for what, dir_index, file in cgroup.job_limit_files()]
+    records += [_record(K_JOB_LIMIT, what=protocol.JOB_LIMITS.index(what), dir_index=dir_index, file=file) for what, dir_index, file in cgroup.job_limit_files()]
     for workload in runtime.workloads.values():
         records += _workload(workload, runtime, root, cgroup, common)
     return MAGIC + b"".join(records)
@@ -206,15 +245,15 @@ def _workload(workload: Workload, runtime: Runtime, root: RootPlan, cgroup: Slot
     ]
     parts = {"solution": language.solution_file, "checker": language.checker_file, "asserts": language.asserts_file}
     return [
-        _record(K_WORKLOAD, workload.slug, int(language.has_checker), workload.memory_max, workload.pids_max),
+        _record(K_WORKLOAD, slug=workload.slug, has_checker=int(language.has_checker), memory_max=workload.memory_max, pids_max=workload.pids_max),
         *(_op(K_W_MOUNT, step, op, *args) for step, op, args in mount_ops),
-        *(_record(K_W_DIR, d) for d in workspace.writable_dirs),
-        *(_record(K_W_PART, part, path) for part, path in parts.items() if path),
+        *(_record(K_W_DIR, relpath=d) for d in workspace.writable_dirs),
+        *(_record(K_W_PART, part=part, relpath=path) for part, path in parts.items() if path),
         *(_limit(K_W_LIMIT, w) for w in (cgroup.limit_writes(*limits, previous=common) if limits != common else ())),
         _record(K_W_ARGV, *workload.argv),
         _record(K_W_ENV, *(f"{key}={value}" for key, value in env)),
-        *(_record(K_W_RLIMIT, which, limit) for which, limit in fixed_rlimits(workload.pids_max)),
-        _record(K_W_RLIMIT_CPU, *cpu_rlimit_terms(runtime.cpus)),
+        *(_record(K_W_RLIMIT, resource=which, value=limit) for which, limit in fixed_rlimits(workload.pids_max)),
+        _cpu_terms(*cpu_rlimit_terms(runtime.cpus)),
         *_prestart(workload, cgroup),
         *([_record(K_W_BUILD_ARGV, *workload.build_argv), _record(K_W_EXEC_ARGV, *workload.exec_argv)] if workload.judges else []),
     ]
@@ -236,15 +275,25 @@ def _resize(step: str, wanted: Tmpfs, mounted: Tmpfs) -> list[tuple[str, str, Mo
     return [(step, "mount", mounts.resize_args(wanted.path, wanted))]
 
 
+def _cpu_terms(seconds_per_started_second: int, extra: int) -> bytes:
+    return _record(K_W_RLIMIT_CPU, seconds_per_started_second=seconds_per_started_second, extra=extra)
+
+
 def _op(kind: int, step: str, op: str, *args) -> bytes:
-    return _record(kind, step, OPS.index(op) + 1, *args)
+    return _record(kind, *args, step=step, op=OPS.index(op) + 1)
 
 
 def _limit(kind: int, write: LimitWrite) -> bytes:
-    return _record(kind, write.dir_index, write.file, write.value)
+    return _record(kind, dir_index=write.dir_index, file=write.file, value=write.value)
 
 
-def _record(kind: int, *args) -> bytes:
+def _record(kind: int, *more, **named) -> bytes:
+    """A record of `kind`: its arguments by their RECORD_ARGS names, in that order, then the
+    rest (`more`) where the record takes any number more."""
+    names, takes_more = _NAMED[kind]
+    if tuple(named) != names or (more and not takes_more):
+        raise ValueError(f"a record {kind} written with {tuple(named)}{' and more' if more else ''}: recipe.RECORD_ARGS names {RECORD_ARGS[kind]}")
+    args = (*named.values(), *more)
     out = [struct.pack("<II", kind, len(args))]
     for arg in args:
         data = arg if isinstance(arg, bytes) else b"" if arg is None else os.fsencode(str(arg))

@@ -5,9 +5,11 @@ and result fields and their order, the parts of a job, the outcomes) is owned by
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
+import struct
 import subprocess
 from pathlib import Path
 
@@ -38,6 +40,33 @@ def test_the_recipe_s_constants_are_the_ones_kiln_init_reads_in_its_order(contra
     # a constant kiln-init did not read would be a policy the front believes applies and no slot
     # does (as the starvation allowance would be); one out of order, another's value
     assert contract["consts"] == list(recipe.CONSTS)
+
+
+def test_each_record_type_s_arguments_are_named_as_kiln_init_reads_them(contract):
+    """A record's arguments are written by name (recipe._record) and read by the same names
+    (kiln.h ARG): a name or an order that differs, or a record type one side lacks, fails here."""
+    python = {name: list(recipe.RECORD_ARGS[code]) for name, code in contract["record_kinds"].items()}
+    assert contract["record_args"] == python
+    assert set(recipe.RECORD_ARGS) == set(contract["record_kinds"].values())
+
+
+def test_a_record_written_with_other_names_than_its_type_s_is_refused():
+    with pytest.raises(ValueError, match="RECORD_ARGS names"):
+        recipe._record(recipe.K_W_PART, relpath="x", part="solution")
+    with pytest.raises(ValueError, match="RECORD_ARGS names"):
+        recipe._record(recipe.K_W_RLIMIT, 7, 1)  # fixed arguments go by name
+    # the names are the writer's and the reader's; the bytes stay positional
+    wire = struct.pack("<II", recipe.K_W_PART, 2) + struct.pack("<I", 8) + b"solution\0" + struct.pack("<I", 1) + b"x\0"
+    assert recipe._record(recipe.K_W_PART, part="solution", relpath="x") == wire
+
+
+def test_stats_and_job_limits_are_the_codes_kiln_init_reads(contract):
+    # a K_STAT or K_JOB_LIMIT record says what it is by its position in these
+    assert contract["stats"] == list(recipe.STATS)
+    assert contract["job_limits"] == list(protocol.JOB_LIMITS)
+    # the job header's limits go in the same order
+    assert [f.name for f in dataclasses.fields(protocol.Limits)] == list(protocol.JOB_LIMITS)
+    assert protocol.Limits(*range(1, 6)).as_list() == [1, 2, 3, 4, 5]
 
 
 def test_the_ops_commands_and_parts_are_kiln_init_s(contract):
@@ -157,3 +186,18 @@ def test_the_start_s_variables_are_the_ones_kiln_init_reads(contract):
     assert sorted(contract["start"]) == sorted(start.every_variable())
     env = start.Start(5, 6, 7, lower=(8, 9), prestart="python").environment()
     assert env == {"KILN_SOCK": "5", "KILN_ZYGOTE": "6", "KILN_RECIPE": "7", "KILN_CG_DIRS": "", "KILN_CG_PROCS": "", "KILN_LOWER_WORKSPACES": "8", "KILN_LOWER_LAYERS": "9", "KILN_PRESTART": "python"}
+
+
+def test_a_record_with_other_arguments_than_its_shape_s_is_refused_saying_what_to_do():
+    """kiln-init reads a record's arguments by name without counting them: a record of another
+    arity (a kiln-init older or newer than the zygote), or of a kind it does not know, is refused
+    when the recipe is loaded."""
+    consts = recipe._record(recipe.K_CONSTS, *range(len(recipe.CONSTS)))
+    short_part = struct.pack("<II", recipe.K_W_PART, 1) + struct.pack("<I", 8) + b"solution\0"
+    for bad in (short_part, struct.pack("<II", 99, 0)):
+        fd = recipe.sealed_memfd(recipe.MAGIC + consts + bad)
+        try:
+            done = subprocess.run([str(native.INIT), "check"], env={"KILN_RECIPE": str(fd)}, pass_fds=(fd,), capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        finally:
+            os.close(fd)
+        assert done.returncode == 70 and "recipe: record 1 (kind" in done.stderr and "make -C kiln/native" in done.stderr, done

@@ -188,7 +188,8 @@ def test_v1_sets_the_memory_peak_back_between_a_slots_tests(rt, root, v1_slot):
 def test_a_jobs_own_limits_go_where_they_lower_the_slots(rt, root, v1_slot):
     records = decode(recipe.compile_recipe(0, root, rt, v1_slot))
     # v1 with swap accounting: memory before memory+swap (the kernel refuses memsw below memory)
-    assert of_kind(records, recipe.K_JOB_LIMIT) == [("memory", "0", "memory.limit_in_bytes"), ("memory", "0", "memory.memsw.limit_in_bytes"), ("pids", "1", "pids.max")]
+    memory, pids = (str(protocol.JOB_LIMITS.index(what)) for what in ("memory", "pids"))  # written as their codes
+    assert of_kind(records, recipe.K_JOB_LIMIT) == [(memory, "0", "memory.limit_in_bytes"), (memory, "0", "memory.memsw.limit_in_bytes"), (pids, "1", "pids.max")]
     assert of_kind(decode(recipe.compile_recipe(0, root, rt, NoSlot("s"))), recipe.K_JOB_LIMIT) == []
 
 
