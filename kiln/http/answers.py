@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kiln.judge.answer import CompileResult, GroupResult, JudgeAnswer, TestResult
 from kiln.run.stats import Stats
-from kiln.zygote.protocol import RunResult
+from kiln.wire.protocol import RunResult
 
 
 def run_json(result: RunResult) -> dict:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from kiln.runtime import Runtime
 from kiln.units import format_duration_ms, format_size, parse_duration_ms, parse_size
-from kiln.zygote.protocol import Job, Limits
+from kiln.wire.protocol import Job, Limits
 
 
 class ApiError(Exception):

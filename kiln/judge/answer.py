@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kiln.run.stats import Stats
-from kiln.zygote.protocol import RunResult
+from kiln.wire.protocol import RunResult
 
 CUT = 4096  # bytes of a test's or the compile's stdout and stderr in the answer
 

@@ -31,7 +31,7 @@ import gevent.event
 
 from kiln.judge.answer import CompileResult
 from kiln.judge.offload import offload
-from kiln.zygote.protocol import LayerEntry, ProtocolError
+from kiln.wire.protocol import LayerEntry, ProtocolError
 
 ENTRY_OVERHEAD = 512  # bytes counted per directory entry besides its data
 

@@ -44,7 +44,7 @@ from kiln.judge.sources import given, read, read_build_files, stdin_of
 from kiln.log import Log
 from kiln.run.runner import Cancelled, Runner, Session, SlotLost
 from kiln.runtime import Runtime
-from kiln.zygote.protocol import ByDescriptor, Job, Limits, ProtocolError, RunResult, read_layer
+from kiln.wire.protocol import ByDescriptor, Job, Limits, ProtocolError, RunResult, read_layer
 
 # verdicts of a test, in the order the first that applies is given (DESIGN.md)
 VERDICTS = ("SK", "TLE", "MLE", "OLE", "SV", "RE", "AC", "PT", "WA", "PE", "IE")

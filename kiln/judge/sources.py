@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from kiln.judge.files import FileStore
 from kiln.judge.request import Source
-from kiln.zygote.protocol import ByDescriptor
+from kiln.wire.protocol import ByDescriptor
 
 
 class TooMuchSource(Exception):

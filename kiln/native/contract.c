@@ -1,5 +1,5 @@
 /* `kiln-init contract`: the tables this kiln-init was built with, as JSON on stdout, so that the
- * Python side's (kiln/zygote/recipe.py, kiln/zygote/protocol.py) are compared with them as data
+ * Python side's (kiln/zygote/recipe.py, kiln/wire/protocol.py) are compared with them as data
  * (tests/unit/test_contract.py), not read out of C sources: record kinds and each one's
  * arguments, the recipe's constants, the start's variables, ops, stats, job limits, commands and
  * parts. Every name here is a C identifier

@@ -1,4 +1,4 @@
-/* Frames on the slot's socket, as kiln/zygote/protocol.py defines them:
+/* Frames on the slot's socket, as kiln/wire/protocol.py defines them:
  *
  *     u32 size of the rest | u32 size of the header | header (compact JSON) | blobs
  *

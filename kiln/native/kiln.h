@@ -459,7 +459,7 @@ void send_result_of(struct slot *s, const struct run *run, double started, long 
 /* --- layer.c: what a build job left, sent back as its layer ------------------------------------ */
 
 /* The upper layer's directories, regular files and symbolic links, walked without following
- * anything, as LAYER entries (kiln/zygote/protocol.py reads them); *out malloc'd. */
+ * anything, as LAYER entries (kiln/wire/protocol.py reads them); *out malloc'd. */
 int collect_layer(const struct slot *s, char **out, size_t *len, char *err);
 
 /* --- title.c --------------------------------------------------------------------------------- */

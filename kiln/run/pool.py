@@ -35,8 +35,8 @@ from kiln.log import Log
 from kiln.run.asked import WarmWhenAsked
 from kiln.run.events import PoolEvents
 from kiln.run.turns import Admissions, Busy, ClientGone, ShuttingDown, Turns
-from kiln.zygote import messages, protocol
-from kiln.zygote.protocol import ProtocolError
+from kiln.wire import messages, protocol
+from kiln.wire.protocol import ProtocolError
 
 WARM_WAIT_S = 30.0  # the longest a request with its turn waits for a slot to warm
 WARM_FAILING_S = 2.0  # ... when the zygote reports warm-ups failing and none succeeding

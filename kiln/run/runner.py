@@ -4,7 +4,7 @@
 
 It owns what lies between the HTTP contract and the slots: which kind of slot a job takes (one
 prestarted for its language, else plain), the wait for it (SlotPool), the job frame out and the
-result in (kiln.zygote.protocol), the cancel when the client leaves, the fallback to a plain slot
+result in (kiln.wire.protocol), the cancel when the client leaves, the fallback to a plain slot
 when a prestart command died, and what becomes of the slot afterwards: released, or killed from
 outside when it stayed silent past its run's timeout. What it cannot do is an exception:
 
@@ -30,8 +30,8 @@ import gevent.socket
 from kiln.log import Log
 from kiln.run.pool import ClientGone, SlotPool, WarmSlot
 from kiln.runtime import Runtime
-from kiln.zygote import protocol
-from kiln.zygote.protocol import Job, PrestartFailed, ProtocolError, RunResult
+from kiln.wire import protocol
+from kiln.wire.protocol import Job, PrestartFailed, ProtocolError, RunResult
 
 # A slot enforces the run's timeout itself and answers within its drain grace (2 s) after it;
 # this bounds a slot that stopped answering, which is then killed from outside. The slot moves the

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kiln.zygote.protocol import RunResult
+from kiln.wire.protocol import RunResult
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from kiln.runtime import Runtime, Workload
 from kiln.sandbox import mounts, plan
 from kiln.sandbox.cgroups import LimitWrite, SlotCgroup
 from kiln.sandbox.mounts import READONLY_ATTRS, MountArgs, under
-from kiln.zygote import protocol
+from kiln.wire import protocol
 from kiln.sandbox.plan import LAYERS_DIR, LOWER_DIR, WORKSPACES_DIR, OVERLAY_UPPER, OVERLAY_WORK, PROC_ANCHOR, SANDBOX_DIR, RootPlan, Tmpfs, cpu_rlimit_terms, fixed_rlimits, upper_layer_dirs
 
 MAGIC = b"KILNRCP1"

@@ -8,7 +8,7 @@ Each index is one record (slot.Index: its kept namespaces, recipe, backoff, the 
 a slot is spawned and what its outcome means is its kind's (kiln/zygote/kinds.py); the language
 templates are kept by one object (template.Templates).
 
-The messages of the front <-> zygote channel are kiln/zygote/messages.py's table.
+The messages of the front <-> zygote channel are kiln/wire/messages.py's table.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ from kiln.log import Log
 from kiln.runtime import Runtime
 from kiln.sandbox import libc, mounts, plan
 from kiln.sandbox.cgroups import CgroupError, Driver, SlotCgroup
-from kiln.zygote import kinds, messages, protocol, recipe, slot
+from kiln.wire import messages, protocol
+from kiln.zygote import kinds, recipe, slot
 from kiln.zygote.slot import Index, Slot
-from kiln.zygote.protocol import ProtocolError
+from kiln.wire.protocol import ProtocolError
 from kiln.zygote.template import TemplateError, Templates
 from kiln.zygote.title import set_title
 

@@ -26,7 +26,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kiln import langs as kiln_langs
 from kiln.judge.judge import VERDICTS
-from kiln.zygote.protocol import OUTCOMES
+from kiln.wire.protocol import OUTCOMES
 from kilntest import REPO, Server, burst, wait_until
 
 DASHBOARD = REPO / "deploy" / "grafana" / "kiln.json"

@@ -46,7 +46,7 @@ from kiln.log import Log
 from kiln.run.pool import Busy, NoWarmSlot, ShuttingDown, WarmSlot
 from kiln.run.turns import Turns
 from kiln.units import format_duration_ms, format_size
-from kiln.zygote import protocol
+from kiln.wire import protocol
 from kilntest import Server
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ from kiln.judge.answer import CompileResult
 from kiln.judge.builds import ENTRY_OVERHEAD, Builds, NoRoom, not_runnable
 from kiln.log import Log
 from kiln.run.stats import Stats
-from kiln.zygote.protocol import LAYER_ENTRY, LayerEntry, ProtocolError, read_layer
+from kiln.wire.protocol import LAYER_ENTRY, LayerEntry, ProtocolError, read_layer
 
 
 def layer(*entries: tuple[bytes, str, bytes, int]) -> list[LayerEntry]:

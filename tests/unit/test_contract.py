@@ -1,6 +1,6 @@
 """The Python <-> C contract: every fact that both sides state (record kinds, constants, ops, job
 and result fields and their order, the parts of a job, the outcomes) is owned by Python
-(kiln/zygote/protocol.py, kiln/zygote/recipe.py) and must read the same in C: compared with what
+(kiln/wire/protocol.py, kiln/zygote/recipe.py) and must read the same in C: compared with what
 `kiln-init contract` prints where kiln-init has the table, else read out of the C sources."""
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from kiln import native, runtime, slots
-from kiln.zygote import protocol, recipe, start
+from kiln.wire import protocol
+from kiln.zygote import recipe, start
 
 NATIVE = Path(__file__).resolve().parents[2] / "kiln" / "native"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kiln.judge.judge import helper_verdict
-from kiln.zygote.protocol import OUTCOMES, RunResult
+from kiln.wire.protocol import OUTCOMES, RunResult
 
 
 def ran(outcome: str, exit_code: int | None) -> RunResult:

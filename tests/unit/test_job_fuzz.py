@@ -29,7 +29,8 @@ from hypothesis import strategies as st
 from kiln import config, langs, native, runtime
 from kiln.sandbox import plan
 from kiln.sandbox.cgroups import NoSlot
-from kiln.zygote import protocol, recipe
+from kiln.wire import protocol
+from kiln.zygote import recipe
 
 REPO = Path(__file__).resolve().parents[2]
 INPUT_MAX = 1024

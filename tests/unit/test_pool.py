@@ -15,7 +15,7 @@ import pytest
 
 from kiln.run.pool import Busy, ClientGone, NoWarmSlot, ShuttingDown, SlotPool
 from kiln.log import Log
-from kiln.zygote import messages, protocol
+from kiln.wire import messages, protocol
 
 
 class Zygote:
@@ -304,10 +304,10 @@ def test_health_lapses_when_no_slot_comes_for_the_warm_wait(zygote, monkeypatch)
 
 
 def test_every_message_of_the_channel_decodes_to_itself_and_a_wrong_field_is_refused():
-    """The channel's one decoder (kiln/zygote/messages.py): what either side encodes is read back
+    """The channel's one decoder (kiln/wire/messages.py): what either side encodes is read back
     as the same message; a field of the wrong type, a missing one or a message of the other
     direction is a ProtocolError naming it."""
-    from kiln.zygote.protocol import ProtocolError
+    from kiln.wire.protocol import ProtocolError
 
     said = [messages.SlotWarm(1, 2, "python", 3.5, True), messages.Settled(1, 2, None, 4.0), messages.WarmFailed(0, "boom", None), messages.TemplateFailed("ruby"), messages.AllReady(), messages.Ended(3, 4)]
     assert [messages.decode(messages.encode(m), messages.TO_FRONT) for m in said] == said

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kiln.zygote import protocol
-from kiln.zygote.protocol import ProtocolError
+from kiln.wire import protocol
+from kiln.wire.protocol import ProtocolError
 
 
 json_values = st.recursive(

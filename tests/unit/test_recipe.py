@@ -16,7 +16,8 @@ from kiln import config, runtime
 from kiln.sandbox import mounts, plan
 from kiln.sandbox.cgroup_v1 import V1Slot
 from kiln.sandbox.cgroups import NoSlot
-from kiln.zygote import protocol, recipe
+from kiln.wire import protocol
+from kiln.zygote import recipe
 
 REPO = Path(__file__).resolve().parents[2]
 UID = 10007

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from types import SimpleNamespace
 
-from kiln.zygote import messages
+from kiln.wire import messages
 from kiln.zygote.zygote import SETTLE_MAX_S, SETTLE_STEP_S, Zygote
 
 

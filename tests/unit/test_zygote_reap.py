@@ -11,7 +11,8 @@ import socket
 import time
 from types import SimpleNamespace
 
-from kiln.zygote import kinds, protocol
+from kiln.wire import protocol
+from kiln.zygote import kinds
 from kiln.zygote.slot import Index, Slot
 from kiln.zygote.zygote import Zygote
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import ClassVar, Union, get_type_hints
 
-from kiln.zygote.protocol import ProtocolError
+from kiln.wire.protocol import ProtocolError
 
 
 @dataclass(frozen=True)
