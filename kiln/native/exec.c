@@ -45,8 +45,8 @@ int command_of(const struct slot *s, struct span w, uint32_t argv_type, char *ar
     int argc = 0, envc = 0;
     for (size_t i = w.from; i < w.to; i++) {
         const struct rec *r = &s->recipe.recs[i];
-        for (uint32_t k = 0; r->type == argv_type && k < r->nargs && argc < COMMAND_MAX - 1; k++) argv[argc++] = (char *)r->args[k].p;
-        for (uint32_t k = 0; r->type == K_W_ENV && k < r->nargs && envc < COMMAND_MAX - 1; k++) envp[envc++] = (char *)r->args[k].p;
+        for (uint32_t k = ARG(ARGV, argv); r->type == argv_type && k < r->nargs && argc < COMMAND_MAX - 1; k++) argv[argc++] = (char *)r->args[k].p;
+        for (uint32_t k = ARG(ENV, variables); r->type == K_W_ENV && k < r->nargs && envc < COMMAND_MAX - 1; k++) envp[envc++] = (char *)r->args[k].p;
     }
     argv[argc] = envp[envc] = NULL;
     return argc;
