@@ -14,6 +14,9 @@
 #define PRINT_KIND_ARGS(kind, code, shape)                            \
     printf("%s\"%s\": [", n++ ? ", " : "", #kind), k = 0;          \
     SHAPE_##shape(PRINT_ARG, PRINT_REST, shape) printf("]");
+#define PRINT_OP_ARGS(code, name)                                  \
+    printf("%s\"%s\": [", n++ ? ", " : "", #name), k = 0;          \
+    OP_ARGS_##name(PRINT_ARG, name) printf("]");
 #define PRINT_NAME(name) printf("%s\"%s\"", n++ ? ", " : "", #name);
 #define PRINT_CONST(field, kind) printf("%s\"%s\"", n++ ? ", " : "", #field);
 #define PRINT_START(name) printf("%s\"%s\"", n++ ? ", " : "", START_VAR(name));
@@ -43,7 +46,10 @@ int print_contract(void) {
     n = 0;
     printf("], \"job_limits\": [");
     JOB_LIMITS(PRINT_NAME)
-    printf("]");
+    n = 0;
+    printf("], \"op_args\": {");
+    OPS(PRINT_OP_ARGS)
+    printf("}");
     print_list("ops", op_name, OP_MOUNT);
     print_list("commands", command_name, 0);
     print_list("parts", part_name, 0);

@@ -63,7 +63,7 @@ enum { RECORD_KINDS(RECORD_KIND_ENUM) };
 #define SHAPE_CONSTS(A, R, s) R(s, consts)                           /* RECIPE_CONSTS */
 #define SHAPE_SECCOMP(A, R, s) A(s, program)                         /* BPF, struct sock_filter[] */
 #define SHAPE_STAT(A, R, s) A(s, what) A(s, dir_index) A(s, file) A(s, key) A(s, divisor) /* what: STATS' code */
-#define SHAPE_STEP_OP(A, R, s) A(s, step) A(s, op) R(s, args)        /* op: enum op's code; args: OP_ARGS of them */
+#define SHAPE_STEP_OP(A, R, s) A(s, step) A(s, op) R(s, args)        /* op: an OPS code; args: its OP_ARGS_<op> */
 #define SHAPE_CGROUP_WRITE(A, R, s) A(s, dir_index) A(s, file) A(s, value)
 #define SHAPE_WORKLOAD(A, R, s) A(s, slug) A(s, has_checker) A(s, memory_max) A(s, pids_max)
 #define SHAPE_W_DIR(A, R, s) A(s, relpath)                           /* below /sandbox */
@@ -220,8 +220,33 @@ static inline double monotonic_s(void) {
 
 /* --- mounts.c: the slot's mount namespace ------------------------------------------------- */
 
-/* Ops of the K_BUILD, K_FINISH, K_FRESH, K_TEST_PROC and K_W_MOUNT records: recipe.py's OPS, codes from 1. */
-enum op { OP_MOUNT = 1, OP_SETATTR, OP_MKDIR, OP_MKDIRS, OP_TOUCH, OP_WRITE, OP_SYMLINK, OP_MKNOD, OP_PIVOT, OP_SAVE_NS, OP_UNSHARE_NS, OP_HOSTNAME, OP_DETACH, OP_OVERLAY };
+/* Ops of the STEP_OP records (K_BUILD, K_FINISH, K_FRESH, K_TEST_PROC, K_W_MOUNT): recipe.py's
+ * OP_ARGS, compared as data. X(code, name), codes from 1; OP_ARGS_name(A, o) its own arguments
+ * after step and op, A(o, arg) each, read as a[OPARG(name, arg)]; OPARG(name, count) of them. */
+#define OPS(X)                                                                                  \
+    X(OP_MOUNT, mount) X(OP_SETATTR, setattr) X(OP_MKDIR, mkdir) X(OP_MKDIRS, mkdirs) X(OP_TOUCH, touch) \
+    X(OP_WRITE, write) X(OP_SYMLINK, symlink) X(OP_MKNOD, mknod) X(OP_PIVOT, pivot) X(OP_SAVE_NS, save_ns) \
+    X(OP_UNSHARE_NS, unshare_ns) X(OP_HOSTNAME, hostname) X(OP_DETACH, detach) X(OP_OVERLAY, overlay)
+#define OP_ARGS_mount(A, o) A(o, source) A(o, target) A(o, fstype) A(o, flags) A(o, data) /* mount(2)'s */
+#define OP_ARGS_setattr(A, o) A(o, target) A(o, attr_set) A(o, recursive)
+#define OP_ARGS_mkdir(A, o) A(o, path) A(o, mode) A(o, uid) A(o, gid) /* uid < 0: not chowned */
+#define OP_ARGS_mkdirs(A, o) A(o, path)
+#define OP_ARGS_touch(A, o) A(o, path) A(o, mode)
+#define OP_ARGS_write(A, o) A(o, path) A(o, mode) A(o, content)
+#define OP_ARGS_symlink(A, o) A(o, target) A(o, path)
+#define OP_ARGS_mknod(A, o) A(o, path) A(o, mode) A(o, major) A(o, minor)
+#define OP_ARGS_pivot(A, o) A(o, new_root)
+#define OP_ARGS_save_ns(A, o)
+#define OP_ARGS_unshare_ns(A, o)
+#define OP_ARGS_hostname(A, o) A(o, name)
+#define OP_ARGS_detach(A, o) A(o, target)
+#define OP_ARGS_overlay(A, o) A(o, target) A(o, lower) A(o, upper) A(o, work) A(o, flags)
+#define OPARG(op, name) OPARG_##op##_##name
+#define OPARG_ENUM(op, name) OPARG(op, name),
+#define OP_ENUM(code, name) code,
+enum op { OP_NONE, OPS(OP_ENUM) N_OPS };
+#define OP_ARGS_ENUM(code, name) enum { OP_ARGS_##name(OPARG_ENUM, name) OPARG(name, count) };
+OPS(OP_ARGS_ENUM)
 
 int apply_ops(struct slot *s, struct span span, uint32_t type, int *template_fd, char *err);
 const char *op_name(unsigned code); /* NULL: no such op */

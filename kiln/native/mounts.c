@@ -15,17 +15,10 @@
 #include <unistd.h>
 #include <linux/mount.h>
 
-static const char *const OP_NAMES[] = {
-    [OP_MOUNT] = "mount", [OP_SETATTR] = "setattr", [OP_MKDIR] = "mkdir", [OP_MKDIRS] = "mkdirs", [OP_TOUCH] = "touch",
-    [OP_WRITE] = "write", [OP_SYMLINK] = "symlink", [OP_MKNOD] = "mknod", [OP_PIVOT] = "pivot", [OP_SAVE_NS] = "save_ns",
-    [OP_UNSHARE_NS] = "unshare_ns", [OP_HOSTNAME] = "hostname", [OP_DETACH] = "detach", [OP_OVERLAY] = "overlay",
-};
-/* how many args each op takes after step and op */
-static const int OP_ARGS[] = {
-    [OP_MOUNT] = 5, [OP_SETATTR] = 3, [OP_MKDIR] = 4, [OP_MKDIRS] = 1, [OP_TOUCH] = 2, [OP_WRITE] = 3, [OP_SYMLINK] = 2,
-    [OP_MKNOD] = 4, [OP_PIVOT] = 1, [OP_SAVE_NS] = 0, [OP_UNSHARE_NS] = 0, [OP_HOSTNAME] = 1, [OP_DETACH] = 1, [OP_OVERLAY] = 5,
-};
-#define N_OPS ((long)(sizeof OP_NAMES / sizeof OP_NAMES[0]))
+#define OP_NAME(code, name) [code] = #name,
+static const char *const OP_NAMES[] = {OPS(OP_NAME)};
+#define OP_COUNT(code, name) [code] = OPARG(name, count),
+static const int OP_NARGS[] = {OPS(OP_COUNT)}; /* each op's own arguments, after step and op */
 
 const char *op_name(unsigned code) {
     return code >= OP_MOUNT && code < N_OPS ? OP_NAMES[code] : NULL;
@@ -72,48 +65,52 @@ static int write_new_file(const char *path, mode_t mode, const struct arg *conte
  * working directory is left where the mount needed it */
 static int overlay(const struct slot *s, const struct arg *a) {
     char data[4096];
-    const char *lower = s->lower_held[0] >= 0 && !*a[1].p ? "." : a[1].p;
+    const char *upper = a[OPARG(overlay, upper)].p, *work = a[OPARG(overlay, work)].p;
+    const char *lower = s->lower_held[0] >= 0 && !*a[OPARG(overlay, lower)].p ? "." : a[OPARG(overlay, lower)].p;
     int n;
-    if (!s->layer) n = snprintf(data, sizeof data, "lowerdir=%s,upperdir=%s,workdir=%s", lower, a[2].p, a[3].p);
-    else if (s->lower_held[1] >= 0) n = snprintf(data, sizeof data, "lowerdir=/proc/self/fd/%d/%s:%s,upperdir=%s,workdir=%s", s->lower_held[1], s->layer, lower, a[2].p, a[3].p);
-    else if (s->recipe.layers) n = snprintf(data, sizeof data, "lowerdir=%s/%s:%s,upperdir=%s,workdir=%s", s->recipe.layers, s->layer, lower, a[2].p, a[3].p);
+    if (!s->layer) n = snprintf(data, sizeof data, "lowerdir=%s,upperdir=%s,workdir=%s", lower, upper, work);
+    else if (s->lower_held[1] >= 0) n = snprintf(data, sizeof data, "lowerdir=/proc/self/fd/%d/%s:%s,upperdir=%s,workdir=%s", s->lower_held[1], s->layer, lower, upper, work);
+    else if (s->recipe.layers) n = snprintf(data, sizeof data, "lowerdir=%s/%s:%s,upperdir=%s,workdir=%s", s->recipe.layers, s->layer, lower, upper, work);
     else return errno = ENOENT, -1;
     if (n < 0 || (size_t)n >= sizeof data) return errno = ENAMETOOLONG, -1;
     if (s->lower_held[0] >= 0 && fchdir(s->lower_held[0]) < 0) return -1;
-    return mount("kiln", a[0].p, "overlay", (unsigned long)arg_int(&a[4]), data);
+    return mount("kiln", a[OPARG(overlay, target)].p, "overlay", (unsigned long)arg_int(&a[OPARG(overlay, flags)]), data);
 }
 
 static int op(const struct slot *s, enum op code, const struct arg *a, int *template_fd) {
     switch (code) {
     case OP_MOUNT:
-        return mount(or_null(&a[0]), a[1].p, or_null(&a[2]), (unsigned long)arg_int(&a[3]), or_null(&a[4]));
+        return mount(or_null(&a[OPARG(mount, source)]), a[OPARG(mount, target)].p, or_null(&a[OPARG(mount, fstype)]), (unsigned long)arg_int(&a[OPARG(mount, flags)]), or_null(&a[OPARG(mount, data)]));
     case OP_SETATTR: {
-        struct mount_attr attr = {.attr_set = (uint64_t)arg_int(&a[1])};
-        return syscall(SYS_mount_setattr, AT_FDCWD, a[0].p, arg_int(&a[2]) ? AT_RECURSIVE : 0, &attr, sizeof attr);
+        struct mount_attr attr = {.attr_set = (uint64_t)arg_int(&a[OPARG(setattr, attr_set)])};
+        return syscall(SYS_mount_setattr, AT_FDCWD, a[OPARG(setattr, target)].p, arg_int(&a[OPARG(setattr, recursive)]) ? AT_RECURSIVE : 0, &attr, sizeof attr);
     }
     case OP_MKDIR: {
-        mode_t mode = arg_int(&a[1]);
-        if (mkdir(a[0].p, mode) < 0 || chmod(a[0].p, mode) < 0) return -1; /* chmod: the umask */
-        return arg_int(&a[2]) < 0 ? 0 : chown(a[0].p, arg_int(&a[2]), arg_int(&a[3]));
+        const char *path = a[OPARG(mkdir, path)].p;
+        mode_t mode = arg_int(&a[OPARG(mkdir, mode)]);
+        long long uid = arg_int(&a[OPARG(mkdir, uid)]);
+        if (mkdir(path, mode) < 0 || chmod(path, mode) < 0) return -1; /* chmod: the umask */
+        return uid < 0 ? 0 : chown(path, uid, arg_int(&a[OPARG(mkdir, gid)]));
     }
     case OP_MKDIRS:
-        return mkdirs(a[0].p);
+        return mkdirs(a[OPARG(mkdirs, path)].p);
     case OP_TOUCH: {
-        int fd = open(a[0].p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, (mode_t)arg_int(&a[1]));
+        int fd = open(a[OPARG(touch, path)].p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, (mode_t)arg_int(&a[OPARG(touch, mode)]));
         return fd < 0 ? -1 : close(fd);
     }
     case OP_WRITE:
-        return write_new_file(a[0].p, arg_int(&a[1]), &a[2]);
+        return write_new_file(a[OPARG(write, path)].p, arg_int(&a[OPARG(write, mode)]), &a[OPARG(write, content)]);
     case OP_SYMLINK:
-        return symlink(a[0].p, a[1].p);
+        return symlink(a[OPARG(symlink, target)].p, a[OPARG(symlink, path)].p);
     case OP_MKNOD: {
-        mode_t mode = arg_int(&a[1]);
-        if (mknod(a[0].p, S_IFCHR | mode, makedev(arg_int(&a[2]), arg_int(&a[3]))) < 0) return -1;
-        return chmod(a[0].p, mode);
+        const char *path = a[OPARG(mknod, path)].p;
+        mode_t mode = arg_int(&a[OPARG(mknod, mode)]);
+        if (mknod(path, S_IFCHR | mode, makedev(arg_int(&a[OPARG(mknod, major)]), arg_int(&a[OPARG(mknod, minor)]))) < 0) return -1;
+        return chmod(path, mode);
     }
     case OP_PIVOT:
         /* pivot_root(".", ".") stacks the old root on the new one; detached, no path back */
-        if (chdir(a[0].p) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0) return -1;
+        if (chdir(a[OPARG(pivot, new_root)].p) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0) return -1;
         return chdir("/");
     case OP_SAVE_NS:
         *template_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
@@ -121,22 +118,25 @@ static int op(const struct slot *s, enum op code, const struct arg *a, int *temp
     case OP_UNSHARE_NS:
         return unshare(CLONE_NEWNS);
     case OP_HOSTNAME:
-        return sethostname(a[0].p, a[0].len);
+        return sethostname(a[OPARG(hostname, name)].p, a[OPARG(hostname, name)].len);
     case OP_DETACH:
-        return umount2(a[0].p, MNT_DETACH);
+        return umount2(a[OPARG(detach, target)].p, MNT_DETACH);
     case OP_OVERLAY:
         return overlay(s, a);
+    case OP_NONE: /* not ops: apply_op refused them */
+    case N_OPS:
+        break;
     }
     return errno = EINVAL, -1;
 }
 
 static int apply_op(const struct slot *s, const struct rec *r, int *template_fd, char *err) {
     long code = arg_int(&r->args[ARG(STEP_OP, op)]), nargs = (long)r->nargs - ARG(STEP_OP, args);
-    if (code < OP_MOUNT || code >= N_OPS || nargs != OP_ARGS[code])
+    if (code < OP_MOUNT || code >= N_OPS || nargs != OP_NARGS[code])
         return snprintf(err, ERR, "recipe: a bad op record (op %ld, %ld args)", code, nargs), -1;
     const struct arg *a = &r->args[ARG(STEP_OP, args)];
     if (op(s, code, a, template_fd) == 0) return 0;
-    const char *what = code == OP_MOUNT ? a[1].p : code == OP_OVERLAY && s->layer ? s->layer : nargs ? a[0].p : "";
+    const char *what = code == OP_MOUNT ? a[OPARG(mount, target)].p : code == OP_OVERLAY && s->layer ? s->layer : nargs ? a[0].p : ""; /* else its first */
     snprintf(err, ERR, "sandbox step '%s' failed: %s %s: %s", r->args[ARG(STEP_OP, step)].p, OP_NAMES[code], what, strerror(errno));
     return -1;
 }

@@ -77,9 +77,26 @@ _NAMED = {kind: (names[:-1], True) if names[-1].endswith("...") else (names, Fal
 STATS = ("memory_peak", "cpu", "oom_kills", "pids_hits", "cpu_starved")
 
 Op = tuple  # (step, op name, *args): one kiln-init op (mounts.c)
-# the ops kiln-init knows, written as their codes (from 1: kiln.h's enum op, checked by
-# tests/unit/test_contract.py)
-OPS = ("mount", "setattr", "mkdir", "mkdirs", "touch", "write", "symlink", "mknod", "pivot", "save_ns", "unshare_ns", "hostname", "detach", "overlay")
+# the ops kiln-init knows, written as their codes (from 1), and each one's own arguments after
+# step and op (kiln.h OPS and OP_ARGS_*, compared by tests/unit/test_contract.py); _op refuses
+# another count
+OP_ARGS = {
+    "mount": ("source", "target", "fstype", "flags", "data"),  # mounts.MountArgs
+    "setattr": ("target", "attr_set", "recursive"),
+    "mkdir": ("path", "mode", "uid", "gid"),  # uid < 0: not chowned
+    "mkdirs": ("path",),
+    "touch": ("path", "mode"),
+    "write": ("path", "mode", "content"),
+    "symlink": ("target", "path"),
+    "mknod": ("path", "mode", "major", "minor"),
+    "pivot": ("new_root",),
+    "save_ns": (),
+    "unshare_ns": (),
+    "hostname": ("name",),
+    "detach": ("target",),
+    "overlay": ("target", "lower", "upper", "work", "flags"),
+}
+OPS = tuple(OP_ARGS)
 
 
 def compile_recipe(index: int, root: RootPlan, runtime: Runtime, cgroup: SlotCgroup) -> bytes:
@@ -280,6 +297,8 @@ def _cpu_terms(seconds_per_started_second: int, extra: int) -> bytes:
 
 
 def _op(kind: int, step: str, op: str, *args) -> bytes:
+    if len(args) != len(OP_ARGS[op]):
+        raise ValueError(f"op {op} written with {len(args)} arguments: recipe.OP_ARGS names {OP_ARGS[op]}")
     return _record(kind, *args, step=step, op=OPS.index(op) + 1)
 
 

@@ -70,8 +70,11 @@ def test_stats_and_job_limits_are_the_codes_kiln_init_reads(contract):
     assert protocol.Limits(*range(1, 6)).as_list() == [1, 2, 3, 4, 5]
 
 
-def test_the_ops_commands_and_parts_are_kiln_init_s(contract):
+def test_the_ops_and_their_arguments_commands_and_parts_are_kiln_init_s(contract):
     assert contract["ops"] == list(recipe.OPS)
+    assert contract["op_args"] == {op: list(args) for op, args in recipe.OP_ARGS.items()}
+    with pytest.raises(ValueError, match="OP_ARGS names"):
+        recipe._op(recipe.K_FINISH, "a step", "detach", "/x", "/y")
     assert contract["commands"] == list(protocol.COMMANDS)
     assert contract["parts"] == list(protocol.PARTS)
 
