@@ -98,9 +98,12 @@ def native_check(frame: bytes, recipe_fd: int, prestart: str | None = None, fds:
                 frame = frame[sent:]
             ours.sendall(frame)  # a slot stops reading after its one frame
             ours.shutdown(socket.SHUT_WR)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # it answered and closed before taking the whole frame: its answer is still queued here
+        try:
             while (reply := protocol.recv_frame(ours, 1 << 20)) is not None:
                 replies.append(reply[0])
-        except (BrokenPipeError, ConnectionResetError):
+        except ConnectionResetError:
             pass
     assert proc.wait(10) == 0
     return replies
