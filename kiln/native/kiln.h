@@ -71,7 +71,7 @@ enum { RECORD_KINDS(RECORD_KIND_ENUM) };
 #define SHAPE_ARGV(A, R, s) R(s, argv)
 #define SHAPE_ENV(A, R, s) R(s, variables)                           /* KEY=VALUE */
 #define SHAPE_RLIMIT(A, R, s) A(s, resource) A(s, value)
-#define SHAPE_CPU_TERMS(A, R, s)  A(s, seconds_per_started_second) A(s, extra)
+#define SHAPE_CPU_TERMS(A, R, s) A(s, seconds_per_started_second) A(s, extra)
 #define SHAPE_JOB_LIMIT(A, R, s) A(s, what) A(s, dir_index) A(s, file) /* what: JOB_LIMITS' code */
 #define ARG(shape, name) ARG_##shape##_##name
 #define ARG_ENUM(shape, name) ARG(shape, name),
