@@ -272,7 +272,7 @@ class App:
         served = [
             {
                 "slug": w.slug,
-                "checker": w.language.has_checker,
+                "checker": w.language.has_client_harness,  # the API's name: checker_text required
                 "version": self.runtime.versions.get(w.slug),
                 "tmp_size_bytes": w.tmp_size,
                 "memory_max_bytes": w.memory_max,

@@ -155,7 +155,7 @@ def test_each_language_gets_its_workspace_files_command_and_limits(rt, root, v1_
     records = decode(recipe.compile_recipe(0, root, rt, v1_slot))
     for slug, workload in rt.workloads.items():
         mine = workload_records(records, slug)
-        assert texts(mine[0][1]) == (slug, str(int(workload.language.has_checker)), str(workload.memory_max), str(workload.pids_max))
+        assert texts(mine[0][1]) == (slug, str(int(workload.language.has_client_harness)), str(workload.memory_max), str(workload.pids_max))
         steps = [texts(a, k) for k, a in mine if k == recipe.K_W_MOUNT]
         overlay = [step for step in steps if step[1] == "overlay"]
         assert overlay == [("mount the workspace", "overlay", "/sandbox", workload.lower, plan.OVERLAY_UPPER, plan.OVERLAY_WORK, str(mounts.OVERLAY_FLAGS))]
@@ -168,7 +168,7 @@ def test_each_language_gets_its_workspace_files_command_and_limits(rt, root, v1_
         assert of_kind(mine, recipe.K_W_EXEC_ARGV) == ([workload.exec_argv] if workload.judges else [])
         parts = dict(of_kind(mine, recipe.K_W_PART))
         assert parts["solution"] == workload.language.solution_file
-        assert ("checker" in parts) == bool(workload.language.checker_file)
+        assert ("checker" in parts) == bool(workload.language.client_harness_file)
         assert of_kind(mine, recipe.K_W_ARGV) == [workload.argv]
         [env] = of_kind(mine, recipe.K_W_ENV)
         assert "PATH=" + rt.config.sandbox_path in env and "HOME=/sandbox" in env
