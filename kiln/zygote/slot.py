@@ -112,7 +112,7 @@ class Index:
     spec: SlotSpec
     # the language its next slot is prestarted for (None: a plain slot). The front names the
     # language of each request it gives a slot: its replacement follows the demand.
-    next_kind: str | None = None
+    next_prestart: str | None = None
     root_image: int | None = None  # its root image (a mount namespace), made by its first slot
     recipe: int | None = None  # memfd of its slots' kiln-init recipe
     backoff: Backoff = field(default_factory=Backoff)

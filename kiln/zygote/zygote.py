@@ -307,7 +307,7 @@ class Zygote:
             self.log.error("bad demand from the front", index=repr(number))
             return
         workload = self.runtime.workloads.get(slug) if isinstance(slug, str) else None
-        self.indexes[number].next_kind = slug if workload is not None and workload.prestart_argv else None
+        self.indexes[number].next_prestart = slug if workload is not None and workload.prestart_argv else None
 
     def _kill_slot(self, number, pid) -> None:
         """The front gave up on slot `number`'s run (its init stopped answering): every process
