@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from kiln import config, langs, native, runtime
 from kiln.sandbox import plan
-from kiln.sandbox.cgroups import NoSlot
+from kiln.sandbox.cgroups import NoSlotCgroup
 from kiln.zygote import protocol, recipe
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,7 +55,7 @@ def rt():
 @pytest.fixture(scope="module")
 def recipe_fd(rt):
     root = plan.root_plan(uid=10001, gid=10001, host_paths=rt.host_paths, workspaces=str(rt.config.workspace), tmp_size=1 << 20, tmp_inodes=64, layers="/run/x/layers")
-    fd = recipe.sealed_memfd(recipe.compile_recipe(0, root, rt, NoSlot("fuzz")))
+    fd = recipe.sealed_memfd(recipe.compile_recipe(0, root, rt, NoSlotCgroup("fuzz")))
     yield fd
     os.close(fd)
 
