@@ -138,7 +138,7 @@ static void execute_prestarted(struct slot *s, const struct job *job, struct spa
  * front's to send or not */
 enum served { SLOT_DONE, SLOT_KEPT };
 
-/* one frame, checked -> the slot's kind of run -> one result frame */
+/* one frame, checked -> run as its command says (test, build, exec) -> one result frame */
 static enum served serve_job(struct slot *s) {
     char err[ERR], *body, title[128];
     struct job job;
