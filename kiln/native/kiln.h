@@ -29,7 +29,7 @@
     X(K_CONSTS, 1)            /* the constants, one value each in RECIPE_CONSTS' order */                 \
     X(K_SECCOMP, 2)           /* BPF program */                                                           \
     X(K_STAT, 3)              /* what dir_index file key divisor */                                       \
-    X(K_BUILD, 4)             /* step op args...: the index's template root */                            \
+    X(K_BUILD, 4)             /* step op args...: the index's root image */                               \
     X(K_FINISH, 5)            /* step op args...: every slot's own /tmp, /proc, upper layer */            \
     X(K_WARM_LIMIT, 6)        /* dir_index file value: cgroup limits written while warming */            \
     X(K_WORKLOAD, 7)          /* slug has_checker memory_max pids_max: the records up to the next are its */ \
@@ -107,7 +107,7 @@ struct span workload_span(const struct recipe *r, size_t record);
  * pair for the slot it forks (template.c); `kiln-init contract` prints the names. START_VAR(X) is
  * "KILN_X", and fails to compile for a name not in the table. */
 #define START_VARIABLES(X)                                                                        \
-    X(SOCK) X(ZYGOTE) X(RECIPE) X(TEMPLATE) X(CG_DIRS) X(CG_PROCS) X(LOWER_WORKSPACES) X(LOWER_LAYERS) \
+    X(SOCK) X(ZYGOTE) X(RECIPE) X(ROOT_IMAGE) X(CG_DIRS) X(CG_PROCS) X(LOWER_WORKSPACES) X(LOWER_LAYERS) \
     X(PRESTART) X(TEMPLATE_MODULE) X(TEMPLATE_OF) X(FORKED) X(FORKED_PID)
 #define START_VARIABLE_ENUM(name) START_##name,
 enum { START_VARIABLES(START_VARIABLE_ENUM) };
@@ -118,7 +118,7 @@ enum { START_VARIABLES(START_VARIABLE_ENUM) };
 struct slot;
 /* what the environment says, beyond the slot's own fields */
 struct start {
-    int template_fd, forked, module;
+    int root_image, forked, module; /* root_image: KILN_ROOT_IMAGE, the index's root image; -1 none yet */
     pid_t forked_pid;
     char prestart[64], template_of[64];
 };
@@ -188,11 +188,11 @@ static inline double monotonic_s(void) {
 /* Ops of the K_BUILD, K_FINISH, K_FRESH, K_TEST_PROC and K_W_MOUNT records: recipe.py's OPS, codes from 1. */
 enum op { OP_MOUNT = 1, OP_SETATTR, OP_MKDIR, OP_MKDIRS, OP_TOUCH, OP_WRITE, OP_SYMLINK, OP_MKNOD, OP_PIVOT, OP_SAVE_NS, OP_UNSHARE_NS, OP_HOSTNAME, OP_DETACH, OP_OVERLAY };
 
-int apply_ops(struct slot *s, struct span span, uint32_t type, int *template_fd, char *err);
+int apply_ops(struct slot *s, struct span span, uint32_t type, int *root_image, char *err);
 const char *op_name(unsigned code); /* NULL: no such op */
-/* the index's template root built (its descriptor: >= 0) or a copy of it entered (-1), then the
- * slot's own; -2 on error */
-int build_root(struct slot *s, int template_fd, char *err);
+/* the index's root image built (its descriptor: >= 0) or a private copy of it entered (-1),
+ * then the slot's own; -2 on error */
+int build_root(struct slot *s, int root_image, char *err);
 /* the workspace overlay (on the build `layer` when not NULL) and /tmp at the language's sizes,
  * its writable dirs given; opens s->sandbox */
 int mount_workspace(struct slot *s, struct span w, const char *layer, char *err);
@@ -439,6 +439,6 @@ int receive_job(struct slot *s, struct job *job, char **body, char *err);
 
 int check_job(struct slot *s);                                     /* `kiln-init check` */
 int print_contract(void);                                          /* `kiln-init contract` */
-void exec_template(struct slot *s, int template_fd, const char *slug, int module); /* KILN_TEMPLATE_OF */
+void exec_template(struct slot *s, int root_image, const char *slug, int module); /* KILN_TEMPLATE_OF */
 
 #endif

@@ -204,9 +204,9 @@ def _workload(workload: Workload, runtime: Runtime, root: RootPlan, cgroup: Slot
         *([] if root.lower_held else [("hide the lower layers' folder", "detach", (LOWER_DIR,))]),
         *_resize("size /tmp", workspace.tmp, root.tmp),
     ]
-    parts = {"solution": language.solution_file, "checker": language.checker_file, "asserts": language.asserts_file}
+    parts = {"solution": language.solution_file, "checker": language.client_harness_file, "asserts": language.asserts_file}
     return [
-        _record(K_WORKLOAD, workload.slug, int(language.has_checker), workload.memory_max, workload.pids_max),
+        _record(K_WORKLOAD, workload.slug, int(language.has_client_harness), workload.memory_max, workload.pids_max),
         *(_op(K_W_MOUNT, step, op, *args) for step, op, args in mount_ops),
         *(_record(K_W_DIR, d) for d in workspace.writable_dirs),
         *(_record(K_W_PART, part, path) for part, path in parts.items() if path),
