@@ -101,8 +101,8 @@ def example(language) -> tuple[str, str | None, str | None]:
     texts = {p.name: p.read_text() for p in sorted(folder.iterdir()) if p.is_file()}
     asserts = texts.pop("asserts.json", None)
     checker = None
-    if language.has_checker:
-        name = os.path.basename(language.checker_file).lower()
+    if language.has_client_harness:
+        name = os.path.basename(language.client_harness_file).lower()
         key = next((k for k in texts if k.lower() == name), None)
         if key is None:
             raise LookupError(f"no {name} in {folder}")
@@ -315,7 +315,7 @@ def bench_language(slug: str, info: dict, script: str, kiln: Kiln, config, runs:
     files = [(language.solution_file, solution)]
     if checker is not None:
         body["checker_text"] = checker
-        files.append((language.checker_file, checker))
+        files.append((language.client_harness_file, checker))
     if asserts is not None:
         body["asserts"] = asserts  # a string: the bytes kiln writes, the bytes bare gets
         files.append((language.asserts_file, asserts))

@@ -1,8 +1,11 @@
 """The language table: which files a request's texts become, and what each language needs.
 
 A slug's workspace is `<RUN_WORKSPACE>/<slug>/` (a Makefile whose `test` target is the test
-command, and a harness in `check/`). The request's texts are written below `/sandbox`, at the
-paths given here, and `asserts.json` goes next to the solution file. A judge request's files go
+command, and a harness in `check/`: what runs the asserts against the solution and reports). A
+compiled language's harness comes with each /run request instead, as `checker_text` (Codebattle
+calls it the checker; kiln keeps "checker" for a judge's testlib program): the client harness.
+The request's texts are written below `/sandbox`, at the paths given here, and `asserts.json`
+goes next to the solution file. A judge request's files go
 in JUDGE_DIR: its solution as the language's `judge_file`, built by the workspace's `build`
 target and run by its `exec` target.
 """
@@ -22,7 +25,7 @@ JUDGE_DIR = "judge"  # below /sandbox: a judge request's files, and what its bui
 class Language:
     slug: str
     solution_file: str  # relative to /sandbox
-    checker_file: str | None  # None: the language has no client checker
+    client_harness_file: str | None  # where checker_text goes; None: the workspace's harness runs the asserts
     tmp_size: int  # bytes, for both the workspace upper layer and /tmp
     toolchain: tuple[str, ...]  # executables that must be found on the sandbox PATH
     version_command: tuple[str, ...] = ()
@@ -45,8 +48,8 @@ class Language:
     address_space: bool = True
 
     @property
-    def has_checker(self) -> bool:
-        return self.checker_file is not None
+    def has_client_harness(self) -> bool:
+        return self.client_harness_file is not None
 
     @property
     def asserts_file(self) -> str:
@@ -57,13 +60,13 @@ class Language:
         return posixpath.dirname(self.solution_file)
 
 
-def _lang(slug, solution, checker, tmp_size, toolchain, version=(), **extra) -> Language:
+def _lang(slug, solution, client_harness, tmp_size, toolchain, version=(), **extra) -> Language:
     folder = "lib" if slug == "dart" else "check"
     extra.setdefault("judge_file", JUDGE_FILES[slug])
     return Language(
         slug=slug,
         solution_file=f"{folder}/{solution}",
-        checker_file=f"{folder}/{checker}" if checker else None,
+        client_harness_file=f"{folder}/{client_harness}" if client_harness else None,
         tmp_size=tmp_size,
         toolchain=tuple(toolchain),
         version_command=tuple(version),

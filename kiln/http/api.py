@@ -272,7 +272,7 @@ class App:
         served = [
             {
                 "slug": w.slug,
-                "checker": w.language.has_checker,
+                "checker": w.language.has_client_harness,  # the API's name: checker_text required
                 "version": self.runtime.versions.get(w.slug),
                 "tmp_size_bytes": w.tmp_size,
                 "memory_max_bytes": w.memory_max,
@@ -348,7 +348,7 @@ class App:
     def _result_response(self, ran: Ran, request: RunRequest, info) -> Answer:
         result = ran.result
         outcome = "output_too_large" if result.output_overflow else result.outcome
-        info.update(outcome=outcome, wall_ms=result.wall_ms, slot=ran.slot, prestarted=ran.prestarted)
+        info.update(outcome=outcome, wall_ms=result.wall_ms, slot=ran.slot_index, prestarted=ran.prestarted)
         self.metrics.runs.labels(request.slug, outcome).inc()
         self.metrics.run_seconds.labels(request.slug).observe(result.wall_ms / 1000)
         if ran.prestarted:

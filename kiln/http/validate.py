@@ -25,7 +25,9 @@ class ApiError(Exception):
 class RunRequest:
     slug: str
     timeout_ms: int
-    files: tuple[tuple[str, bytes], ...]  # ("solution" | "checker" | "asserts", UTF-8 bytes)
+    # ("solution" | "checker" | "asserts", UTF-8 bytes): the parts' names on the wire, "checker"
+    # the client harness (checker_text)
+    files: tuple[tuple[str, bytes], ...]
     stdin: bytes | None
     limits: Limits = Limits()  # `limits`: less memory, pids or output than the server's
 
@@ -81,7 +83,7 @@ def parse_run(raw: bytes, runtime: Runtime) -> RunRequest:
         raise ApiError(400, "solution_text is required")
     if not isinstance(solution, str):
         raise ApiError(400, "solution_text must be a string")
-    checker = _optional_text(body, "checker_text")
+    client_harness = _optional_text(body, "checker_text")
     stdin = _optional_text(body, "stdin")
     asserts = body.get("asserts")
     if isinstance(asserts, (list, dict)):
@@ -96,17 +98,17 @@ def parse_run(raw: bytes, runtime: Runtime) -> RunRequest:
     if limits is not None and type(limits) is not dict:  # a wrong type: before the slug's rows
         raise ApiError(400, "limits must be an object (memory, pids, output)")
     files = [("solution", utf8("solution_text", solution))]
-    checker_bytes = None if checker is None else utf8("checker_text", checker)
+    client_harness_bytes = None if client_harness is None else utf8("checker_text", client_harness)
     asserts_bytes = None if asserts is None else utf8("asserts", asserts)
     stdin_bytes = None if stdin is None else utf8("stdin", stdin)
 
     workload = runtime.workloads.get(slug)
     if workload is None:
         raise ApiError(400, "unsupported lang_slug")
-    if workload.language.has_checker:
-        if checker_bytes is None:
+    if workload.language.has_client_harness:
+        if client_harness_bytes is None:
             raise ApiError(400, "checker_text is required")
-        files.append(("checker", checker_bytes))
+        files.append(("checker", client_harness_bytes))
     if asserts_bytes is not None:
         files.append(("asserts", asserts_bytes))
     return RunRequest(slug=slug, timeout_ms=timeout_ms, files=tuple(files), stdin=stdin_bytes, limits=_run_limits(limits, workload, runtime.config))

@@ -161,7 +161,7 @@ static int check_files(const struct recipe *r, struct job *job, int nfiles, char
         }
         return 0;
     }
-    int seen = 0, with_checker = 0, has_checker = arg_int(&r->recs[job->workload_rec].args[ARG(WORKLOAD, has_checker)]) != 0;
+    int seen = 0, with_checker = 0, has_checker = arg_int(&r->recs[job->workload_rec].args[ARG(WORKLOAD, has_client_harness)]) != 0;
     for (int i = 0; i < nfiles; i++) {
         int k = 0;
         while (k < 3 && strcmp(names[i], PART_NAMES[k])) k++;

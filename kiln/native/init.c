@@ -38,14 +38,15 @@ static void fail_warm(struct slot *s, const char *error) {
 
 /* --- warm --------------------------------------------------------------------------------- */
 
-/* become init -> the root: the index's template built, or a private copy of it entered -> the
+/* become init -> the root: the index's root image built, or a private copy of it entered -> the
  * slot's own /tmp, /proc, upper layer, hostname -> plain: the usual cgroup limits | prestarted:
  * its language's workspace, limits, filter, and its prestart command spawned and waiting (or
- * forked by the template, entering) -> "ready" (with the template's root, if it built it) */
+ * forked by the template, entering) -> "ready" (with the root image, if it built it: the frame's
+ * key is "template", its name on the wire) */
 static void warm(struct slot *s, const struct start *start) {
     char err[ERR];
     if (become_init(s, err)) fail_warm(s, err);
-    int built = build_root(s, start->template_fd, err);
+    int built = build_root(s, start->root_image, err);
     if (built == -2) fail_warm(s, err);
     if (*start->prestart) {
         if ((s->prestarted.workload_rec = find_workload_rec(&s->recipe, start->prestart)) < 0) fail_warm(s, "prestarted for a language the recipe does not have");
@@ -137,7 +138,7 @@ static void execute_prestarted(struct slot *s, const struct job *job, struct spa
  * front's to send or not */
 enum served { SLOT_DONE, SLOT_KEPT };
 
-/* one frame, checked -> the slot's kind of run -> one result frame */
+/* one frame, checked -> run as its command says (test, build, exec) -> one result frame */
 static enum served serve_job(struct slot *s) {
     char err[ERR], *body, title[128];
     struct job job;
@@ -176,7 +177,7 @@ int main(int argc, char **argv) {
     keep_descriptors(&s, &start);
     choose_task_birth(&s);
     clearenv();
-    if (*start.template_of) exec_template(&s, start.template_fd, start.template_of, start.module);
+    if (*start.template_of) exec_template(&s, start.root_image, start.template_of, start.module);
     set_title(&s, "kiln: slot %ld warming", s.recipe.index);
     warm(&s, &start);
     /* a slot's jobs: one, or, kept, a judge request's tests one after another until the front

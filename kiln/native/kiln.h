@@ -29,7 +29,7 @@
     X(K_CONSTS, 1, CONSTS)           /* the constants, one value each in RECIPE_CONSTS' order */  \
     X(K_SECCOMP, 2, SECCOMP)         /* the task's filter */                                      \
     X(K_STAT, 3, STAT)               /* where a figure of the slot's cgroup is read */            \
-    X(K_BUILD, 4, STEP_OP)           /* the index's template root */                              \
+    X(K_BUILD, 4, STEP_OP)           /* the index's root image */                                 \
     X(K_FINISH, 5, STEP_OP)          /* every slot's own /tmp, /proc, upper layer */              \
     X(K_WARM_LIMIT, 6, CGROUP_WRITE) /* cgroup limits written while warming */                    \
     X(K_WORKLOAD, 7, WORKLOAD)       /* a language: the records up to the next are its */         \
@@ -65,7 +65,7 @@ enum { RECORD_KINDS(RECORD_KIND_ENUM) };
 #define SHAPE_STAT(A, R, s) A(s, what) A(s, dir_index) A(s, file) A(s, key) A(s, divisor) /* what: STATS' code */
 #define SHAPE_STEP_OP(A, R, s) A(s, step) A(s, op) R(s, args)        /* op: an OPS code; args: its OP_ARGS_<op> */
 #define SHAPE_CGROUP_WRITE(A, R, s) A(s, dir_index) A(s, file) A(s, value)
-#define SHAPE_WORKLOAD(A, R, s) A(s, slug) A(s, has_checker) A(s, memory_max) A(s, pids_max)
+#define SHAPE_WORKLOAD(A, R, s) A(s, slug) A(s, has_client_harness) A(s, memory_max) A(s, pids_max)
 #define SHAPE_W_DIR(A, R, s) A(s, relpath)                           /* below /sandbox */
 #define SHAPE_W_PART(A, R, s) A(s, part) A(s, relpath)
 #define SHAPE_ARGV(A, R, s) R(s, argv)
@@ -142,7 +142,7 @@ struct span workload_span(const struct recipe *r, size_t record);
  * pair for the slot it forks (template.c); `kiln-init contract` prints the names. START_VAR(X) is
  * "KILN_X", and fails to compile for a name not in the table. */
 #define START_VARIABLES(X)                                                                        \
-    X(SOCK) X(ZYGOTE) X(RECIPE) X(TEMPLATE) X(CG_DIRS) X(CG_PROCS) X(LOWER_WORKSPACES) X(LOWER_LAYERS) \
+    X(SOCK) X(ZYGOTE) X(RECIPE) X(ROOT_IMAGE) X(CG_DIRS) X(CG_PROCS) X(LOWER_WORKSPACES) X(LOWER_LAYERS) \
     X(PRESTART) X(TEMPLATE_MODULE) X(TEMPLATE_OF) X(FORKED) X(FORKED_PID)
 #define START_VARIABLE_ENUM(name) START_##name,
 enum { START_VARIABLES(START_VARIABLE_ENUM) };
@@ -153,7 +153,7 @@ enum { START_VARIABLES(START_VARIABLE_ENUM) };
 struct slot;
 /* what the environment says, beyond the slot's own fields */
 struct start {
-    int template_fd, forked, module;
+    int root_image, forked, module; /* root_image: KILN_ROOT_IMAGE, the index's root image; -1 none yet */
     pid_t forked_pid;
     char prestart[64], template_of[64];
 };
@@ -248,11 +248,11 @@ enum op { OP_NONE, OPS(OP_ENUM) N_OPS };
 #define OP_ARGS_ENUM(code, name) enum { OP_ARGS_##name(OPARG_ENUM, name) OPARG(name, count) };
 OPS(OP_ARGS_ENUM)
 
-int apply_ops(struct slot *s, struct span span, uint32_t type, int *template_fd, char *err);
+int apply_ops(struct slot *s, struct span span, uint32_t type, int *root_image, char *err);
 const char *op_name(unsigned code); /* NULL: no such op */
-/* the index's template root built (its descriptor: >= 0) or a copy of it entered (-1), then the
- * slot's own; -2 on error */
-int build_root(struct slot *s, int template_fd, char *err);
+/* the index's root image built (its descriptor: >= 0) or a private copy of it entered (-1),
+ * then the slot's own; -2 on error */
+int build_root(struct slot *s, int root_image, char *err);
 /* the workspace overlay (on the build `layer` when not NULL) and /tmp at the language's sizes,
  * its writable dirs given; opens s->sandbox */
 int mount_workspace(struct slot *s, struct span w, const char *layer, char *err);
@@ -500,6 +500,6 @@ int receive_job(struct slot *s, struct job *job, char **body, char *err);
 
 int check_job(struct slot *s);                                     /* `kiln-init check` */
 int print_contract(void);                                          /* `kiln-init contract` */
-void exec_template(struct slot *s, int template_fd, const char *slug, int module); /* KILN_TEMPLATE_OF */
+void exec_template(struct slot *s, int root_image, const char *slug, int module); /* KILN_TEMPLATE_OF */
 
 #endif

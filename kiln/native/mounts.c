@@ -1,6 +1,6 @@
 /* The slot's mount namespace: the recipe's mount ops (records K_BUILD, K_FINISH and K_W_MOUNT:
  * step, op, args; each op one or two syscalls, the Python plan decides order, paths, modes and
- * flags), the index's template root built or a copy of it entered, the workspace overlay. */
+ * flags), the index's root image built or a private copy of it entered, the workspace overlay. */
 #include "kiln.h"
 
 #include <errno.h>
@@ -77,7 +77,7 @@ static int overlay(const struct slot *s, const struct arg *a) {
     return mount("kiln", a[OPARG(overlay, target)].p, "overlay", (unsigned long)arg_int(&a[OPARG(overlay, flags)]), data);
 }
 
-static int op(const struct slot *s, enum op code, const struct arg *a, int *template_fd) {
+static int op(const struct slot *s, enum op code, const struct arg *a, int *root_image) {
     switch (code) {
     case OP_MOUNT:
         return mount(or_null(&a[OPARG(mount, source)]), a[OPARG(mount, target)].p, or_null(&a[OPARG(mount, fstype)]), (unsigned long)arg_int(&a[OPARG(mount, flags)]), or_null(&a[OPARG(mount, data)]));
@@ -113,8 +113,8 @@ static int op(const struct slot *s, enum op code, const struct arg *a, int *temp
         if (chdir(a[OPARG(pivot, new_root)].p) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0) return -1;
         return chdir("/");
     case OP_SAVE_NS:
-        *template_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
-        return *template_fd < 0 ? -1 : 0;
+        *root_image = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+        return *root_image < 0 ? -1 : 0;
     case OP_UNSHARE_NS:
         return unshare(CLONE_NEWNS);
     case OP_HOSTNAME:
@@ -130,33 +130,33 @@ static int op(const struct slot *s, enum op code, const struct arg *a, int *temp
     return errno = EINVAL, -1;
 }
 
-static int apply_op(const struct slot *s, const struct rec *r, int *template_fd, char *err) {
+static int apply_op(const struct slot *s, const struct rec *r, int *root_image, char *err) {
     long code = arg_int(&r->args[ARG(STEP_OP, op)]), nargs = (long)r->nargs - ARG(STEP_OP, args);
     if (code < OP_MOUNT || code >= N_OPS || nargs != OP_NARGS[code])
         return snprintf(err, ERR, "recipe: a bad op record (op %ld, %ld args)", code, nargs), -1;
     const struct arg *a = &r->args[ARG(STEP_OP, args)];
-    if (op(s, code, a, template_fd) == 0) return 0;
+    if (op(s, code, a, root_image) == 0) return 0;
     const char *what = code == OP_MOUNT ? a[OPARG(mount, target)].p : code == OP_OVERLAY && s->layer ? s->layer : nargs ? a[0].p : ""; /* else its first */
     snprintf(err, ERR, "sandbox step '%s' failed: %s %s: %s", r->args[ARG(STEP_OP, step)].p, OP_NAMES[code], what, strerror(errno));
     return -1;
 }
 
 /* Every op record of `type` in `span`, in order; the first failure stops and says which step. */
-int apply_ops(struct slot *s, struct span span, uint32_t type, int *template_fd, char *err) {
+int apply_ops(struct slot *s, struct span span, uint32_t type, int *root_image, char *err) {
     for (size_t i = span.from; i < span.to; i++)
-        if (s->recipe.recs[i].type == type && apply_op(s, &s->recipe.recs[i], template_fd, err)) return -1;
+        if (s->recipe.recs[i].type == type && apply_op(s, &s->recipe.recs[i], root_image, err)) return -1;
     return 0;
 }
 
-int build_root(struct slot *s, int template_fd, char *err) {
+int build_root(struct slot *s, int root_image, char *err) {
     struct span all = {0, s->recipe.n};
     int built = -1;
-    if (template_fd < 0) {
+    if (root_image < 0) {
         if (apply_ops(s, all, K_BUILD, &built, err)) return -2;
     } else {
-        if (setns(template_fd, CLONE_NEWNS) < 0 || unshare(CLONE_NEWNS) < 0)
+        if (setns(root_image, CLONE_NEWNS) < 0 || unshare(CLONE_NEWNS) < 0)
             return snprintf(err, ERR, "sandbox step 'enter a copy of the index's root' failed: %s", strerror(errno)), -2;
-        close(template_fd);
+        close(root_image);
     }
     return apply_ops(s, all, K_FINISH, NULL, err) ? -2 : built;
 }

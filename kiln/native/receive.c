@@ -5,9 +5,9 @@
 
 #include <stdio.h>
 
-/* a test job's solution, checker, asserts and stdin, each at most RUN_INPUT_MAX; a judge job's
- * files or stdin, each at most the judge's part maximum, three of them (a checker's input, output
- * and answer); plus the header */
+/* a test job's solution, client harness (its part "checker"), asserts and stdin, each at most
+ * RUN_INPUT_MAX; a judge job's files or stdin, each at most the judge's part maximum, three of
+ * them (a checker's input, output and answer); plus the header */
 static size_t job_frame_max(const struct slot *s) {
     long long judge = 3 * s->recipe.judge_part_max, test = 4 * s->recipe.input_max;
     return (judge > test ? judge : test) + 64 * 1024 + 64;

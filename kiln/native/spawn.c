@@ -85,9 +85,9 @@ static int launched(void *arg) {
     return 127;
 }
 
-/* where the next copy goes in an area: its pointers from `slot`, its strings from `room` */
+/* where the next copy goes in an area: its pointers from `pointer`, its strings from `room` */
 struct cursor {
-    int slot;
+    int pointer; /* the next free entry of l->pointers */
     size_t room;
 };
 
@@ -102,12 +102,12 @@ static char *copy_string(struct launch *l, struct cursor *at, const char *text) 
 
 /* `list` (NULL-terminated) copied into the area, or NULL when it is too small */
 static char **copy_list(struct launch *l, struct cursor *at, char *const list[]) {
-    char **copy = &l->pointers[at->slot];
+    char **copy = &l->pointers[at->pointer];
     for (int i = 0;; i++) {
-        if (at->slot >= LAUNCH_POINTERS) return NULL;
+        if (at->pointer >= LAUNCH_POINTERS) return NULL;
         char *item = list[i] ? copy_string(l, at, list[i]) : NULL;
         if (list[i] && !item) return NULL;
-        l->pointers[at->slot++] = item;
+        l->pointers[at->pointer++] = item;
         if (!item) return copy;
     }
 }

@@ -1,7 +1,7 @@
 /* kiln-init's start: what its environment says, the descriptors it keeps, and becoming the
  * slot's init. The variables are kiln.h's START_VARIABLES (kiln/zygote/start.py writes them):
- * KILN_SOCK, KILN_ZYGOTE (a pidfd), KILN_RECIPE (a memfd), KILN_TEMPLATE (the index's kept
- * template mount namespace, if any), KILN_CG_DIRS and KILN_CG_PROCS (SlotCgroup.fd_groups),
+ * KILN_SOCK, KILN_ZYGOTE (a pidfd), KILN_RECIPE (a memfd), KILN_ROOT_IMAGE (the index's root
+ * image, a mount namespace, once built), KILN_CG_DIRS and KILN_CG_PROCS (SlotCgroup.fd_groups),
  * KILN_LOWER_WORKSPACES and KILN_LOWER_LAYERS (the zygote's read-only clones, if the kernel takes
  * them), KILN_PRESTART (a language) for a prestarted slot, KILN_FORKED and KILN_FORKED_PID for one
  * cloned by its language's template, KILN_TEMPLATE_OF and KILN_TEMPLATE_MODULE for a template
@@ -32,7 +32,7 @@ static int env_fds(const char *name, int *fds) {
 void read_environment(struct slot *s, struct start *start) {
     s->sock = env_fd(START_VAR(SOCK)), s->zygote = env_fd(START_VAR(ZYGOTE));
     s->n_dirs = env_fds(START_VAR(CG_DIRS), s->cg_dirs), s->n_procs = env_fds(START_VAR(CG_PROCS), s->cg_procs);
-    start->template_fd = env_fd(START_VAR(TEMPLATE));
+    start->root_image = env_fd(START_VAR(ROOT_IMAGE));
     start->forked = env_fd(START_VAR(FORKED)), start->module = env_fd(START_VAR(TEMPLATE_MODULE));
     s->lower_held[0] = env_fd(START_VAR(LOWER_WORKSPACES)), s->lower_held[1] = env_fd(START_VAR(LOWER_LAYERS));
     const char *forked_pid = getenv(START_VAR(FORKED_PID)), *prestart = getenv(START_VAR(PRESTART)), *template_of = getenv(START_VAR(TEMPLATE_OF));
@@ -47,7 +47,7 @@ void keep_descriptors(const struct slot *s, const struct start *start) {
     keep[n++] = s->sock, keep[n++] = s->zygote;
     for (int i = 0; i < s->n_dirs; i++) keep[n++] = s->cg_dirs[i];
     for (int i = 0; i < s->n_procs; i++) keep[n++] = s->cg_procs[i];
-    const int optional[] = {start->template_fd, start->forked, start->module, s->lower_held[0], s->lower_held[1]};
+    const int optional[] = {start->root_image, start->forked, start->module, s->lower_held[0], s->lower_held[1]};
     for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
         if (optional[i] >= 0) keep[n++] = optional[i];
     keep_only(keep, n);

@@ -1,6 +1,6 @@
 """The Runner: one job run in a slot, from its turn in the queue to its result.
 
-    ran = runner.run(job, gone)          # -> Ran(result, slot, prestarted)
+    ran = runner.run(job, gone)          # -> Ran(result, slot_index, prestarted)
 
 It owns what lies between the HTTP contract and the slots: which kind of slot a job takes (one
 prestarted for its language, else plain), the wait for it (SlotPool), the job frame out and the
@@ -55,7 +55,7 @@ class SlotSilent(SlotLost):
 @dataclass(frozen=True)
 class Ran:
     result: RunResult
-    slot: int  # the slot index that ran it
+    slot_index: int  # the index of the slot that ran it
     prestarted: bool  # in a slot prestarted (or forked) for its language
 
 
@@ -76,7 +76,7 @@ class Runner:
         job waits its turn as long as it takes (a judge's test: its request is admitted);
         `client` is whose request it is (the queue's shares: kiln/run/turns.py)."""
         try:
-            return self._attempt(job, self._prestart_kind(job), gone, patient, client)
+            return self._attempt(job, self._prestart_lang(job), gone, patient, client)
         except PrestartFailed as failed:
             # the slot's prestart command had died before the job came: never prestart this
             # language again (until restart), and run the job in a plain slot
@@ -124,7 +124,7 @@ class Runner:
         finally:
             session.close()
 
-    def _prestart_kind(self, job: Job) -> str | None:
+    def _prestart_lang(self, job: Job) -> str | None:
         """The language of the prestarted slot that can serve `job` (None: a plain slot). A job
         with its own memory or pids limit needs a plain slot: a prestarted one's were written
         while it warmed, and its runtime may already hold more than the job allows."""

@@ -22,7 +22,7 @@ REQUIRED = ("memory", "pids", "cpuacct")
 OPTIONAL = ("cpu",)  # used where mounted (cgroup_detect)
 
 
-class V1Slot(SlotCgroup):
+class V1SlotCgroup(SlotCgroup):
     def __init__(self, name, paths, dir_fds, procs_fds, hierarchy_of: dict[str, int]):
         super().__init__(name, paths, dir_fds, procs_fds)
         self._hierarchy_of = hierarchy_of  # controller -> index into dir_fds
@@ -91,4 +91,4 @@ class V1Driver(TreeDriver):
     # v1 has no "no internal processes" rule: nothing is moved, setup's move_pids are ignored.
 
     def _make_slot(self, name, paths, dir_fds, procs_fds) -> SlotCgroup:
-        return V1Slot(name, paths, dir_fds, procs_fds, self._hierarchy_of)
+        return V1SlotCgroup(name, paths, dir_fds, procs_fds, self._hierarchy_of)

@@ -26,7 +26,7 @@ OPTIONAL = ("cpu",)  # enabled when offered; usage_usec in cpu.stat needs no con
 SUPERVISOR_CPU_WEIGHT = 10000  # the largest; each slot keeps the default, 100
 
 
-class V2Slot(SlotCgroup):
+class V2SlotCgroup(SlotCgroup):
     def limit_writes(self, memory_max: int, pids_max: int, previous: tuple[int, int] | None) -> tuple[LimitWrite, ...]:
         writes = [LimitWrite(0, "memory.max", str(memory_max))]
         if cgroupfs.exists("memory.swap.max", self._dir_fds[0]):  # absent without swap accounting
@@ -121,7 +121,7 @@ class V2Driver(TreeDriver):
         return text
 
     def _make_slot(self, name, paths, dir_fds, procs_fds) -> SlotCgroup:
-        return V2Slot(name, paths, dir_fds, procs_fds)
+        return V2SlotCgroup(name, paths, dir_fds, procs_fds)
 
     def _removable_extras(self) -> tuple[str, ...]:
         return (self.supervisor,)  # stays while kiln is in it; the next start reuses it

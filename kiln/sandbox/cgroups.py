@@ -207,7 +207,7 @@ class Driver:
         raise NotImplementedError
 
 
-class NoSlot(SlotCgroup):
+class NoSlotCgroup(SlotCgroup):
     def __init__(self, name: str):
         super().__init__(name, (), (), ())
 
@@ -228,7 +228,7 @@ class NoCgroups(Driver):
 
     def create_slot(self, name: str) -> SlotCgroup:
         check_slot_name(name)
-        return NoSlot(name)
+        return NoSlotCgroup(name)
 
     def remove_slot(self, slot: SlotCgroup) -> bool:
         return True

@@ -33,7 +33,7 @@ OVERLAY_WORK = f"{UPPER_DIR}/work"
 # lib/ is copied up per job like any language's writable_dirs).
 PREMADE_DIRS = ("check",)
 # In a user namespace the kernel mounts a new procfs only where one is already fully visible:
-# the template keeps one here (root-only, from before pivot_root), each slot mounts its own
+# the root image keeps one here (root-only, from before pivot_root), each slot mounts its own
 # /proc and detaches this one (recipe.finish_ops).
 PROC_ANCHOR = f"{KILN_DIR}/proc"
 SANDBOX_DIR = "/sandbox"

@@ -6,8 +6,8 @@ of the kind is spawned, and what its warm-up's success or failure means beyond t
     Forked(workload, t)      cloned by the language's template t, its task forked from the warm
                              runtime (needs the index's kept namespaces)
 
-An index's next kind follows what the front last asked of it (`Index.next_kind`, a language or
-None); `kind_for` turns that into a kind with what the zygote has at hand.
+An index's next kind follows what the front last asked of it (`Index.next_prestart`, a language or
+None: plain); `kind_for` turns that into a kind with what the zygote has at hand.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class Plain:
 
     def spawn(self, z: Zygote, index: Index, cgroup: SlotCgroup) -> tuple[int, socket.socket]:
         """Start warming a slot of this kind: init's pid and the zygote's end of its socket."""
-        return slot.spawn(index.spec, cgroup, index.root, z.pidfd, z.recipe_of(index, cgroup))
+        return slot.spawn(index.spec, cgroup, index.root_image, z.pidfd, z.recipe_of(index, cgroup))
 
     def on_ready(self, z: Zygote, s: Slot) -> None:
         """The slot reported ready."""
@@ -55,10 +55,10 @@ class Prestarted(Plain):
         self.prestart = workload.slug
 
     def spawn(self, z: Zygote, index: Index, cgroup: SlotCgroup) -> tuple[int, socket.socket]:
-        return slot.spawn(index.spec, cgroup, index.root, z.pidfd, z.recipe_of(index, cgroup), self.workload)
+        return slot.spawn(index.spec, cgroup, index.root_image, z.pidfd, z.recipe_of(index, cgroup), self.workload)
 
     def on_failed(self, z: Zygote, s: Slot, error: str) -> str:
-        z.indexes[s.index].next_kind = None  # retried as a plain slot: one broken prestart stops no run
+        z.indexes[s.index].next_prestart = None  # retried as a plain slot: one broken prestart stops no run
         return f"prestarting {self.prestart}: {error}"
 
 
@@ -71,7 +71,7 @@ class Forked(Prestarted):
 
     def spawn(self, z: Zygote, index: Index, cgroup: SlotCgroup) -> tuple[int, socket.socket]:
         """Raises TemplateError when the template cannot (kind_for's caller then spawns)."""
-        return slot.spawn(index.spec, cgroup, index.root, z.pidfd, z.recipe_of(index, cgroup), self.workload, via=self.template)
+        return slot.spawn(index.spec, cgroup, index.root_image, z.pidfd, z.recipe_of(index, cgroup), self.workload, via=self.template)
 
     def on_ready(self, z: Zygote, s: Slot) -> None:
         z.templates.worked(self.prestart)
@@ -84,11 +84,11 @@ class Forked(Prestarted):
 
 def kind_for(z: Zygote, index: Index) -> Plain:
     """The kind of the index's next slot: forked when its language's template is ready and the
-    index has its template mount namespace, else prestarted, or plain when no language is asked for."""
-    if index.next_kind is None:
+    index has its root image, else prestarted, or plain when no language is asked for."""
+    if index.next_prestart is None:
         return Plain()
-    workload = z.runtime.workloads[index.next_kind]
-    template = z.templates.ready(index.next_kind)
-    if template is not None and index.root is not None:
+    workload = z.runtime.workloads[index.next_prestart]
+    template = z.templates.ready(index.next_prestart)
+    if template is not None and index.root_image is not None:
         return Forked(workload, template)
     return Prestarted(workload)

@@ -51,7 +51,7 @@ RECORD_ARGS = {
     K_BUILD: _STEP_OP,
     K_FINISH: _STEP_OP,
     K_WARM_LIMIT: _CGROUP_WRITE,
-    K_WORKLOAD: ("slug", "has_checker", "memory_max", "pids_max"),
+    K_WORKLOAD: ("slug", "has_client_harness", "memory_max", "pids_max"),
     K_W_MOUNT: _STEP_OP,
     K_W_DIR: ("relpath",),
     K_W_PART: ("part", "relpath"),
@@ -260,9 +260,9 @@ def _workload(workload: Workload, runtime: Runtime, root: RootPlan, cgroup: Slot
         *([] if root.lower_held else [("hide the lower layers' folder", "detach", (LOWER_DIR,))]),
         *_resize("size /tmp", workspace.tmp, root.tmp),
     ]
-    parts = {"solution": language.solution_file, "checker": language.checker_file, "asserts": language.asserts_file}
+    parts = {"solution": language.solution_file, "checker": language.client_harness_file, "asserts": language.asserts_file}
     return [
-        _record(K_WORKLOAD, slug=workload.slug, has_checker=int(language.has_checker), memory_max=workload.memory_max, pids_max=workload.pids_max),
+        _record(K_WORKLOAD, slug=workload.slug, has_client_harness=int(language.has_client_harness), memory_max=workload.memory_max, pids_max=workload.pids_max),
         *(_op(K_W_MOUNT, step, op, *args) for step, op, args in mount_ops),
         *(_record(K_W_DIR, relpath=d) for d in workspace.writable_dirs),
         *(_record(K_W_PART, part=part, relpath=path) for part, path in parts.items() if path),

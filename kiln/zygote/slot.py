@@ -2,8 +2,8 @@
 another, where it can), then dies.
 
     zygote ── init = kiln-init (kiln/native), PID 1 of new pid, ipc, uts, cgroup and network
-                     namespaces, in a private copy of its index's template mount namespace
-                     (made by the index's first slot, then entered again: a read-only mount
+                     namespaces, in a private copy of its index's root image (a mount namespace
+                     made by the index's first slot, then entered again: a read-only mount
                      tree keeps nothing a job could leave; a network namespace would: IPv6
                      flow labels that outlive their sockets, the stack's counters)
 
@@ -13,7 +13,7 @@ and hands it the index's recipe: the plans, compiled by kiln.zygote.recipe. init
 slot's root filesystem while warming (its own /tmp, /proc and upper layer), then waits on its
 socket for its job (a kept slot: a judge request's tests, one after another); init.c has the order
 of its steps.
-The index's first slot builds the template (everything read-only in the root) and hands it to
+The index's first slot builds the root image (everything read-only in the root) and hands it to
 the zygote with its ready frame. A slot prestarted for a language that has a language template
 (kiln.zygote.template) is cloned by that template instead, still as the zygote's child, and its
 task is forked from the template's warm interpreter.
@@ -52,24 +52,24 @@ class SlotSpec:
 
 
 def spawn(
-    spec: SlotSpec, cgroup: SlotCgroup, root: int | None, zygote: int, recipe: int, prestart: Workload | None = None, via: Template | None = None
+    spec: SlotSpec, cgroup: SlotCgroup, root_image: int | None, zygote: int, recipe: int, prestart: Workload | None = None, via: Template | None = None
 ) -> tuple[int, socket.socket]:
     """In the zygote: start warming a slot. Returns init's pid and the zygote's end of the
     slot's socket (handed to the front once the slot reports ready). `zygote` is a pidfd of the
     zygote (a pid would mean nothing inside the slot's pid namespace); `recipe`, a memfd of the
-    index's recipe; `root`, the index's template mount namespace, once its first slot built it
+    index's recipe; `root_image`, the index's root image, once its first slot built it
     (None: this slot builds it, and sends it with its ready frame). With `prestart`, the slot is warmed for that language: its workspace
     mounted and its prestart command started, or with `via`, forked from the language's
-    template (needs `root`; raises TemplateError if the template cannot)."""
+    template (needs `root_image`; raises TemplateError if the template cannot)."""
     zygote_end, slot_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    # with a template the slot starts in the zygote's mount namespace and leaves it at once
-    flags = NAMESPACES | (libc.CLONE_NEWNS if root is None else 0)
+    # given a root image the slot starts in the zygote's mount namespace and leaves it at once
+    flags = NAMESPACES | (libc.CLONE_NEWNS if root_image is None else 0)
     dirs, procs = cgroup.fd_groups()
-    start = Start(slot_end.fileno(), zygote, recipe, root, dirs, procs, spec.lower, prestart=prestart.slug if prestart is not None else None)
+    start = Start(slot_end.fileno(), zygote, recipe, root_image, dirs, procs, spec.lower, prestart=prestart.slug if prestart is not None else None)
     env = start.environment()
     title = f"kiln: slot {spec.index} warming".ljust(TITLE_ROOM)
     try:
-        keep = [slot_end.fileno(), zygote, recipe, *([root] if root is not None else []), *cgroup.fds(), *spec.lower]
+        keep = [slot_end.fileno(), zygote, recipe, *([root_image] if root_image is not None else []), *cgroup.fds(), *spec.lower]
         pid = via.fork_slot(flags, [title], env, keep) if via is not None else native.start_init(flags, [title], env, keep)
     except BaseException:
         zygote_end.close()
@@ -112,8 +112,8 @@ class Index:
     spec: SlotSpec
     # the language its next slot is prestarted for (None: a plain slot). The front names the
     # language of each request it gives a slot: its replacement follows the demand.
-    next_kind: str | None = None
-    root: int | None = None  # its template mount namespace, made by its first slot
+    next_prestart: str | None = None
+    root_image: int | None = None  # its root image (a mount namespace), made by its first slot
     recipe: int | None = None  # memfd of its slots' kiln-init recipe
     backoff: Backoff = field(default_factory=Backoff)
     ever_ready: bool = False

@@ -18,7 +18,7 @@ class Start:
     sock: int  # the slot's (or template's) end of its socket with the zygote, then the front
     zygote: int  # a pidfd of the zygote (a pid means nothing in the slot's pid namespace)
     recipe: int  # the index's recipe, a sealed memfd (recipe.py)
-    template: int | None = None  # the index's kept template mount namespace, once built
+    root_image: int | None = None  # the index's root image (a mount namespace), once built
     cg_dirs: tuple[int, ...] = ()  # SlotCgroup.fd_groups()
     cg_procs: tuple[int, ...] = ()
     lower: tuple[int, ...] = ()  # LOWER_VARIABLES' descriptors, where the zygote holds them
@@ -27,7 +27,7 @@ class Start:
     template_of: str | None = None  # kiln-init in template mode, for this language
 
     # descriptors: a template's fork message writes them by position (template.fork_message)
-    DESCRIPTORS = ("sock", "zygote", "recipe", "template", "cg_dirs", "cg_procs", "lower", "template_module")
+    DESCRIPTORS = ("sock", "zygote", "recipe", "root_image", "cg_dirs", "cg_procs", "lower", "template_module")
 
     @staticmethod
     def variables(field: str) -> tuple[str, ...]:

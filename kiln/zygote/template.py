@@ -104,17 +104,17 @@ class Template:
             pass
 
 
-def start(slug: str, module_path: str, template_root: int, zygote: int, recipe: int, lower: tuple[int, ...] = ()) -> Template:
-    """The `template` command of `slug`'s workspace, in a copy of the template mount namespace
-    `template_root` of the index whose `recipe` it is given, with the template module at
+def start(slug: str, module_path: str, root_image: int, zygote: int, recipe: int, lower: tuple[int, ...] = ()) -> Template:
+    """The `template` command of `slug`'s workspace, in a private copy of the root image
+    `root_image` of the index whose `recipe` it is given, with the template module at
     `module_path` on its descriptor 4, and the zygote's clones of the lower layers (SlotSpec.lower)
     for its workspace's overlay (it closes them before its command runs). It says READY once it
     serves."""
     zygote_end, template_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     module = _module_copy(module_path)
-    start = Start(template_end.fileno(), zygote, recipe, template_root, lower=lower, template_module=module, template_of=slug)
+    start = Start(template_end.fileno(), zygote, recipe, root_image, lower=lower, template_module=module, template_of=slug)
     try:
-        keep = [template_end.fileno(), zygote, recipe, template_root, module, *lower]
+        keep = [template_end.fileno(), zygote, recipe, root_image, module, *lower]
         pid = native.spawn_init(NAMESPACES, [f"kiln: template {slug}"], start.environment(), keep)
     except BaseException:
         zygote_end.close()
@@ -163,14 +163,14 @@ class Templates:
         self.running: dict[str, Template] = {}
         self.backoff: dict[str, Backoff] = {}
 
-    def start_missing(self, root: int, recipe: int, zygote: int, now: float, lower: tuple[int, ...] = ()) -> None:
-        """Start each language's template that is not running and not pausing, in a copy of the
-        template mount namespace `root` of the index whose `recipe` it is (`lower`: its spec's)."""
+    def start_missing(self, root_image: int, recipe: int, zygote: int, now: float, lower: tuple[int, ...] = ()) -> None:
+        """Start each language's template that is not running and not pausing, in a private copy of
+        the root image `root_image` of the index whose `recipe` it is (`lower`: its spec's)."""
         for slug in self.slugs:
             if slug in self.running or self.backoff.get(slug, Backoff()).not_before > now:
                 continue
             try:
-                self.running[slug] = start(slug, self.workloads[slug].template_module, root, zygote, recipe, lower)
+                self.running[slug] = start(slug, self.workloads[slug].template_module, root_image, zygote, recipe, lower)
             except OSError as error:
                 self._pause(slug, f"cannot start it: {error}")
 

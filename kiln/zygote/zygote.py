@@ -171,11 +171,11 @@ class Zygote:
     def _warm_failed(self, s: Slot, error: str) -> None:
         index = self.indexes[s.index]
         error = s.kind.on_failed(self, s, error)
-        # a slot that copied its index's template may have met a broken one: the next builds the
-        # root afresh (an index's first slot fails before there is a template: nothing to drop)
-        if index.root is not None:
-            os.close(index.root)
-            index.root = None
+        # a slot that copied its index's root image may have met a broken one: the next builds the
+        # root afresh (an index's first slot fails before there is an image: nothing to drop)
+        if index.root_image is not None:
+            os.close(index.root_image)
+            index.root_image = None
         self._backoff(index, error, s.kind.prestart)
         s.sock.close()
         s.sock = None
@@ -229,12 +229,12 @@ class Zygote:
             return kind, *kind.spawn(self, index, cgroup)
 
     def _start_templates(self, now: float) -> None:
-        """Every language whose workspace has a template gets one, once an index has a root to
-        copy (its first slot built it)."""
-        with_root = [index for index in self.indexes.values() if index.root is not None]
-        if with_root:
-            first = min(with_root, key=lambda index: index.number)
-            self.templates.start_missing(first.root, first.recipe, self.pidfd, now, self.lower)
+        """Every language whose workspace has a template gets one, once an index has a root
+        image to copy (its first slot built it)."""
+        with_image = [index for index in self.indexes.values() if index.root_image is not None]
+        if with_image:
+            first = min(with_image, key=lambda index: index.number)
+            self.templates.start_missing(first.root_image, first.recipe, self.pidfd, now, self.lower)
 
     def recipe_of(self, index: Index, cgroup: SlotCgroup) -> int:
         """The memfd of the index's kiln-init recipe, compiled for its first slot."""
@@ -308,7 +308,7 @@ class Zygote:
             self.log.error("bad demand from the front", index=repr(number))
             return
         workload = self.runtime.workloads.get(slug) if isinstance(slug, str) else None
-        self.indexes[number].next_kind = slug if workload is not None and workload.prestart_argv else None
+        self.indexes[number].next_prestart = slug if workload is not None and workload.prestart_argv else None
 
     def _kill_slot(self, number, pid) -> None:
         """The front gave up on slot `number`'s run (its init stopped answering): every process
@@ -330,8 +330,9 @@ class Zygote:
         except (ProtocolError, OSError) as error:
             frame = ({"op": "failed", "error": f"bad frame from the slot: {error}"}, [])
         header = frame[0] if frame is not None else {"op": "failed", "error": "slot exited while warming"}
-        if header.get("op") == "ready" and header.get("template") and len(fds) == 1 and index.root is None:
-            index.root = fds.pop()
+        # the ready frame's "template" key (its name on the wire): the slot built the root image
+        if header.get("op") == "ready" and header.get("template") and len(fds) == 1 and index.root_image is None:
+            index.root_image = fds.pop()
         for fd in fds:  # none expected
             os.close(fd)
         if header.get("op") == "ready":

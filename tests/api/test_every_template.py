@@ -154,8 +154,8 @@ def test_a_forked_task_holds_nothing_of_the_template(slug, template_server):
 @rows(["js", "php", "ruby"])
 def test_forked_tasks_draw_their_own_random_numbers(slug, template_server):
     draws = [probe(template_server, slug)["random"] for _ in range(4)]
-    for kind in range(len(draws[0])):
-        assert len({draw[kind] for draw in draws}) == 4, draws
+    for source in range(len(draws[0])):  # each of the runtime's generators
+        assert len({draw[source] for draw in draws}) == 4, draws
 
 
 # -- answers as the test command ----------------------------------------------------------------

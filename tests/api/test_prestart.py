@@ -161,8 +161,8 @@ def test_a_prestart_command_that_cannot_start_falls_back_to_plain_slots(start_se
 
 
 def test_a_slot_that_fails_to_warm_has_its_index_build_the_root_afresh(start_server, workspace):
-    """Slots copy their index's template root; one that fails to warm (here: its prestart
-    command) may have met a broken template, so the next builds a new one. Every request here
+    """Slots copy their index's root image; one that fails to warm (here: its prestart
+    command) may have met a broken image, so the next builds a new one. Every request here
     is served by a plain slot warmed after such a failure: each sees a root of its own."""
     # the test command says when the root was built
     folder = workspace("@stat -c %z /etc/passwd", targets=".PHONY: prestart\nprestart:\n\t@/nonexistent/prestart\n")

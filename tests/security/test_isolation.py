@@ -111,7 +111,7 @@ print(json.dumps({path: os.stat(path).st_ctime_ns for path in ("/etc/passwd", "/
 
 
 def test_slots_of_an_index_share_only_the_read_only_part_of_the_root(kiln_server):
-    """The read-only part of the root is built once per slot index (a template mount namespace),
+    """The read-only part of the root is built once per slot index (its root image, a mount namespace),
     each slot a private copy of it with its own writable mounts."""
     srv = kiln_server(RUN_LANGS="python", RUN_CONCURRENCY="1")
     seen = [_json(srv.run(lang_slug="python", solution_text=MOUNTS_SEEN).json()) for _ in range(3)]

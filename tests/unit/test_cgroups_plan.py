@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from kiln.sandbox import cgroup_detect, cgroupfs
-from kiln.sandbox.cgroup_v1 import V1Driver, V1Slot
-from kiln.sandbox.cgroup_v2 import V2Driver, V2Slot
+from kiln.sandbox.cgroup_v1 import V1Driver, V1SlotCgroup
+from kiln.sandbox.cgroup_v2 import V2Driver, V2SlotCgroup
 from kiln.sandbox.cgroups import CgroupError, NoCgroups
 
 from cgroupkit import Stats, apply_limits, join, read_stats
@@ -554,7 +554,7 @@ def test_setup_reports_a_filesystem_failure_as_cgroup_error(kernel, log):
 
 def test_v1_create_slot_holds_a_dir_fd_and_an_open_cgroup_procs_per_hierarchy(kernel, v1):
     slot = v1.create_slot("slot-3-g17")
-    assert isinstance(slot, V1Slot) and slot.name == "slot-3-g17"
+    assert isinstance(slot, V1SlotCgroup) and slot.name == "slot-3-g17"
     dirs = v1_slot_dirs(v1, "slot-3-g17")
     assert slot.paths == tuple(map(str, dirs)) and all(d.is_dir() for d in dirs)
     fds = slot.fds()
@@ -831,7 +831,7 @@ def test_v2_leftovers_without_cgroup_kill_are_killed_by_pid(kernel, log):
 
 def test_v2_create_slot_holds_one_dir_fd_and_one_cgroup_procs(kernel, v2):
     slot = v2.create_slot("slot-3-g17")
-    assert isinstance(slot, V2Slot)
+    assert isinstance(slot, V2SlotCgroup)
     path = Path(v2.instance_dir) / "slot-3-g17"
     assert slot.paths == (str(path),)
     assert sorted(os.readlink(f"/proc/self/fd/{fd}") for fd in slot.fds()) == sorted([str(path), str(path / "cgroup.procs")])

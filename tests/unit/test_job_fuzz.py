@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from kiln import config, langs, native, runtime
 from kiln.sandbox import plan
-from kiln.sandbox.cgroups import NoSlot
+from kiln.sandbox.cgroups import NoSlotCgroup
 from kiln.wire import protocol
 from kiln.zygote import recipe
 
@@ -56,7 +56,7 @@ def rt():
 @pytest.fixture(scope="module")
 def recipe_fd(rt):
     root = plan.root_plan(uid=10001, gid=10001, host_paths=rt.host_paths, workspaces=str(rt.config.workspace), tmp_size=1 << 20, tmp_inodes=64, layers="/run/x/layers")
-    fd = recipe.sealed_memfd(recipe.compile_recipe(0, root, rt, NoSlot("fuzz")))
+    fd = recipe.sealed_memfd(recipe.compile_recipe(0, root, rt, NoSlotCgroup("fuzz")))
     yield fd
     os.close(fd)
 
@@ -99,11 +99,11 @@ def native_check(frame: bytes, recipe_fd: int, prestart: str | None = None, fds:
             ours.sendall(frame)  # a slot stops reading after its one frame
             ours.shutdown(socket.SHUT_WR)
         except (BrokenPipeError, ConnectionResetError):
-            pass  # it answered and closed before taking the whole frame: its answer is still queued here
+            pass  # it refused the frame before its end: its answer is still queued for us
         try:
             while (reply := protocol.recv_frame(ours, 1 << 20)) is not None:
                 replies.append(reply[0])
-        except ConnectionResetError:
+        except ConnectionResetError:  # it closed with our frame's rest unread, after its answer
             pass
     assert proc.wait(10) == 0
     return replies
@@ -113,15 +113,15 @@ FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 LAYER = re.compile(r"[0-9a-f]{64}")
 
 
-def files_verdict(command: str, names, has_checker: bool) -> bool:
-    """A test's parts (each at most once, the solution, the checker exactly when the language has
-    one), a build's file names (distinct, at least one, at most 65), an exec job's (its command's
+def files_verdict(command: str, names, has_client_harness: bool) -> bool:
+    """A test's parts (each at most once, the solution, the client harness (part "checker")
+    exactly when the language has one), a build's file names (distinct, at least one, at most 65), an exec job's (its command's
     arguments: distinct file names, at most 65)."""
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or len(set(names)) != len(names):
         return False
     if command in ("build", "exec"):
         return (command == "exec" or len(names) > 0) and len(names) <= 65 and all(FILE_NAME.fullmatch(n) for n in names)
-    return all(n in FILE_PARTS for n in names) and "solution" in names and has_checker == ("checker" in names)
+    return all(n in FILE_PARTS for n in names) and "solution" in names and has_client_harness == ("checker" in names)
 
 
 def limits_verdict(limits, workload) -> bool:
@@ -164,7 +164,7 @@ def verdict(header: dict, blobs: list[bytes], rt, descriptors=()) -> dict | None
         return None
     if layer and command != "exec":
         return None
-    if not files_verdict(command, parts, rt.workloads[slug].language.has_checker) or not file_fds_verdict(file_fds, command, parts):
+    if not files_verdict(command, parts, rt.workloads[slug].language.has_client_harness) or not file_fds_verdict(file_fds, command, parts):
         return None
     blob_max = INPUT_MAX if command == "test" else JUDGE_INPUT_MAX
     if type(stdin) is not bool or (stdin and command == "build") or len(blobs) != len(parts) - len(file_fds) + stdin or any(len(b) > blob_max for b in blobs):
@@ -242,8 +242,8 @@ def valid_jobs(draw, served: tuple[str, ...], rt=None):
     slug = draw(st.sampled_from(served))
     command = draw(st.sampled_from(protocol.COMMANDS))
     if command == "test":
-        has_checker = langs.LANGUAGES[slug].has_checker
-        names = draw(st.permutations(["solution", *(["checker"] if has_checker else []), *draw(st.lists(st.just("asserts"), max_size=1))]))
+        has_client_harness = langs.LANGUAGES[slug].has_client_harness
+        names = draw(st.permutations(["solution", *(["checker"] if has_client_harness else []), *draw(st.lists(st.just("asserts"), max_size=1))]))
     else:
         names = draw(st.lists(st.from_regex(FILE_NAME, fullmatch=True), min_size=command == "build", max_size=3, unique=True))
     stdin = command != "build" and draw(st.booleans())
@@ -464,6 +464,14 @@ def check_raw(frame: bytes, rt, recipe_fd: int) -> None:
     assert struct.unpack(">I", frame[:4])[0] == len(frame) - 4
     header.pop("blobs")
     assert reply == verdict(header, blobs, rt)
+
+
+def test_a_frame_refused_before_its_end_is_answered_though_the_rest_is_never_read(recipe_fd):
+    # 16 MiB declared and sent: kiln-init refuses it at its length and closes with the rest unread,
+    # so the sender's write fails while the refusal waits in its queue (a flaky "no reply" once)
+    body = b"x" * (16 << 20)
+    [reply] = native_check(struct.pack(">I", len(body)) + body, recipe_fd)
+    assert reply["op"] == "error" and reply["error"], reply
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -14,8 +14,8 @@ import pytest
 
 from kiln import config, runtime
 from kiln.sandbox import mounts, plan
-from kiln.sandbox.cgroup_v1 import V1Slot
-from kiln.sandbox.cgroups import NoSlot
+from kiln.sandbox.cgroup_v1 import V1SlotCgroup
+from kiln.sandbox.cgroups import NoSlotCgroup
 from kiln.wire import protocol
 from kiln.zygote import recipe
 
@@ -38,7 +38,7 @@ def v1_slot(tmp_path):
     """A v1 slot cgroup whose three directories are one folder with memsw accounting."""
     (tmp_path / "memory.memsw.limit_in_bytes").write_text("max\n")
     fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
-    yield V1Slot("slot-x", (), (fd, fd, fd), (), {"memory": 0, "pids": 1, "cpuacct": 2})
+    yield V1SlotCgroup("slot-x", (), (fd, fd, fd), (), {"memory": 0, "pids": 1, "cpuacct": 2})
     os.close(fd)
 
 
@@ -84,7 +84,7 @@ def workload_records(records, slug: str) -> list[tuple[int, list[bytes]]]:
 
 
 def test_constants_and_the_seccomp_filter(rt, root):
-    records = decode(recipe.compile_recipe(3, root, rt, NoSlot("s")))
+    records = decode(recipe.compile_recipe(3, root, rt, NoSlotCgroup("s")))
     consts = dict(zip(recipe.CONSTS, *of_kind(records, recipe.K_CONSTS), strict=True))
     assert consts == {
         "index": "3", "uid": str(UID), "input_max": str(rt.config.input_max), "output_max": str(rt.config.output_max),
@@ -122,7 +122,7 @@ def test_the_template_is_built_in_contain_build_roots_order(rt, root):
 
 
 def test_every_slot_finishes_its_root_with_its_own_tmp_proc_and_upper_layer(rt, root):
-    records = decode(recipe.compile_recipe(0, root, rt, NoSlot("s")))
+    records = decode(recipe.compile_recipe(0, root, rt, NoSlotCgroup("s")))
     finish = of_kind(records, recipe.K_FINISH)
     assert finish[0] == mount_record("mount /tmp", mounts.tmpfs_args("/tmp", root.tmp))
     assert mount_record("mount /proc", mounts.proc_args("/proc")) in finish and "subset=pid" in mounts.proc_args("/proc")[-1]
@@ -156,7 +156,7 @@ def test_each_language_gets_its_workspace_files_command_and_limits(rt, root, v1_
     records = decode(recipe.compile_recipe(0, root, rt, v1_slot))
     for slug, workload in rt.workloads.items():
         mine = workload_records(records, slug)
-        assert texts(mine[0][1]) == (slug, str(int(workload.language.has_checker)), str(workload.memory_max), str(workload.pids_max))
+        assert texts(mine[0][1]) == (slug, str(int(workload.language.has_client_harness)), str(workload.memory_max), str(workload.pids_max))
         steps = [texts(a, k) for k, a in mine if k == recipe.K_W_MOUNT]
         overlay = [step for step in steps if step[1] == "overlay"]
         assert overlay == [("mount the workspace", "overlay", "/sandbox", workload.lower, plan.OVERLAY_UPPER, plan.OVERLAY_WORK, str(mounts.OVERLAY_FLAGS))]
@@ -169,7 +169,7 @@ def test_each_language_gets_its_workspace_files_command_and_limits(rt, root, v1_
         assert of_kind(mine, recipe.K_W_EXEC_ARGV) == ([workload.exec_argv] if workload.judges else [])
         parts = dict(of_kind(mine, recipe.K_W_PART))
         assert parts["solution"] == workload.language.solution_file
-        assert ("checker" in parts) == bool(workload.language.checker_file)
+        assert ("checker" in parts) == bool(workload.language.client_harness_file)
         assert of_kind(mine, recipe.K_W_ARGV) == [workload.argv]
         [env] = of_kind(mine, recipe.K_W_ENV)
         assert "PATH=" + rt.config.sandbox_path in env and "HOME=/sandbox" in env
@@ -191,7 +191,7 @@ def test_a_jobs_own_limits_go_where_they_lower_the_slots(rt, root, v1_slot):
     # v1 with swap accounting: memory before memory+swap (the kernel refuses memsw below memory)
     memory, pids = (str(protocol.JOB_LIMITS.index(what)) for what in ("memory", "pids"))  # written as their codes
     assert of_kind(records, recipe.K_JOB_LIMIT) == [(memory, "0", "memory.limit_in_bytes"), (memory, "0", "memory.memsw.limit_in_bytes"), (pids, "1", "pids.max")]
-    assert of_kind(decode(recipe.compile_recipe(0, root, rt, NoSlot("s"))), recipe.K_JOB_LIMIT) == []
+    assert of_kind(decode(recipe.compile_recipe(0, root, rt, NoSlotCgroup("s"))), recipe.K_JOB_LIMIT) == []
 
 
 def test_a_prestarting_language_gets_its_prestart_and_template_commands(rt, root, v1_slot):
@@ -204,7 +204,7 @@ def test_a_prestarting_language_gets_its_prestart_and_template_commands(rt, root
 
 
 def test_kiln_init_is_given_the_plans_rlimit_terms(rt, root):
-    records = decode(recipe.compile_recipe(0, root, rt, NoSlot("s")))
+    records = decode(recipe.compile_recipe(0, root, rt, NoSlotCgroup("s")))
     python = workload_records(records, "python")
     assert [tuple(map(int, r)) for r in of_kind(python, recipe.K_W_RLIMIT_CPU)] == [plan.cpu_rlimit_terms(rt.cpus)]
     assert [tuple(map(int, r)) for r in of_kind(python, recipe.K_W_RLIMIT)] == list(plan.fixed_rlimits(rt.workloads["python"].pids_max))
@@ -219,11 +219,11 @@ def test_limit_writes_take_a_v1_slot_from_its_preset_to_a_languages_limits(v1_sl
 
 def test_stat_sources_name_each_figure_once(v1_slot):
     assert sorted(s.what for s in v1_slot.stat_sources()) == ["cpu", "memory_peak", "oom_kills", "pids_hits"]
-    assert NoSlot("s").stat_sources() == () and NoSlot("s").limit_writes(1, 1, None) == ()
+    assert NoSlotCgroup("s").stat_sources() == () and NoSlotCgroup("s").limit_writes(1, 1, None) == ()
 
 
 def test_the_recipe_is_sealed(rt, root):
-    fd = recipe.sealed_memfd(recipe.compile_recipe(0, root, rt, NoSlot("s")))
+    fd = recipe.sealed_memfd(recipe.compile_recipe(0, root, rt, NoSlotCgroup("s")))
     try:
         with pytest.raises(PermissionError):
             os.write(fd, b"x")
@@ -236,7 +236,7 @@ def test_tmp_and_the_upper_layer_are_resized_only_for_a_language_with_less_than_
     rt = runtime.build(config.load({"RUN_TMP_SIZE_PYTHON": "16m"}, REPO))
     largest = max(w.tmp_size for w in rt.workloads.values())
     root = plan.root_plan(uid=UID, gid=UID, host_paths=rt.host_paths, workspaces=str(rt.config.workspace), tmp_size=largest, tmp_inodes=rt.config.tmp_inodes)
-    records = decode(recipe.compile_recipe(0, root, rt, NoSlot("s")))
+    records = decode(recipe.compile_recipe(0, root, rt, NoSlotCgroup("s")))
     for slug, workload in rt.workloads.items():
         resized = [texts(a, k)[3] for k, a in workload_records(records, slug) if k == recipe.K_W_MOUNT and texts(a, k)[1] == "mount" and a[4] != b"overlay"]
         assert resized == ([plan.UPPER_DIR, "/tmp"] if workload.tmp_size < largest else []), slug
@@ -248,7 +248,7 @@ def test_in_a_user_namespace_devices_are_the_hosts_bound_and_proc_is_mounted_bes
     fully visible; the root keeps one at PROC_ANCHOR from before pivot_root, each slot mounts its
     /proc and detaches the anchor."""
     rootless = plan.root_plan(uid=UID, gid=UID, host_paths=rt.host_paths, workspaces=str(rt.config.workspace), tmp_size=1 << 20, tmp_inodes=64, in_user_namespace=True)
-    records = decode(recipe.compile_recipe(0, rootless, rt, NoSlot("s")))
+    records = decode(recipe.compile_recipe(0, rootless, rt, NoSlotCgroup("s")))
     build, finish = of_kind(records, recipe.K_BUILD), of_kind(records, recipe.K_FINISH)
     staging = rt.staging_dir
     assert [op for op in build if op[1] == "mknod"] == []
@@ -260,6 +260,6 @@ def test_in_a_user_namespace_devices_are_the_hosts_bound_and_proc_is_mounted_bes
     assert build.index(anchor) < build.index(("pivot_root", "pivot", staging))
     proc = finish.index(mount_record("mount /proc", mounts.proc_args("/proc")))
     assert finish[proc + 1] == ("mount /proc", "detach", plan.PROC_ANCHOR)
-    under_root = decode(recipe.compile_recipe(0, plan.root_plan(uid=UID, gid=UID, host_paths=rt.host_paths, workspaces=str(rt.config.workspace), tmp_size=1 << 20, tmp_inodes=64), rt, NoSlot("s")))
+    under_root = decode(recipe.compile_recipe(0, plan.root_plan(uid=UID, gid=UID, host_paths=rt.host_paths, workspaces=str(rt.config.workspace), tmp_size=1 << 20, tmp_inodes=64), rt, NoSlotCgroup("s")))
     assert len([op for op in of_kind(under_root, recipe.K_BUILD) if op[1] == "mknod"]) == len(rootless.devices)
     assert not any(plan.PROC_ANCHOR in " ".join(op) for op in of_kind(under_root, recipe.K_BUILD) + of_kind(under_root, recipe.K_FINISH))

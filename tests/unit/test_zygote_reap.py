@@ -46,7 +46,7 @@ def test_a_slot_closed_while_the_zygote_ends_another_is_replaced_as_the_front_sa
             until_exited(traded)
         return True
 
-    indexes = {number: Index(number, spec=None, next_kind="python") for number in (0, 1)}
+    indexes = {number: Index(number, spec=None, next_prestart="python") for number in (0, 1)}
     for number, pid in ((0, ran), (1, traded)):
         indexes[number].slot = Slot(index=number, pid=pid, sock=None, started=time.monotonic(), cgroup=f"slot {number}'s", kind=kinds.Prestarted(SimpleNamespace(slug="python")))
     zygote = Zygote.__new__(Zygote)
@@ -58,8 +58,8 @@ def test_a_slot_closed_while_the_zygote_ends_another_is_replaced_as_the_front_sa
     try:
         zygote._reap()
         assert indexes[0].slot is None and indexes[1].slot is None  # both ended
-        assert indexes[1].next_kind is None  # warmed plain, as the front said
-        assert indexes[0].next_kind == "python"  # told nothing: as before
+        assert indexes[1].next_prestart is None  # warmed plain, as the front said
+        assert indexes[0].next_prestart == "python"  # told nothing: as before
     finally:
         front.close()
         front_peer.close()
