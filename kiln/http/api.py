@@ -283,6 +283,7 @@ class App:
                 "judge_time": format_duration_ms(w.language.judge_time_ms) if w.judges else None,
                 "judge_build": w.build_script if w.judges else None,
                 "judge_exec": w.exec_script if w.judges else None,
+                "judge_address_space": w.language.address_space if w.judges else None,
             }
             for w in self.runtime.workloads.values()
         ]

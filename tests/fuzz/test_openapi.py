@@ -604,6 +604,7 @@ def test_judge_statuses_are_documented(make_app, observed):
     served = {lang["slug"]: lang for lang in languages.get_json()["languages"]}
     assert (served["js"]["judge"], served["js"]["judge_file"], served["js"]["judge_time"]) == (False, None, None)
     assert (served["python"]["judge"], served["python"]["judge_file"], served["python"]["judge_time"]) == (True, "main.py", "1s")
+    assert (served["python"]["judge_address_space"], served["js"]["judge_address_space"]) == (True, None)
     # before the body: 415, 413 (over RUN_JUDGE_INPUT_MAX), 408
     check(post_judge(client, b"{}", headers={"Content-Encoding": "gzip"}), 415)
     check(post_judge(client, {**JUDGE, "solution_text": "x" * 3000}), 413)
