@@ -18,10 +18,19 @@ step() { echo "== stock-vm: $* ($(cut -d' ' -f1 /proc/uptime) s)"; }
 
 # the checkout's files as a clone has them (tracked and new, never ignored: no .venv, no builds),
 # listed by the host (KILN_VM_FILES: a git worktree's metadata is outside the shared folder)
+# over the image's copy; a file an earlier copy brought that the checkout no longer has (a test
+# module folded, a module moved) is removed, so that pytest never collects a stale one: the tests
+# folder is taken afresh, the rest by the list of the last copy ($dest/.kiln-vm-files)
 copy_checkout() {
     mkdir -p "$dest"
     [ -s "${KILN_VM_FILES:-}" ] || { echo "stock-vm: no list of the checkout's files (KILN_VM_FILES)" >&2; exit 2; }
+    rm -rf "$dest/tests"
+    if [ -f "$dest/.kiln-vm-files" ]; then
+        tr '\0' '\n' < "$KILN_VM_FILES" | sort > /run/kiln-vm-files.now
+        tr '\0' '\n' < "$dest/.kiln-vm-files" | sort | comm -23 - /run/kiln-vm-files.now | (cd "$dest" && while IFS= read -r gone; do rm -f -- "$gone"; done)
+    fi
     (cd "$src" && tar --null --files-from="$KILN_VM_FILES" --create --file=-) | tar --extract --file=- --directory="$dest"
+    cp "$KILN_VM_FILES" "$dest/.kiln-vm-files"
 }
 
 install_kiln() {

@@ -7,10 +7,18 @@ resident memory (the cgroup): untouched memory is free, as on Kattis, DOMjudge o
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
+from kiln.langs import LANGUAGES
+from kiln.runtime import workspace_problem
 from kilntest import KILN, Server
+
+# a judging language that refuses the limit, where this host has one (the stock VM has python, js
+# and cpp: none there, and its row is skipped)
+LANGS = Path(__file__).resolve().parents[2] / "langs"
+REFUSING = next((slug for slug in ("java", "kotlin", "golang", "csharp", "haskell") if not LANGUAGES[slug].address_space and workspace_problem(LANGS / slug) is None), None)
 
 # 512 MiB asked for, three ints touched: a failed `new` under an address-space limit, nothing
 # much under a resident one
@@ -29,7 +37,7 @@ HONEST = (
 
 @pytest.fixture(scope="module")
 def server():
-    srv = Server({"RUN_LANGS": "python,cpp,java", "RUN_CONCURRENCY": "3"}).wait_ready()
+    srv = Server({"RUN_LANGS": ",".join(["python", "cpp", *([REFUSING] if REFUSING else [])]), "RUN_CONCURRENCY": "3"}).wait_ready()
     yield srv
     srv.stop()
 
@@ -100,10 +108,12 @@ def test_an_interactive_tests_submission_takes_the_limit_and_its_interactor_does
         ("cpp", "512k", "limits.address_space must be at least 1m"),
         ("cpp", "lots", "limits.address_space 'lots' is not a size"),
         ("cpp", [64], "limits.address_space must be a size"),
-        ("java", "256m", "limits.address_space: java's runtime reserves address space it never uses"),
+        (REFUSING, "256m", f"limits.address_space: {REFUSING}'s runtime reserves address space it never uses"),
     ],
 )
 def test_a_bad_address_space_is_a_400_naming_the_field(server, lang, value, said):
+    if lang is None:
+        pytest.skip("no language that refuses address_space is prepared here (java, kotlin, golang, csharp, haskell)")
     answer = judge(server, "int main() {}", [{"stdin": "", "expected": ""}], lang=lang, address_space=value)
     assert answer.status_code == 400
     assert said in answer.json()["error"]
