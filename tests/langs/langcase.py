@@ -154,6 +154,7 @@ LANGS = {
                 ),
             ),
             ready_timeout=120,
+            timeout="60s",  # a build of nlohmann::json's members took 30 s in the emulated stock VM
             one_line=False,
         ),
         Lang(
