@@ -376,3 +376,18 @@ def test_every_case_is_pinned():
 @pytest.mark.parametrize("endpoint,name,body", CASES, ids=[f"{e}:{n}" for e, n, _ in CASES])
 def test_answer_is_unchanged(endpoint, name, body, tmp_path):
     assert answer(endpoint, body, tmp_path) == EXPECTED[(endpoint, name)]
+
+
+BEYOND_A_DOUBLE = b"1" + b"0" * 400  # an integer JSON allows and no double holds
+
+
+@pytest.mark.parametrize(
+    "body,message",
+    [
+        (b'{"lang_slug":"python","solution_text":"x","tests":[{"expected":"","points":%s}]}' % BEYOND_A_DOUBLE, "tests[0].points must be a number >= 0"),
+        (b'{"lang_slug":"python","solution_text":"x","tests":[{"expected":""}],"groups":[{"name":"a","tests":[0],"points":%s}]}' % BEYOND_A_DOUBLE, "groups[0].points must be a number >= 0 (the group's points)"),
+    ],
+)
+def test_points_beyond_a_double_are_refused_as_1e400_is(body, message, tmp_path):
+    """Before fields.number, float() of such an integer raised OverflowError: a 500 "internal"."""
+    assert answer("judge", body, tmp_path) == (400, message)
