@@ -65,6 +65,13 @@ def an_object(value, field: str, shape: str = "") -> dict:
     return value
 
 
+def an_array(value, field: str, shape: str = "") -> list:
+    """A JSON array (null is not one); `shape`, after "must be an array", says what it holds."""
+    if type(value) is not list:
+        raise ApiError(400, f"{field} must be an array{shape}")
+    return value
+
+
 def first_unknown(value: dict, known) -> str | None:
     """The first (in sorted order, so the answer does not depend on the client's key order) of
     `value`'s keys that is not `known`; the caller's message says what the known ones are."""

@@ -135,8 +135,7 @@ def _file_id(value, field: str) -> str:
 def _tests(value, tests_max: int, expected_needed: bool) -> tuple[Test, ...]:
     if value is None:
         raise ApiError(400, "tests is required")
-    if type(value) is not list:
-        raise ApiError(400, "tests must be an array of {stdin or stdin_file, expected or expected_file}")
+    fields.an_array(value, "tests", " of {stdin or stdin_file, expected or expected_file}")
     if not 1 <= len(value) <= tests_max:
         raise ApiError(400, f"tests must have 1 to {tests_max} tests (got {len(value)})")
     return tuple(_test(i, test, expected_needed) for i, test in enumerate(value))
@@ -162,8 +161,7 @@ def _groups(value, count: int) -> tuple[Group, ...]:
     0), "points", "scoring", "depends" (names of groups given before it)}; a test in one at most."""
     if value is None:
         return ()
-    if type(value) is not list:
-        raise ApiError(400, 'groups must be an array of {"name", "tests", "points", "scoring", "depends"}')
+    fields.an_array(value, "groups", " of {" + ", ".join(f'"{name}"' for name in GROUP_FIELDS) + "}")
     groups: list[Group] = []
     grouped: dict[int, str] = {}
     for i, group in enumerate(value):
