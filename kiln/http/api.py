@@ -22,8 +22,8 @@ from kiln.http.bodies import BodyBudget, declared_length
 from kiln.http.judge_request import parse_judge
 from kiln.http.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from kiln.http.metrics import Metrics
-from kiln.http.responses import CLIENT_GONE, CLOSE, TEXT, Answer, ReadTimeout, error_response, json_response
-from kiln.http.validate import ApiError, RunRequest, parse_run
+from kiln.http.responses import CLIENT_GONE, CLOSE, TEXT, Answer, ApiError, ReadTimeout, error_response, json_response
+from kiln.http.validate import RunRequest, parse_run
 from kiln.http.watch import ClientWatch
 from kiln.judge.builds import Builds
 from kiln.judge.files import FileStore, UnknownFile

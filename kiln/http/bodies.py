@@ -16,8 +16,7 @@ one body still serves one at a time.
 
 from __future__ import annotations
 
-from kiln.http.responses import CLOSE
-from kiln.http.validate import ApiError
+from kiln.http.responses import CLOSE, ApiError
 
 HELD_PER_BYTE = 2
 RETRY_AFTER_S = 1

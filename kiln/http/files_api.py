@@ -21,8 +21,7 @@ from gevent import pywsgi
 from werkzeug.wrappers import Response
 
 from kiln.http.bodies import declared_length
-from kiln.http.responses import CLIENT_GONE, CLOSE, Answer, ReadTimeout, json_response
-from kiln.http.validate import ApiError
+from kiln.http.responses import CLIENT_GONE, CLOSE, Answer, ApiError, ReadTimeout, json_response
 from kiln.judge.files import FILE_ID, StoreFull, TooLarge, UnknownFile
 
 CHUNK = 1 << 16

@@ -1,12 +1,11 @@
 """POST /judge's body, checked field by field into a JudgeRequest (kiln/judge/request.py), or an
-ApiError (400) that names the field and what is allowed (DESIGN.md, "Judge API"). Nothing here
-runs anything."""
+ApiError (400) that names the field and what is allowed (DESIGN.md, "Judge API"), read with
+fields.py's readers as /run's body is. Nothing here runs anything."""
 
 from __future__ import annotations
 
-import math
-
-from kiln.http.validate import ApiError, count_field, decode_json_object, duration_field, size_field, utf8
+from kiln.http import fields
+from kiln.http.responses import ApiError
 from kiln.judge.compare import BYTE_MODES, MODES
 from kiln.judge.files import FILE_ID
 from kiln.judge.request import FILE_NAME, GIVEN_FILES, JudgeRequest, Program, Source, Test, TestLimits
@@ -15,6 +14,7 @@ from kiln.runtime import Runtime
 from kiln.units import format_duration_ms
 
 FILES_MAX = 64
+GROUP_FIELDS = ("name", "tests", "points", "scoring", "depends")  # a group's, in `groups`
 LIMITS = ("time", "wall_time", "memory", "output", "pids", "address_space")  # a test's, in `limits`
 # limits.address_space's least: as limits.memory's, a size below which no program starts (a
 # static binary's text and stack); a limit that small gives MLE, not an error
@@ -24,10 +24,10 @@ DEFAULT_EPSILON = 1e-6
 
 
 def parse_judge(raw: bytes, runtime: Runtime) -> JudgeRequest:
-    body = decode_json_object(raw)
+    body = fields.json_object(raw)
     config = runtime.config
-    slug = _required(body, "lang_slug", str)
-    solution = _required(body, "solution_text", str)
+    slug = fields.required(body.get("lang_slug"), "lang_slug", str)
+    solution = fields.required(body.get("solution_text"), "solution_text", str)
     workload = runtime.workloads.get(slug)
     if workload is None:
         raise ApiError(400, "unsupported lang_slug")
@@ -43,18 +43,18 @@ def parse_judge(raw: bytes, runtime: Runtime) -> JudgeRequest:
         raise ApiError(400, f"interactor and checker are given: compare must be checker or omitted (got {str(given)[:40]})")
     if interactor is not None and given not in (None, "checker"):
         raise ApiError(400, "interactor is given: compare must not be (the interactor gives the verdict)")
-    compare = _optional(body, "compare", str, "checker" if interactor and with_checker else "interactor" if interactor else "tokens")
+    compare = fields.optional(body.get("compare"), "compare", str, "checker" if interactor and with_checker else "interactor" if interactor else "tokens")
     if compare not in MODES and not interactor:
         raise ApiError(400, f"compare must be one of {', '.join(MODES)} (got {compare[:40]!r})")
     checker = _program(body.get("checker"), "checker", runtime)
     if (compare == "checker") != (checker is not None):
         raise ApiError(400, "checker is required when compare is checker" if checker is None else f"checker is given: compare must be checker (got {compare})")
     epsilon = _epsilon(body.get("epsilon"))
-    ignore_case = _optional(body, "ignore_case", bool, False)
+    ignore_case = fields.optional(body.get("ignore_case"), "ignore_case", bool, False)
     if ignore_case and compare not in BYTE_MODES:
         raise ApiError(400, f"ignore_case applies to compare {', '.join(BYTE_MODES)} (got compare {compare}): a checker or interactor decides case itself")
     judge_file = workload.language.judge_file
-    files = ((judge_file, Source(text=utf8("solution_text", solution))), *_files(body.get("files"), judge_file))
+    files = ((judge_file, Source(text=fields.text(solution, "solution_text"))), *_files(body.get("files"), judge_file))
     tests = _tests(body.get("tests"), config.judge_tests_max, expected_needed=compare not in ("none", "checker", "interactor"))
     points = tuple(_points(test, f"tests[{i}]") for i, test in enumerate(body["tests"]))
     return JudgeRequest(
@@ -65,8 +65,8 @@ def parse_judge(raw: bytes, runtime: Runtime) -> JudgeRequest:
         epsilon=epsilon,
         ignore_case=ignore_case,
         limits=_limits(body.get("limits"), workload, config),
-        compile_timeout_ms=duration_field(body.get("compile_timeout"), "compile_timeout", min(COMPILE_TIMEOUT_MS, config.timeout_max_ms), config.timeout_max_ms),
-        stop_on_failure=_optional(body, "stop_on_failure", bool, False),
+        compile_timeout_ms=fields.duration(body.get("compile_timeout"), "compile_timeout", min(COMPILE_TIMEOUT_MS, config.timeout_max_ms), config.timeout_max_ms),
+        stop_on_failure=fields.optional(body.get("stop_on_failure"), "stop_on_failure", bool, False),
         checker=checker,
         interactor=interactor,
         scoring=Scoring(points, _groups(body.get("groups"), len(tests))),
@@ -77,10 +77,9 @@ def _program(value, field: str, runtime: Runtime) -> Program | None:
     """A checker's (or an interactor's) {"lang_slug", "source", "files"}."""
     if value is None:
         return None
-    if type(value) is not dict:
-        raise ApiError(400, f'{field} must be an object {{"lang_slug": ..., "source": ...}}')
-    slug = _required(value, "lang_slug", str, f"{field}.")
-    source = _required(value, "source", str, f"{field}.")
+    fields.an_object(value, field, ' {"lang_slug": ..., "source": ...}')
+    slug = fields.required(value.get("lang_slug"), f"{field}.lang_slug", str)
+    source = fields.required(value.get("source"), f"{field}.source", str)
     workload = runtime.workloads.get(slug)
     if workload is None:
         raise ApiError(400, f"{field}.lang_slug: unsupported lang_slug")
@@ -88,39 +87,12 @@ def _program(value, field: str, runtime: Runtime) -> Program | None:
         raise ApiError(400, f"{field}.lang_slug {slug} cannot judge")
     judge_file = workload.language.judge_file
     files = _files(value.get("files"), judge_file, f"{field}.", GIVEN_FILES[field])
-    return Program(field, slug, ((judge_file, Source(text=utf8(f"{field}.source", source))), *files))
-
-
-def _required(body: dict, field: str, kind: type, where: str = ""):
-    value = body.get(field)
-    if value is None:
-        raise ApiError(400, f"{where}{field} is required")
-    if type(value) is not kind:
-        raise ApiError(400, f"{where}{field} must be a {_TYPE_NAMES[kind]}")
-    return value
-
-
-def _optional(body: dict, field: str, kind: type, default):
-    value = body.get(field)
-    if value is None:
-        return default
-    if type(value) is not kind:
-        raise ApiError(400, f"{field} must be a {_TYPE_NAMES[kind]}")
-    return value
-
-
-_TYPE_NAMES = {str: "string", bool: "boolean (true or false)", dict: "object", list: "array"}
+    return Program(field, slug, ((judge_file, Source(text=fields.text(source, f"{field}.source"))), *files))
 
 
 def _epsilon(value) -> float:
-    if value is None:
-        return DEFAULT_EPSILON
-    if type(value) not in (int, float) or value < 0:  # JSON has no NaN: the decoder refuses it
-        raise ApiError(400, "epsilon must be a number >= 0")
-    try:
-        return float(value)
-    except OverflowError:  # an integer beyond a double: as large as 1e400, which JSON reads as inf
-        return math.inf
+    # infinite allowed: any difference is then within it (JSON reads 1e400 as inf)
+    return DEFAULT_EPSILON if value is None else fields.number(value, "epsilon", finite=False)
 
 
 def _files(value, judge_file: str, where: str = "", given: tuple[str, ...] = ()) -> list[tuple[str, Source]]:
@@ -130,8 +102,7 @@ def _files(value, judge_file: str, where: str = "", given: tuple[str, ...] = ())
     field = f"{where}files"
     if value is None:
         return []
-    if type(value) is not dict:
-        raise ApiError(400, f'{field} must be an object of file name -> text or {{"file": id}}')
+    fields.an_object(value, field, ' of file name -> text or {"file": id}')
     if len(value) > FILES_MAX:
         raise ApiError(400, f"{field}: at most {FILES_MAX} files")
     files = []
@@ -148,20 +119,23 @@ def _files(value, judge_file: str, where: str = "", given: tuple[str, ...] = ())
 
 def _file_content(content, field: str) -> Source:
     if type(content) is str:
-        return Source(text=utf8(field, content))
+        return Source(text=fields.text(content, field))
     if type(content) is not dict or set(content) != {"file"}:
         raise ApiError(400, f'{field} must be a string or {{"file": "sha256:..."}} (a file POST /files stored)')
-    file_id = content["file"]
-    if type(file_id) is not str or not FILE_ID.fullmatch(file_id):
-        raise ApiError(400, f"{field}.file must be a file id sha256:<64 lowercase hex> (POST /files answers it)")
-    return Source(file_id=file_id)
+    return Source(file_id=_file_id(content["file"], f"{field}.file"))
+
+
+def _file_id(value, field: str) -> str:
+    """A file of the store, named by the id POST /files answered."""
+    if type(value) is not str or not FILE_ID.fullmatch(value):
+        raise ApiError(400, f"{field} must be a file id sha256:<64 lowercase hex> (POST /files answers it)")
+    return value
 
 
 def _tests(value, tests_max: int, expected_needed: bool) -> tuple[Test, ...]:
     if value is None:
         raise ApiError(400, "tests is required")
-    if type(value) is not list:
-        raise ApiError(400, "tests must be an array of {stdin or stdin_file, expected or expected_file}")
+    fields.an_array(value, "tests", " of {stdin or stdin_file, expected or expected_file}")
     if not 1 <= len(value) <= tests_max:
         raise ApiError(400, f"tests must have 1 to {tests_max} tests (got {len(value)})")
     return tuple(_test(i, test, expected_needed) for i, test in enumerate(value))
@@ -169,8 +143,7 @@ def _tests(value, tests_max: int, expected_needed: bool) -> tuple[Test, ...]:
 
 def _test(index: int, test, expected_needed: bool) -> Test:
     where = f"tests[{index}]"
-    if type(test) is not dict:
-        raise ApiError(400, f"{where} must be an object")
+    fields.an_object(test, where)
     stdin = _source(test, where, "stdin")
     expected = _source(test, where, "expected")
     if expected is None and expected_needed:
@@ -180,11 +153,7 @@ def _test(index: int, test, expected_needed: bool) -> Test:
 
 def _points(test: dict, where: str) -> float | None:
     value = test.get("points")
-    if value is None:
-        return None
-    if type(value) not in (int, float) or not 0 <= value < math.inf:
-        raise ApiError(400, f"{where}.points must be a number >= 0")
-    return float(value)
+    return None if value is None else fields.number(value, f"{where}.points")
 
 
 def _groups(value, count: int) -> tuple[Group, ...]:
@@ -192,18 +161,16 @@ def _groups(value, count: int) -> tuple[Group, ...]:
     0), "points", "scoring", "depends" (names of groups given before it)}; a test in one at most."""
     if value is None:
         return ()
-    if type(value) is not list:
-        raise ApiError(400, 'groups must be an array of {"name", "tests", "points", "scoring", "depends"}')
+    fields.an_array(value, "groups", " of {" + ", ".join(f'"{name}"' for name in GROUP_FIELDS) + "}")
     groups: list[Group] = []
     grouped: dict[int, str] = {}
     for i, group in enumerate(value):
         where = f"groups[{i}]"
-        if type(group) is not dict:
-            raise ApiError(400, f"{where} must be an object")
-        unknown = sorted(set(group) - {"name", "tests", "points", "scoring", "depends"})
-        if unknown:
-            raise ApiError(400, f"{where}.{unknown[0][:40]}: not a field of a group (name, tests, points, scoring, depends)")
-        name = _required(group, "name", str, f"{where}.")
+        fields.an_object(group, where)
+        unknown = fields.first_unknown(group, GROUP_FIELDS)
+        if unknown is not None:
+            raise ApiError(400, f"{where}.{unknown[:40]}: not a field of a group ({', '.join(GROUP_FIELDS)})")
+        name = fields.required(group.get("name"), f"{where}.name", str)
         if not 1 <= len(name) <= 100 or any(g.name == name for g in groups):
             raise ApiError(400, f"{where}.name must be 1 to 100 characters, each group's its own")
         tests = group.get("tests")
@@ -216,16 +183,15 @@ def _groups(value, count: int) -> tuple[Group, ...]:
         scoring = group.get("scoring", "all")
         if type(scoring) is not str or scoring not in SCORINGS:
             raise ApiError(400, f"{where}.scoring must be one of {', '.join(SCORINGS)}")
-        points = group.get("points", 0 if scoring == "sum" else None)
-        if type(points) not in (int, float) or not 0 <= points < math.inf:
-            raise ApiError(400, f"{where}.points must be a number >= 0" + (" (the group's points)" if scoring != "sum" else ""))
+        # a sum group's points are its tests' (0 its own); a null given is refused, not the default
+        points = fields.number(group.get("points", 0 if scoring == "sum" else None), f"{where}.points", "" if scoring == "sum" else " (the group's points)")
         depends = group.get("depends", [])
         if type(depends) is not list or any(type(d) is not str for d in depends):
             raise ApiError(400, f"{where}.depends must be an array of group names")
         for d in depends:
             if not any(g.name == d for g in groups):
                 raise ApiError(400, f"{where}.depends: {d[:100]!r} names no group given before it")
-        groups.append(Group(name, tuple(sorted(set(tests))), float(points), scoring, tuple(dict.fromkeys(depends))))
+        groups.append(Group(name, tuple(sorted(set(tests))), points, scoring, tuple(dict.fromkeys(depends))))
     return tuple(groups)
 
 
@@ -234,36 +200,29 @@ def _source(test: dict, where: str, field: str) -> Source | None:
     if text is not None and file_id is not None:
         raise ApiError(400, f"{where}: {field} and {field}_file are exclusive: give one")
     if text is not None:
-        if type(text) is not str:
-            raise ApiError(400, f"{where}.{field} must be a string")
-        return Source(text=utf8(f"{where}.{field}", text))
+        return Source(text=fields.text(fields.typed(text, f"{where}.{field}", str), f"{where}.{field}"))
     if file_id is not None:
-        if type(file_id) is not str or not FILE_ID.fullmatch(file_id):
-            raise ApiError(400, f"{where}.{field}_file must be a file id sha256:<64 lowercase hex> (POST /files answers it)")
-        return Source(file_id=file_id)
+        return Source(file_id=_file_id(file_id, f"{where}.{field}_file"))
     return None
 
 
 def _limits(value, workload, config) -> TestLimits:
-    if value is None:
-        value = {}
-    if type(value) is not dict:
-        raise ApiError(400, f"limits must be an object ({', '.join(LIMITS)})")
-    unknown = sorted(set(value) - set(LIMITS))
-    if unknown:
-        raise ApiError(400, f"limits.{unknown[0][:40]}: not a limit (one of {', '.join(LIMITS)})")
+    value = {} if value is None else fields.an_object(value, "limits", f" ({', '.join(LIMITS)})")
+    unknown = fields.first_unknown(value, LIMITS)
+    if unknown is not None:
+        raise ApiError(400, f"limits.{unknown[:40]}: not a limit (one of {', '.join(LIMITS)})")
     time_max = min(config.judge_time_max_ms, config.timeout_max_ms)
-    time_ms = duration_field(value.get("time"), "limits.time", min(workload.language.judge_time_ms, time_max), time_max)
+    time_ms = fields.duration(value.get("time"), "limits.time", min(workload.language.judge_time_ms, time_max), time_max)
     wall_default = max(time_ms, min(2 * time_ms + 1000, config.timeout_max_ms))
-    wall_ms = duration_field(value.get("wall_time"), "limits.wall_time", wall_default, config.timeout_max_ms)
+    wall_ms = fields.duration(value.get("wall_time"), "limits.wall_time", wall_default, config.timeout_max_ms)
     if wall_ms < time_ms:
         raise ApiError(400, f"limits.wall_time ({format_duration_ms(wall_ms)}) is below limits.time ({format_duration_ms(time_ms)})")
     return TestLimits(
         time_ms=time_ms,
         wall_time_ms=wall_ms,
-        memory=size_field(value.get("memory"), "limits.memory", workload.memory_max, low=1 << 20),
-        output=size_field(value.get("output"), "limits.output", config.output_max, low=1),
-        pids=count_field(value.get("pids"), "limits.pids", workload.pids_max),
+        memory=fields.size(value.get("memory"), "limits.memory", workload.memory_max, low=1 << 20),
+        output=fields.size(value.get("output"), "limits.output", config.output_max, low=1),
+        pids=fields.count(value.get("pids"), "limits.pids", workload.pids_max),
         address_space=_address_space(value.get("address_space"), workload),
     )
 
@@ -275,4 +234,4 @@ def _address_space(value, workload) -> int:
         return 0
     if not workload.language.address_space:
         raise ApiError(400, f"limits.address_space: {workload.slug}'s runtime reserves address space it never uses, so that limit would say nothing of its memory; use limits.memory (resident memory)")
-    return size_field(value, "limits.address_space", 1 << 50, low=ADDRESS_SPACE_MIN)
+    return fields.size(value, "limits.address_space", 1 << 50, low=ADDRESS_SPACE_MIN)

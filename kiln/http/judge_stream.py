@@ -23,8 +23,7 @@ from werkzeug.http import parse_accept_header
 from werkzeug.wrappers import Response
 
 from kiln.http.answers import compile_json, judged_test_json
-from kiln.http.responses import CLIENT_GONE, NDJSON, Answer, json_line
-from kiln.http.validate import ApiError
+from kiln.http.responses import CLIENT_GONE, NDJSON, Answer, ApiError, json_line
 from kiln.http.watch import ClientWatch
 from kiln.judge.answer import CompileResult, JudgeAnswer, TestResult
 from kiln.log import Log

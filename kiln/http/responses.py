@@ -1,4 +1,5 @@
-"""What every route answers with: JSON bodies in the contract's compact form, the error body, and
+"""What every route answers with: JSON bodies in the contract's compact form, the error body and
+ApiError, which any module of the front raises to answer with it (App.answer catches it), and
 the statuses and headers the front shares between its modules (api.py, files_api.py, server.py)."""
 
 from __future__ import annotations
@@ -19,6 +20,18 @@ CLOSE = {"Connection": "close"}  # what is left of the request is not read: the 
 # how every answer of the front begins, whatever the request's version (HTTP/1.1 lets a server
 # answer an HTTP/1.0 request so); the client watch sends it early as its probe (watch.py)
 STATUS_LINE_START = b"HTTP/1.1 "
+
+
+class ApiError(Exception):
+    """An answer of `status` with {"error": error} and these headers: raised where the request
+    is refused (a field of its body: fields.py; its preamble: bodies.py; the file store, the
+    queue), answered by App.answer (or, a streamed /judge, judge_stream.py)."""
+
+    def __init__(self, status: int, error: str, headers: dict[str, str] | None = None):
+        super().__init__(error)
+        self.status = status
+        self.error = error
+        self.headers = headers or {}
 
 
 class ReadTimeout(Exception):
