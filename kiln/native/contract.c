@@ -20,6 +20,7 @@
 #define PRINT_NAME(name) printf("%s\"%s\"", n++ ? ", " : "", #name);
 #define PRINT_CONST(field, kind) printf("%s\"%s\"", n++ ? ", " : "", #field);
 #define PRINT_START(name) printf("%s\"%s\"", n++ ? ", " : "", START_VAR(name));
+#define PRINT_TITLE(name) printf("%s\"%s\": \"%s\"", n++ ? ", " : "", #name, TITLE_##name);
 
 static void print_list(const char *key, const char *(*name)(unsigned), unsigned from) {
     printf(", \"%s\": [", key);
@@ -53,6 +54,12 @@ int print_contract(void) {
     print_list("ops", op_name, OP_MOUNT);
     print_list("commands", command_name, 0);
     print_list("parts", part_name, 0);
+    n = 0;
+    printf(", \"titles\": {");
+    TITLES(PRINT_TITLE)
+    /* single values the Python side states too */
+    printf("}, \"title_every_s\": %g, \"max_file_fds\": %d, \"task_shell\": \"%s\", \"held_stdout\": \"%s\"", TITLE_EVERY_S,
+           MAX_FILE_FDS, TASK_SHELL, HELD_STDOUT);
     printf("}\n");
     return fflush(stdout) ? 70 : 0;
 }

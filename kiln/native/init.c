@@ -61,7 +61,7 @@ static void warm(struct slot *s, const struct start *start) {
     }
     send_json(s->sock, built >= 0 ? "{\"op\":\"ready\",\"template\":true}" : "{\"op\":\"ready\"}", built);
     if (built >= 0) close(built);
-    set_title(s, "kiln: slot %ld warm%s%s", s->recipe.index, *start->prestart ? " " : "", start->prestart);
+    set_title(s, TITLE_WARM, s->recipe.index, *start->prestart ? " " : "", start->prestart);
 }
 
 /* --- job ---------------------------------------------------------------------------------- */
@@ -146,7 +146,7 @@ static enum served serve_job(struct slot *s) {
     if (rc == 0) return SLOT_DONE; /* the front closed the slot (unused: shutdown, or warmed for another language; or kept, its tests done) */
     if (rc < 0) return send_error(s->sock, "error", err), SLOT_DONE;
     struct span w = workload_span(&s->recipe, job.workload_rec);
-    snprintf(title, sizeof title, "kiln: slot %ld busy %s", s->recipe.index, s->recipe.recs[job.workload_rec].args[ARG(WORKLOAD, slug)].p);
+    snprintf(title, sizeof title, TITLE_BUSY, s->recipe.index, s->recipe.recs[job.workload_rec].args[ARG(WORKLOAD, slug)].p);
     set_title(s, "%s", title);
     if (s->prestarted.workload_rec >= 0) return execute_prestarted(s, &job, w, title), SLOT_DONE;
     execute(s, &job, w, title);
@@ -178,7 +178,7 @@ int main(int argc, char **argv) {
     choose_task_birth(&s);
     clearenv();
     if (*start.template_of) exec_template(&s, start.root_image, start.template_of, start.module);
-    set_title(&s, "kiln: slot %ld warming", s.recipe.index);
+    set_title(&s, TITLE_WARMING, s.recipe.index);
     warm(&s, &start);
     /* a slot's jobs: one, or, kept, a judge request's tests one after another until the front
      * closes it or it cannot take another */

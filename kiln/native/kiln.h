@@ -489,6 +489,17 @@ int collect_layer(const struct slot *s, char **out, size_t *len, char *err);
 
 /* --- title.c --------------------------------------------------------------------------------- */
 
+/* The slot's titles (argv[0], where `ps` reads them): kiln.slots.TITLE owns their grammar and
+ * reads the slot's (`kiln slots`); `kiln-init contract` prints TITLES, the test renders each. A
+ * busy slot's title gets its run's age (TITLE_AGED) every TITLE_EVERY_S. A later judge test's
+ * init (testinit.c) is no child of the zygote: `kiln slots` never reads its title. */
+#define TITLE_WARMING "kiln: slot %ld warming"
+#define TITLE_WARM "kiln: slot %ld warm%s%s" /* and " <slug>" when prestarted */
+#define TITLE_BUSY "kiln: slot %ld busy %s"
+#define TITLE_AGED "%s %.1fs"                /* a busy title, its run's age */
+#define TITLE_TEST_INIT "kiln: slot %ld test init"
+#define TITLES(X) X(WARMING) X(WARM) X(BUSY) X(AGED) X(TEST_INIT)
+#define TITLE_EVERY_S 1.0 /* kiln.slots.TITLE_EVERY_S */
 void set_title(struct slot *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* --- receive.c: a job taken: read within the slot's maximum, parsed, checked against the slot -- */

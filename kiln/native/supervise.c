@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #define READ_CHUNK 65536
-#define TITLE_EVERY_S 1.0 /* kiln.slots.TITLE_EVERY_S */
 #define REAP_EVERY_S 0.1  /* init has no SIGCHLD handler: orphans' zombies are reaped this often */
 #define DRAIN_GRACE_S 2.0
 #define CPU_EVERY_S 0.01  /* a run with a CPU limit has its cgroup's figure read this often */
@@ -131,7 +130,7 @@ void supervise(struct slot *s, struct run *run, double deadline, const char *tit
     while (fds[P_OUT].fd >= 0 || fds[P_ERR].fd >= 0 || !run->has_status || (run->forward_fd >= 0 && run->out_len > run->forwarded)) {
         double now = monotonic_s();
         if (now - retitled >= TITLE_EVERY_S) {
-            set_title(s, "%s %.1fs", title, now - started);
+            set_title(s, TITLE_AGED, title, now - started);
             retitled = now;
         }
         if (!drain_until && (run->has_status || run->timed_out || run->overflow)) drain_until = now + DRAIN_GRACE_S;

@@ -44,7 +44,7 @@ static void say(int fd, const struct report *r) {
 static int test_init(struct slot *s, struct span w, uint32_t argv_type, char *const *args, int nargs, const int *fds, int nfds, int report_fd) {
     struct report r = {0};
     pid_t task;
-    set_title(s, "kiln: slot %ld test init", s->recipe.index);
+    set_title(s, TITLE_TEST_INIT, s->recipe.index);
     if (apply_ops(s, (struct span){0, s->recipe.n}, K_TEST_PROC, NULL, r.err) || spawn_task(s, w, argv_type, args, nargs, fds, nfds, &task, &r.shell, r.err))
         return say(report_fd, &r), 0;
     r.spawned = 1;

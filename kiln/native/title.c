@@ -1,5 +1,5 @@
 /* The slot's title, where `ps` and `kiln slots` read what it is doing: kiln.slots owns its
- * grammar (tests/unit/test_contract.py checks the formats written here and in init.c). */
+ * grammar; the formats are kiln.h's TITLES, which `kiln-init contract` prints. */
 #include "kiln.h"
 
 #include <stdarg.h>
