@@ -20,6 +20,7 @@
 #define PRINT_NAME(name) printf("%s\"%s\"", n++ ? ", " : "", #name);
 #define PRINT_CONST(field, kind) printf("%s\"%s\"", n++ ? ", " : "", #field);
 #define PRINT_START(name) printf("%s\"%s\"", n++ ? ", " : "", START_VAR(name));
+#define PRINT_KEY(key, format) printf("%s\"%s\"", n++ ? ", " : "", #key);
 #define PRINT_TITLE(name) printf("%s\"%s\": \"%s\"", n++ ? ", " : "", #name, TITLE_##name);
 
 static void print_list(const char *key, const char *(*name)(unsigned), unsigned from) {
@@ -54,6 +55,11 @@ int print_contract(void) {
     print_list("ops", op_name, OP_MOUNT);
     print_list("commands", command_name, 0);
     print_list("parts", part_name, 0);
+    print_list("outcomes", outcome_name, 0);
+    n = 0;
+    printf(", \"result_fields\": [");
+    RESULT_FIELDS(PRINT_KEY)
+    printf("]");
     n = 0;
     printf(", \"titles\": {");
     TITLES(PRINT_TITLE)

@@ -474,6 +474,21 @@ void test_init_status(struct run *run, int *status, struct rusage *usage);
 
 /* --- result.c -------------------------------------------------------------------------------- */
 
+/* What became of a run, by DESIGN.md's precedence (the first that holds), then the one that is
+ * no run's (protocol.py's OUTCOMES; `kiln-init contract` prints them) */
+#define OUTCOMES(X) X(timed_out) X(out_of_memory) X(policy_violation) X(pids_limit) X(signaled) X(exited) X(infrastructure_failure)
+#define OUTCOME_ENUM(name) OUTCOME_##name,
+enum outcome { OUTCOMES(OUTCOME_ENUM) };
+const char *outcome_name(unsigned i); /* NULL past them */
+/* The result frame's fields before its blobs, in this order (protocol.py's RESULT_KEYS, which
+ * decode_result reads; `kiln-init contract` prints them): X(key, the printf format of its value).
+ * RESULT_FORMAT is the header's fields, one snprintf format that -Wformat checks. */
+#define RESULT_FIELDS(X)                                                                          \
+    X(op, "\"result\"") X(exit_code, "%s") X(outcome, "\"%s\"") X(wall_ms, "%.1f") X(cpu_ms, "%.1f")    \
+    X(memory_peak_bytes, "%lld") X(signal, "%s") X(output_overflow, "%s") X(next, "%s") X(address_space_reached, "%s")
+#define RESULT_FIELD_FORMAT(key, format) ",\"" #key "\":" format
+#define RESULT_FORMAT (RESULT_FIELDS(RESULT_FIELD_FORMAT) + 1) /* without the first field's comma */
+
 double cgroup_figure(struct slot *s, enum cgroup_stat what); /* a K_STAT figure (STAT_cpu, STAT_cpu_starved); < 0: none */
 double cgroup_cpu_ms(struct slot *s); /* < 0: no cgroup CPU figure */
 void cgroup_counts(struct slot *s, long long *oom_kills, long long *pids_hits); /* so far */

@@ -113,11 +113,20 @@ int reset_peak(struct slot *s, char *err) {
     return 0;
 }
 
+static const char *const OUTCOME_NAMES[] = {
+#define OUTCOME_NAME(name) #name,
+    OUTCOMES(OUTCOME_NAME)
+};
+
+const char *outcome_name(unsigned i) {
+    return i < sizeof OUTCOME_NAMES / sizeof *OUTCOME_NAMES ? OUTCOME_NAMES[i] : NULL;
+}
+
 void send_failure(const struct slot *s, const char *message) {
-    char text[ERR + 16];
+    char text[ERR + 16], fields[512];
     int n = snprintf(text, sizeof text, "kiln: %s\n", message);
-    send_result(s->sock, "\"op\":\"result\",\"exit_code\":null,\"outcome\":\"infrastructure_failure\",\"wall_ms\":0.0,\"cpu_ms\":0.0,"
-                        "\"memory_peak_bytes\":0,\"signal\":null,\"output_overflow\":false,\"next\":false,\"address_space_reached\":false", "", 0, text, n, NULL, 0);
+    snprintf(fields, sizeof fields, RESULT_FORMAT, "null", OUTCOME_NAMES[OUTCOME_infrastructure_failure], 0.0, 0.0, 0LL, "null", "false", "false", "false");
+    send_result(s->sock, fields, "", 0, text, n, NULL, 0);
 }
 
 /* timed_out > out_of_memory > policy_violation > pids_limit > signaled > exited (DESIGN.md); a
@@ -136,20 +145,18 @@ void send_result_of(struct slot *slot, const struct run *run, double started, lo
     /* under sh, a child's signal N comes as the status 128+N; a program's own status is its own */
     int child_killed_by = run->shell && !killed_by && exit_code > 128 && exit_code < 128 + 65 ? exit_code - 128 : 0;
     int rlimit_cpu = cpu_ms >= cpu_limit_ms - 50 && (killed_by == SIGXCPU || killed_by == SIGKILL || child_killed_by == SIGXCPU || child_killed_by == SIGKILL);
-    const char *outcome = "exited";
+    enum outcome outcome = OUTCOME_exited;
     int signal_out = killed_by;
-    if ((run->timed_out || run->cpu_exceeded || !run->has_status || rlimit_cpu) && !(run->oom_first && s.oom_kills)) outcome = "timed_out", exit_code = -1;
-    else if (s.oom_kills) outcome = "out_of_memory";
-    else if (killed_by == SIGSYS || child_killed_by == SIGSYS) outcome = "policy_violation", signal_out = SIGSYS;
-    else if (s.pids_hits) outcome = "pids_limit";
-    else if (killed_by) outcome = "signaled";
+    if ((run->timed_out || run->cpu_exceeded || !run->has_status || rlimit_cpu) && !(run->oom_first && s.oom_kills)) outcome = OUTCOME_timed_out, exit_code = -1;
+    else if (s.oom_kills) outcome = OUTCOME_out_of_memory;
+    else if (killed_by == SIGSYS || child_killed_by == SIGSYS) outcome = OUTCOME_policy_violation, signal_out = SIGSYS;
+    else if (s.pids_hits) outcome = OUTCOME_pids_limit;
+    else if (killed_by) outcome = OUTCOME_signaled;
     char code[16] = "null", sig[16] = "null", fields[512];
     if (exit_code >= 0) snprintf(code, sizeof code, "%d", exit_code);
     if (signal_out) snprintf(sig, sizeof sig, "%d", signal_out);
     double ended = run->ended_at ? run->ended_at : monotonic_s();
-    snprintf(fields, sizeof fields, "\"op\":\"result\",\"exit_code\":%s,\"outcome\":\"%s\",\"wall_ms\":%.1f,\"cpu_ms\":%.1f,"
-             "\"memory_peak_bytes\":%lld,\"signal\":%s,\"output_overflow\":%s,\"next\":%s,\"address_space_reached\":%s",
-             code, outcome, (ended - started) * 1000, cpu_ms, memory, sig, run->overflow ? "true" : "false", run->next ? "true" : "false",
+    snprintf(fields, sizeof fields, RESULT_FORMAT, code, OUTCOME_NAMES[outcome], (ended - started) * 1000, cpu_ms, memory, sig, run->overflow ? "true" : "false", run->next ? "true" : "false",
              address_space_reached(&run->address_space, run) ? "true" : "false");
     send_result(slot->sock, fields, run->out, run->out_len, run->err, run->err_len, layer, layer_len);
 }
