@@ -21,6 +21,8 @@
 #define PRINT_CONST(field, kind) printf("%s\"%s\"", n++ ? ", " : "", #field);
 #define PRINT_START(name) printf("%s\"%s\"", n++ ? ", " : "", START_VAR(name));
 #define PRINT_KEY(key, format) printf("%s\"%s\"", n++ ? ", " : "", #key);
+#define PRINT_LAYER_FIELD(field, bytes) printf("%s\"%s\": %d", n++ ? ", " : "", #field, bytes);
+#define PRINT_LAYER_TYPE(name, byte) printf("%s\"%c\"", n++ ? ", " : "", byte);
 #define PRINT_TITLE(name) printf("%s\"%s\": \"%s\"", n++ ? ", " : "", #name, TITLE_##name);
 
 static void print_list(const char *key, const char *(*name)(unsigned), unsigned from) {
@@ -61,7 +63,13 @@ int print_contract(void) {
     RESULT_FIELDS(PRINT_KEY)
     printf("]");
     n = 0;
-    printf(", \"titles\": {");
+    printf(", \"layer_head\": {");
+    LAYER_HEAD(PRINT_LAYER_FIELD)
+    n = 0;
+    printf("}, \"layer_types\": [");
+    LAYER_TYPES(PRINT_LAYER_TYPE)
+    n = 0;
+    printf("], \"titles\": {");
     TITLES(PRINT_TITLE)
     /* single values the Python side states too */
     printf("}, \"title_every_s\": %g, \"max_file_fds\": %d, \"task_shell\": \"%s\", \"held_stdout\": \"%s\"", TITLE_EVERY_S,

@@ -498,6 +498,12 @@ void send_result_of(struct slot *s, const struct run *run, double started, long 
 
 /* --- layer.c: what a build job left, sent back as its layer ------------------------------------ */
 
+/* An entry: its head, X(field, bytes) each big-endian, then its path and its data; its types, X(name,
+ * byte). protocol.py's LAYER_ENTRY and LAYER_TYPES read them; `kiln-init contract` prints both. */
+#define LAYER_HEAD(X) X(type, 1) X(mode, 2) X(path_len, 2) X(size, 4)
+#define LAYER_TYPES(X) X(dir, 'd') X(file, 'f') X(link, 'l')
+#define LAYER_TYPE_ENUM(name, byte) LAYER_##name = byte,
+enum layer_type { LAYER_TYPES(LAYER_TYPE_ENUM) };
 /* The upper layer's directories, regular files and symbolic links, walked without following
  * anything, as LAYER entries (kiln/wire/protocol.py reads them); *out malloc'd. */
 int collect_layer(const struct slot *s, char **out, size_t *len, char *err);

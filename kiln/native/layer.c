@@ -3,14 +3,14 @@
  * overlay's upper layer holds exactly what the build changed (the request's files, what the
  * compiler wrote); it is walked without following anything, by init, after every process of the
  * build is gone. Directories, regular files and symbolic links are kept; whiteouts (a deleted
- * workspace file), devices, FIFOs and sockets are not. The format is protocol.py's LAYER:
+ * workspace file), devices, FIFOs and sockets are not. The format is protocol.py's LAYER, its head
+ * and types kiln.h's LAYER_HEAD and LAYER_TYPES:
  *
  *     entry = u8 type ('d' | 'f' | 'l') | u16 mode | u16 path length | u32 data length | path | data
  *
  * (big-endian; paths relative to /sandbox, parents before children; a link's data is its target). */
 #include "kiln.h"
 
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -51,16 +51,24 @@ static int grow(struct layer *l, size_t more) {
     return 0;
 }
 
+#define LAYER_FIELD_SIZE(field, bytes) +bytes
+#define LAYER_HEAD_SIZE (0 LAYER_HEAD(LAYER_FIELD_SIZE))
+
+static char *put_big_endian(char *at, unsigned long long value, int bytes) {
+    for (int i = bytes; i--; value >>= 8) at[i] = value & 0xff;
+    return at + bytes;
+}
+
 /* an entry's head and path; its data (size bytes) follows at l->data + l->len */
-static int entry(struct layer *l, char type, mode_t mode, const char *path, size_t size) {
+static int entry(struct layer *l, enum layer_type type, mode_t mode, const char *path, size_t size) {
     size_t path_len = strlen(path);
-    if (grow(l, 9 + path_len + size)) return -1;
-    uint16_t mode16 = htons(mode & 0777), len16 = htons(path_len);
-    uint32_t size32 = htonl(size);
+    if (grow(l, LAYER_HEAD_SIZE + path_len + size)) return -1;
     char *at = l->data + l->len;
-    at[0] = type;
-    memcpy(at + 1, &mode16, 2), memcpy(at + 3, &len16, 2), memcpy(at + 5, &size32, 4), memcpy(at + 9, path, path_len);
-    l->len += 9 + path_len;
+    mode &= 0777;
+#define PUT_FIELD(field, bytes) at = put_big_endian(at, field, bytes);
+    LAYER_HEAD(PUT_FIELD)
+    memcpy(at, path, path_len);
+    l->len += LAYER_HEAD_SIZE + path_len;
     return 0;
 }
 
@@ -68,7 +76,7 @@ static int add_file(struct layer *l, int dir, const char *name, const char *path
     int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return failed(l, "%.300s: %s", path, strerror(errno));
     if (st->st_size > (off_t)UINT32_MAX) return close(fd), failed(l, "%.300s is too large", path);
-    if (entry(l, 'f', st->st_mode, path, st->st_size)) return close(fd), -1;
+    if (entry(l, LAYER_file, st->st_mode, path, st->st_size)) return close(fd), -1;
     size_t got = 0;
     while (got < (size_t)st->st_size) {
         ssize_t n = read(fd, l->data + l->len + got, st->st_size - got);
@@ -87,7 +95,7 @@ static int add_link(struct layer *l, int dir, const char *name, const char *path
     char target[PATH_MAX_LEN];
     ssize_t n = readlinkat(dir, name, target, sizeof target);
     if (n < 0 || n == sizeof target) return failed(l, "%.300s: bad link", path);
-    if (entry(l, 'l', 0777, path, n)) return -1;
+    if (entry(l, LAYER_link, 0777, path, n)) return -1;
     memcpy(l->data + l->len, target, n);
     l->len += n;
     return 0;
@@ -113,7 +121,7 @@ static int walk(struct layer *l, int dir, const char *prefix, int depth) {
             rc = add_link(l, dirfd(d), e->d_name, path);
         else if (S_ISDIR(st.st_mode)) {
             int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            rc = sub < 0 ? failed(l, "%.300s: %s", path, strerror(errno)) : entry(l, 'd', st.st_mode, path, 0) ? (close(sub), -1) : walk(l, sub, path, depth + 1);
+            rc = sub < 0 ? failed(l, "%.300s: %s", path, strerror(errno)) : entry(l, LAYER_dir, st.st_mode, path, 0) ? (close(sub), -1) : walk(l, sub, path, depth + 1);
         }
     }
     closedir(d);

@@ -118,10 +118,11 @@ def test_files_by_descriptor_follow_the_pipes_or_stdin_file_in_the_files_order_a
     assert "off_t at = 0;" in copy and "copy_file_range(from, &at," in copy and "sendfile(out, from, &at," in copy
 
 
-def test_a_builds_layer_is_written_as_protocol_reads_it():
-    layer = c_source("layer.c")
-    assert set(re.findall(r"entry\(l, '(\w)'", layer)) == {t.decode() for t in protocol.LAYER_TYPES}
-    assert protocol.LAYER_ENTRY.format == ">cHHI" and "htons(mode & 0777), len16 = htons(path_len)" in layer and "htonl(size)" in layer
+def test_a_builds_layer_is_written_as_protocol_reads_it(contract):
+    # kiln.h LAYER_HEAD: each field's bytes, big-endian (layer.c put_big_endian), as LAYER_ENTRY's
+    assert protocol.LAYER_ENTRY.format[0] == ">"
+    assert list(contract["layer_head"].values()) == [struct.calcsize(">" + code) for code in protocol.LAYER_ENTRY.format[1:]]
+    assert contract["layer_types"] == [t.decode() for t in protocol.LAYER_TYPES]
 
 
 def test_the_result_is_written_with_the_keys_decode_result_reads(contract):
