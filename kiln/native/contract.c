@@ -51,6 +51,9 @@ int print_contract(void) {
     printf("], \"job_limits\": [");
     JOB_LIMITS(PRINT_NAME)
     n = 0;
+    printf("], \"job_keys\": [");
+    JOB_KEYS(PRINT_NAME)
+    n = 0;
     printf("], \"op_args\": {");
     OPS(PRINT_OP_ARGS)
     printf("}");

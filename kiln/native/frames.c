@@ -191,6 +191,103 @@ static int check_limits(const struct recipe *r, const struct job *job, char *err
     return 0;
 }
 
+/* --- the job header's keys, each read by its own reader, in JOB_KEYS' order --- */
+
+enum { READ = 0, FORM = -1, REFUSED = -2 }; /* a reader's answer: read; not the front's form; refused, why in err */
+
+struct header { /* what the readers leave for parse_job's checks */
+    struct job *job;
+    char slug[64], give_back[FILE_NAME_MAX + 1];
+    int nfiles;
+    char *err;
+    size_t errlen;
+};
+
+static int read_op(struct cursor *c, struct header *h) {
+    return expect(c, "\"job\"") ? FORM : READ;
+}
+
+static int read_slug(struct cursor *c, struct header *h) {
+    return word(c, h->slug, sizeof h->slug) ? FORM : READ;
+}
+
+static int read_command(struct cursor *c, struct header *h) {
+    char command[16];
+    if (word(c, command, sizeof command)) return FORM;
+    while (h->job->command <= CMD_EXEC && strcmp(command, COMMAND_NAMES[h->job->command])) h->job->command++;
+    return h->job->command > CMD_EXEC ? FORM : READ;
+}
+
+static int read_timeout_ms(struct cursor *c, struct header *h) {
+    return number(c, &h->job->timeout_ms) ? FORM : READ;
+}
+
+static int read_limits(struct cursor *c, struct header *h) {
+#define JOB_LIMIT_FIELD_OF(name) &h->job->name,
+    long long *limits[N_JOB_LIMITS] = {JOB_LIMITS(JOB_LIMIT_FIELD_OF)};
+    if (expect(c, "[")) return FORM;
+    for (int i = 0; i < N_JOB_LIMITS; i++)
+        if ((i && expect(c, ",")) || number(c, limits[i])) return FORM;
+    return expect(c, "]") ? FORM : READ;
+}
+
+static int read_layer(struct cursor *c, struct header *h) {
+    return word(c, h->job->layer, sizeof h->job->layer) ? FORM : READ;
+}
+
+/* a test's part names, a build's or an exec job's file names (checked later: check_files) */
+static int read_files(struct cursor *c, struct header *h) {
+    char (*names)[FILE_NAME_MAX + 1] = h->job->file_names;
+    if (expect(c, "[")) return FORM;
+    while (expect(c, "]")) {
+        if ((h->nfiles && expect(c, ",")) || h->nfiles == MAX_PARTS - 1) return FORM;
+        if (h->job->command != CMD_TEST ? file_name(c, names[h->nfiles]) : word(c, names[h->nfiles], sizeof names[0])) return FORM;
+        h->nfiles++;
+    }
+    return READ;
+}
+
+static int flag(struct cursor *c, int *value) {
+    if (!expect(c, "true")) return *value = 1, READ;
+    return expect(c, "false") ? FORM : READ;
+}
+
+static int read_stdin(struct cursor *c, struct header *h) {
+    return flag(c, &h->job->has_stdin);
+}
+
+static int read_pipes(struct cursor *c, struct header *h) {
+    return flag(c, &h->job->has_pipes);
+}
+
+static int read_stdin_file(struct cursor *c, struct header *h) {
+    return flag(c, &h->job->has_stdin_file);
+}
+
+/* the files whose content comes as a descriptor: their indexes, increasing */
+static int read_file_fds(struct cursor *c, struct header *h) {
+    struct job *job = h->job;
+    if (expect(c, "[")) return FORM;
+    for (long long index, last = -1; expect(c, "]"); last = index) {
+        if ((job->nfile_fds && expect(c, ",")) || number(c, &index)) return FORM;
+        if (index <= last || index >= h->nfiles || job->nfile_fds == MAX_FILE_FDS)
+            return snprintf(h->err, h->errlen, "file_fds must name files of the job, each once, in order, at most %d", MAX_FILE_FDS), REFUSED;
+        job->by_fd[index] = 1, job->nfile_fds++;
+    }
+    return READ;
+}
+
+static int read_give_back(struct cursor *c, struct header *h) {
+    return word(c, h->give_back, sizeof h->give_back) ? FORM : READ;
+}
+
+/* "key": and its reader, in the order the front writes them (kiln.h JOB_KEYS) */
+#define JOB_KEY_READER(key) {"\"" #key "\":", read_##key},
+static const struct {
+    const char *key;
+    int (*read)(struct cursor *c, struct header *h);
+} JOB_KEY_READERS[] = {JOB_KEYS(JOB_KEY_READER)};
+
 int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, char *err, size_t errlen) {
     uint32_t head_size;
     memcpy(&head_size, body, 4);
@@ -200,43 +297,18 @@ int parse_job(const struct recipe *r, char *body, size_t len, struct job *job, c
         return -1;
     }
     struct cursor c = {body + 4, body + 4 + head_size};
-    char slug[64], command[16], (*names)[FILE_NAME_MAX + 1] = job->file_names;
-    #define JOB_LIMIT_FIELD_OF(name) &job->name,
-    long long sizes[MAX_PARTS + 1], *limits[N_JOB_LIMITS] = {JOB_LIMITS(JOB_LIMIT_FIELD_OF)};
-    int nfiles = 0, nblobs = 0;
+    struct header h = {.job = job, .err = err, .errlen = errlen};
+    char (*names)[FILE_NAME_MAX + 1] = job->file_names, *slug = h.slug, *give_back = h.give_back;
+    long long sizes[MAX_PARTS + 1];
+    int nblobs = 0;
     memset(job, 0, sizeof *job);
-    if (expect(&c, "{\"op\":\"job\",\"slug\":") || word(&c, slug, sizeof slug) || expect(&c, ",\"command\":") || word(&c, command, sizeof command))
-        goto form;
-    while (job->command <= CMD_EXEC && strcmp(command, COMMAND_NAMES[job->command])) job->command++;
-    if (job->command > CMD_EXEC || expect(&c, ",\"timeout_ms\":") || number(&c, &job->timeout_ms) || expect(&c, ",\"limits\":[")) goto form;
-    for (int i = 0; i < N_JOB_LIMITS; i++)
-        if ((i && expect(&c, ",")) || number(&c, limits[i])) goto form;
-    if (expect(&c, "],\"layer\":") || word(&c, job->layer, sizeof job->layer) || expect(&c, ",\"files\":[")) goto form;
-    while (expect(&c, "]")) {
-        if ((nfiles && expect(&c, ",")) || nfiles == MAX_PARTS - 1) goto form;
-        if (job->command != CMD_TEST ? file_name(&c, names[nfiles]) : word(&c, names[nfiles], sizeof names[0])) goto form;
-        nfiles++;
+    for (size_t i = 0; i < sizeof JOB_KEY_READERS / sizeof *JOB_KEY_READERS; i++) {
+        int rc = expect(&c, i ? "," : "{") || expect(&c, JOB_KEY_READERS[i].key) ? FORM : JOB_KEY_READERS[i].read(&c, &h);
+        if (rc == FORM) goto form;
+        if (rc == REFUSED) return -1;
     }
-    if (expect(&c, ",\"stdin\":")) goto form;
-    if (!expect(&c, "true")) job->has_stdin = 1;
-    else if (expect(&c, "false")) goto form;
-    if (expect(&c, ",\"pipes\":")) goto form;
-    if (!expect(&c, "true")) job->has_pipes = 1;
-    else if (expect(&c, "false")) goto form;
-    if (expect(&c, ",\"stdin_file\":")) goto form;
-    if (!expect(&c, "true")) job->has_stdin_file = 1;
-    else if (expect(&c, "false")) goto form;
-    /* the files whose content comes as a descriptor: their indexes, increasing */
-    if (expect(&c, ",\"file_fds\":[")) goto form;
-    for (long long index, last = -1; expect(&c, "]"); last = index) {
-        if ((job->nfile_fds && expect(&c, ",")) || number(&c, &index)) goto form;
-        if (index <= last || index >= nfiles || job->nfile_fds == MAX_FILE_FDS)
-            return snprintf(err, errlen, "file_fds must name files of the job, each once, in order, at most %d", MAX_FILE_FDS), -1;
-        job->by_fd[index] = 1, job->nfile_fds++;
-    }
-    char give_back[FILE_NAME_MAX + 1];
-    if (expect(&c, ",\"give_back\":") || word(&c, give_back, sizeof give_back)) goto form;
-    if (!expect(&c, ",\"blobs\":[")) /* absent when the job carries none (protocol.encode) */
+    int nfiles = h.nfiles;
+    if (!expect(&c, ",\"blobs\":[")) /* the frame's own (protocol.encode), absent when the job carries none */
         while (expect(&c, "]")) {
             if ((nblobs && expect(&c, ",")) || nblobs == MAX_PARTS || number(&c, &sizes[nblobs])) goto form;
             nblobs++;

@@ -335,6 +335,12 @@ pid_t standby_release(struct slot *s, const char *path, char *const argv[], char
 /* what a job runs: the workspace's test command (POST /run), or a judge's build or test */
 enum command { CMD_TEST, CMD_BUILD, CMD_EXEC };
 
+/* The job header's keys, in the order the front writes them (protocol.py's JOB_KEYS; `kiln-init
+ * contract` prints them); frames.c reads each with its read_<key>, in this order. The frame's
+ * "blobs" follows, absent when the job carries none. */
+#define JOB_KEYS(X) \
+    X(op) X(slug) X(command) X(timeout_ms) X(limits) X(layer) X(files) X(stdin) X(pipes) X(stdin_file) X(file_fds) X(give_back)
+
 struct job {
     int workload_rec;    /* its language: the index of its K_WORKLOAD record */
     enum command command;
