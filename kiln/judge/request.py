@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from kiln.judge.scoring import Scoring
 
-# a file beside the judge file: frames.c file_name() checks the same in kiln-init
+# a file beside the judge file: header.c file_name() checks the same in kiln-init
 FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 # the files kiln writes beside a checker's or an interactor's build for each test, whose paths
 # are its arguments in this order (testlib's): its own `files` may not take these names

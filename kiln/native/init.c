@@ -17,6 +17,7 @@
  *   supervise.c its output, deadline, reaping    result.c    its figures and outcome
  *   kept.c      a kept slot between its tests    testinit.c  a later test's pid namespace and init
  *   frames.c    the socket's frames              launch.c    template mode (KILN_TEMPLATE_OF)
+ *   header.c    a job's header, key by key (JOB_KEYS), and its checks
  *   check.c     `kiln-init check` (the fuzz tests)   contract.c  `kiln-init contract`
  *
  * Its descriptors and settings come in the environment (start.c). Every error while warming is a

@@ -18,7 +18,7 @@
 #define ERR 512
 #define MAX_FDS 16
 #define MAX_PARTS 66     /* a job's files: a build's judge file and up to 64 more; a test's three parts */
-#define FILE_NAME_MAX 100 /* a judge job's file name (frames.c file_name) */
+#define FILE_NAME_MAX 100 /* a judge job's file name (header.c file_name) */
 #define KEPT_FILES 16    /* a slot's cgroup files kept open: its figures and its peak resets */
 
 /* --- recipe.c: what the zygote decided, as records (kiln/zygote/recipe.py writes them) ------ */
@@ -328,7 +328,7 @@ int standby_make(struct slot *s, char *err);
  * step that failed (NULL: the exec) and its errno */
 pid_t standby_release(struct slot *s, const char *path, char *const argv[], char *const envp[], const int *fds, int nfds, const char **failed, int *error);
 
-/* --- frames.c ------------------------------------------------------------------------------ */
+/* --- frames.c, header.c: a job frame in, answers out --------------------------------------- */
 
 #define LAYER_NAME_MAX 64
 
@@ -336,7 +336,7 @@ pid_t standby_release(struct slot *s, const char *path, char *const argv[], char
 enum command { CMD_TEST, CMD_BUILD, CMD_EXEC };
 
 /* The job header's keys, in the order the front writes them (protocol.py's JOB_KEYS; `kiln-init
- * contract` prints them); frames.c reads each with its read_<key>, in this order. The frame's
+ * contract` prints them); header.c reads each with its read_<key>, in this order. The frame's
  * "blobs" follows, absent when the job carries none. */
 #define JOB_KEYS(X) \
     X(op) X(slug) X(command) X(timeout_ms) X(limits) X(layer) X(files) X(stdin) X(pipes) X(stdin_file) X(file_fds) X(give_back)

@@ -129,10 +129,10 @@ def send_frame(sock: socket.socket, header: dict, blobs: tuple[bytes, ...] | lis
 
 # --- one job, one result: the front <-> kiln-init contract ------------------------------------
 
-JOB_KEYS = ("op", "slug", "command", "timeout_ms", "limits", "layer", "files", "stdin", "pipes", "stdin_file", "file_fds", "give_back")  # then "blobs" (encode): frames.c's order
+JOB_KEYS = ("op", "slug", "command", "timeout_ms", "limits", "layer", "files", "stdin", "pipes", "stdin_file", "file_fds", "give_back")  # then "blobs" (encode): kiln.h JOB_KEYS, header.c reads them in this order
 FILE_FDS_MAX = 4  # an exec job's files given by descriptor, at most (kiln.h MAX_FILE_FDS)
-PARTS = ("solution", "checker", "asserts")  # the files a test job may carry (frames.c PART_NAMES)
-# what a job runs (frames.c COMMAND_NAMES): the workspace's test command (POST /run), or a
+PARTS = ("solution", "checker", "asserts")  # the files a test job may carry (header.c PART_NAMES)
+# what a job runs (header.c COMMAND_NAMES): the workspace's test command (POST /run), or a
 # judge's build of its files (answered with the build's layer) or one test on that layer
 COMMANDS = ("test", "build", "exec")
 # what kiln-init reports (result.c), in DESIGN.md's precedence

@@ -80,7 +80,7 @@ def test_the_ops_and_their_arguments_commands_and_parts_are_kiln_init_s(contract
 
 
 def test_the_job_header_is_read_in_the_order_encode_job_writes_it(contract):
-    # kiln.h JOB_KEYS: frames.c reads each key with its reader, in this order, then the frame's "blobs"
+    # kiln.h JOB_KEYS: header.c reads each key with its reader, in this order, then the frame's "blobs"
     assert contract["job_keys"] == list(protocol.JOB_KEYS)
     header, blobs = protocol.encode_job(protocol.Job("python", 1000, (("solution", b"x"),), b"in"))
     assert list(header) == list(protocol.JOB_KEYS) and blobs == [b"x", b"in"]
