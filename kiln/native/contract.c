@@ -1,9 +1,11 @@
 /* `kiln-init contract`: the tables this kiln-init was built with, as JSON on stdout, so that the
- * Python side's (kiln/zygote/recipe.py, kiln/wire/protocol.py) are compared with them as data
- * (tests/unit/test_contract.py), not read out of C sources: record kinds and each one's
- * arguments, the recipe's constants, the start's variables, ops, stats, job limits, commands and
- * parts. Every name here is a C identifier
- * or a lower-case word: nothing needs escaping. */
+ * Python side's (kiln/zygote/recipe.py, kiln/wire/protocol.py, kiln/slots.py, kiln/runtime.py)
+ * are compared with them as data (tests/unit/test_contract.py), not read out of C sources:
+ * record kinds and each one's arguments, the recipe's constants, the start's variables, ops,
+ * stats, job limits, a job header's keys, commands, parts, outcomes, a result's keys, a layer
+ * entry's head and types, the slots' titles and a few single values. Every string here is a C
+ * identifier, a lower-case word, a path or a printf format without quotes or backslashes:
+ * nothing needs escaping. */
 #include "kiln.h"
 
 #include <stdio.h>

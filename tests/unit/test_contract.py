@@ -1,7 +1,9 @@
 """The Python <-> C contract: every fact that both sides state (record kinds, constants, ops, job
-and result fields and their order, the parts of a job, the outcomes) is owned by Python
-(kiln/wire/protocol.py, kiln/zygote/recipe.py) and must read the same in C: compared with what
-`kiln-init contract` prints where kiln-init has the table, else read out of the C sources."""
+and result fields and their order, the parts of a job, the outcomes, a layer's entries, the
+slots' titles) is owned by Python (kiln/wire/protocol.py, kiln/zygote/recipe.py, kiln/slots.py,
+kiln/runtime.py) and must read the same in C: compared as data with the tables `kiln-init
+contract` prints. What is read out of the C sources is behaviour no table states (how the
+frame's descriptors are checked and copied), as text the code must contain."""
 
 from __future__ import annotations
 
