@@ -53,14 +53,43 @@ def test_kattis_flags_kiln_cannot_honour_are_refused_by_name(tmp_path, flags, an
         kattis.read(kattis_package(tmp_path, f"validator_flags: {flags}\n", {"1": answer}))
 
 
-def test_kattis_tests_in_lexicographic_order_with_the_timelimit_file_and_interactive_refused(tmp_path):
+def test_kattis_tests_in_lexicographic_order_with_the_timelimit_file_and_multi_pass_refused(tmp_path):
     folder = kattis_package(tmp_path, "name: x\n", {"10": "1\n", "2": "1\n"})
     (folder / ".timelimit").write_text("3\n")
     package = kattis.read(folder)
     assert [t.name for t in package.tests] == ["secret/10", "secret/2"] and package.time_ms == 3000
     assert reader_of(folder) is kattis
-    (folder / "problem.yaml").write_text("validation: custom interactive\n")
-    with pytest.raises(PackageError, match="interactive"):
+    (folder / "problem.yaml").write_text("type: [interactive, multi-pass]\n")
+    with pytest.raises(PackageError, match="multi-pass.*does not judge multi-pass"):
+        kattis.read(folder)
+
+
+@pytest.mark.parametrize("problem", ["validation: custom interactive\n", "type: interactive\n"])
+def test_kattis_interactive_cpp_validator_becomes_an_interactor_adapter_with_its_files(tmp_path, problem):
+    folder = kattis_package(tmp_path, problem + "validator_flags: queries 10\n", {"1": "5\n"})
+    validator = folder / ("output_validator" if problem.startswith("type") else "output_validators/guess")
+    validator.mkdir(parents=True)
+    (validator / "guess.cpp").write_text('#include "validate.h"\nint main(int argc, char **argv) { return 42; }\n')
+    (validator / "validate.h").write_text("#pragma once\n")
+    package = kattis.read(folder)
+    assert package.checker is None and package.compare is None
+    interactor = package.interactor
+    assert interactor.lang == "cpp" and "#define KILN_INTERACTIVE 1" in interactor.source and '"queries", "10"' in interactor.source
+    assert [name for name, _ in interactor.files] == ["kattis_validator.inc", "validate.h"]
+
+
+def test_kattis_interactive_python_validator_is_run_by_a_python_adapter(tmp_path):
+    folder = kattis_package(tmp_path, "validation: custom interactive\nvalidator_flags: queries 10\n", {"1": "5\n"})
+    validator = folder / "output_validators" / "guess"
+    validator.mkdir(parents=True)
+    (validator / "helpers.py").write_text("LIMIT = 10\n")
+    (validator / "judge.py").write_text("import helpers\nif __name__ == '__main__':\n    raise SystemExit(42)\n")
+    interactor = kattis.read(folder).interactor
+    assert interactor.lang == "python" and "FLAGS = ['queries', '10']" in interactor.source
+    assert [(name, path.name) for name, path in interactor.files] == [("kattis_validator.py", "judge.py"), ("helpers.py", "helpers.py")]
+    compile(interactor.source, "main.py", "exec")  # the adapter is Python that builds
+    (validator / "helpers.py").write_text("if __name__ == '__main__':\n    pass\n")  # two main files: which one?
+    with pytest.raises(PackageError, match="which of helpers.py, judge.py"):
         kattis.read(folder)
 
 
