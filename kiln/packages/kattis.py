@@ -27,6 +27,7 @@ from kiln.packages import kattis_interactive, kattis_validation
 from kiln.packages.common import Package, PackageError, PackageTest, number, yaml_mapping
 
 KIND = "Kattis"
+PRETESTS = False  # whether its format has pretests (`kiln judge --pretests` judges them alone)
 PROBLEM_YAML = "problem.yaml"
 TIMELIMIT = ".timelimit"
 DATA_FOLDERS = ("sample", "secret")
@@ -91,8 +92,8 @@ def _problem_type(config: dict, where: Path) -> tuple[bool, bool, bool]:
         raise PackageError(f"{where}: validation {config.get('validation')!r} is none of default, custom, custom interactive, custom score")
     if "score" in validation:
         raise PackageError(f"{where}: validation 'custom score' (a validator that gives scores in score.txt): kiln does not take validator scores; use default or custom pass-fail validation")
-    scoring = "scoring" in kinds or config.get("type") == "scoring"
     interactive = "interactive" in validation or "interactive" in kinds
+    scoring = "scoring" in kinds or config.get("type") == "scoring"
     return scoring, validation[0] == "custom" or interactive, interactive
 
 

@@ -168,3 +168,38 @@ def test_dmoj_refuses_what_does_not_map_and_an_archive_member_outside_it(tmp_pat
         archive.writestr("../escape.in", "x")
     with pytest.raises(PackageError, match="outside the archive"):
         dmoj.read(folder)
+
+
+def pretests_folder(folder: Path) -> Path:
+    files = {f"{n}.{s}": "1\n" for n in "pqabc" for s in ("in", "out")}
+    init = """test_cases:
+- {in: a.in, out: a.out, points: 10}
+- {batched: [{in: b.in, out: b.out}, {in: c.in, out: c.out}], points: 20, dependencies: [2]}
+pretest_test_cases:
+- {in: p.in, out: p.out, points: 5}
+- {batched: [{in: q.in, out: q.out}], points: 7}
+- {batched: [{in: a.in, out: a.out}]}
+"""
+    return dmoj_folder(folder, init, files)
+
+
+def test_dmoj_pretests_are_judged_first_at_0_points_then_the_test_cases(tmp_path):
+    package = dmoj.read(pretests_folder(tmp_path / "p"))
+    assert [(t.name, t.points) for t in package.tests] == [("p1", 0.0), ("p2.1", None), ("p3.1", None), ("1", 10.0), ("2.1", None), ("2.2", None)]
+    # each pretest a barrier: a failed one skips every case after it; batches are numbered on from the pretests' (DMOJ's counter)
+    assert [(g["name"], g["tests"], g["points"], g["depends"]) for g in package.groups] == [
+        ("p1", [0], 0.0, []),
+        ("p2", [1], 0.0, ["p1"]),
+        ("p3", [2], 0.0, ["p2"]),
+        ("1", [3], 10.0, ["p3"]),
+        ("2", [4, 5], 20.0, ["p3"]),  # its dependencies: [2] is the second batch, p3
+    ]
+
+
+def test_dmoj_pretests_alone_keep_their_points_and_a_package_without_them_is_refused(tmp_path):
+    package = dmoj.read(pretests_folder(tmp_path / "p"), pretests=True)
+    assert [(t.name, t.points) for t in package.tests] == [("p1", 5.0), ("p2.1", None), ("p3.1", None)]
+    assert [(g["name"], g["points"], g["depends"]) for g in package.groups] == [("p2", 7.0, []), ("p3", 1.0, [])]
+    plain = dmoj_folder(tmp_path / "q", "test_cases: [{in: a.in, out: a.out}]\n", {"a.in": "1\n", "a.out": "1\n"})
+    with pytest.raises(PackageError, match="no pretest_test_cases: --pretests"):
+        dmoj.read(plain, pretests=True)
