@@ -2,7 +2,7 @@
 
     kiln judge SOLUTION TESTS_DIR|PACKAGE_DIR --lang SLUG [--url URL] [--compare MODE] [--epsilon E] [--ignore-case]
                [--checker FILE --checker-lang SLUG] [--time 2s] [--memory 256m] [--address-space 256m]
-               [--stop-on-failure] [--api-key KEY]
+               [--stop-on-failure] [--pretests] [--api-key KEY]
 
 Tests are NAME.in with NAME.out or NAME.ans beside it, judged in natural order of NAME (2
 before 10); or a problem package known by its marker file (kiln/packages/: Polygon's problem.xml,
@@ -67,6 +67,7 @@ def add_parser(commands) -> None:
     judge.add_argument("--time", type=_checked(parse_duration_ms, "a duration such as 500ms, 2s or 1m"), metavar="DURATION", help="CPU time of each test (default: the language's judge_time)")
     judge.add_argument("--memory", type=_checked(parse_size, "a size such as 65536, 64k, 256m or 1g"), metavar="SIZE", help="memory of each test (default: the server's maximum)")
     judge.add_argument("--address-space", type=_checked(parse_size, "a size such as 65536, 64k, 256m or 1g"), metavar="SIZE", help="address space of each test, as DMOJ and Codeforces count memory (default: none; README: which to choose)")
+    judge.add_argument("--pretests", action="store_true", help="a DMOJ package: judge its pretest_test_cases alone, with their points, as a contest with pretests does (default: its pretests at 0 points, then its test_cases, as DMOJ's full judging)")
     judge.add_argument("--stop-on-failure", action="store_true", help="skip the tests after the first that is not AC")
     judge.add_argument("--api-key", default=os.environ.get("KILN_API_KEY"), metavar="KEY", help="a bearer key of RUN_API_KEYS (default: $KILN_API_KEY)")
 
@@ -87,7 +88,7 @@ def main(args) -> int:
 
 
 def judge(args, progress: Progress) -> dict:
-    package = read_package(args.tests)
+    package = read_package(args.tests, args.pretests)
     from_package = package is not None and package.checker is not None and args.compare in (None, "checker") and args.checker is None
     own_compare = package.compare if package is not None and args.checker is None else None  # a Kattis or DMOJ package's mode
     compare = args.compare or ("checker" if args.checker or from_package else own_compare or "tokens")
@@ -187,13 +188,17 @@ class Judging:
             self.progress.bar("judging", len(self.ended), len(self.names), suffix=where)
 
 
-def read_package(folder: Path) -> packages.Package | None:
-    """The package in `folder` by its marker file, or None for a plain tests folder."""
+def read_package(folder: Path, pretests: bool = False) -> packages.Package | None:
+    """The package in `folder` by its marker file, or None for a plain tests folder; with
+    `pretests`, a package's pretests alone (a format without them is a usage error)."""
     reader = packages.reader_of(folder)
-    if reader is None:
-        return None
+    if reader is None or not reader.PRETESTS:
+        if pretests:
+            raise UsageError(f"--pretests judges a DMOJ package's pretest_test_cases alone; {folder} is " + (f"a {reader.KIND} package, which has no pretests" if reader else "no DMOJ package"))
+        if reader is None:
+            return None
     try:
-        return reader.read(folder)
+        return reader.read(folder, pretests=True) if pretests else reader.read(folder)
     except packages.PackageError as error:
         raise UsageError(f"the {reader.KIND} package in {folder}: {error}") from None
 

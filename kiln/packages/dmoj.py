@@ -7,6 +7,7 @@
                checker: standard | identical | {name: floats, args: {precision: 6}}
                         | {name: bridged, args: {files: check.cpp, lang: CPP17, type: testlib}}
                interactive: {files: interactor.cpp, lang: CPP17, type: testlib}
+               pretest_test_cases: [...]   (as test_cases: judged first at 0 points; --pretests: alone)
 
 A case scores its points when AC; a batch is a group scored all-or-nothing (kiln's "all"), its
 `dependencies` (batch numbers) its `depends`; a failed 0-point case or batch skips every case after
@@ -31,6 +32,8 @@ from pathlib import Path
 from kiln.packages.common import Helper, Package, PackageError, PackageTest, dependencies_first, number, read_text, yaml_mapping
 
 KIND = "DMOJ"
+PRETESTS = True  # whether its format has pretests (`kiln judge --pretests` judges them alone)
+PRETEST_PREFIX = "p"  # a pretest's name: p1, p2.1 (test_cases keep 1, 2.1)
 DEFAULT_POINTS = 1.0  # a case's or a batch's without `points` (DMOJ's ProblemConfig default)
 INIT_YML = "init.yml"
 COMPARES = {"standard": "line_tokens", "identical": "exact", "floats": "float"}
@@ -44,14 +47,13 @@ def is_package(folder: Path) -> bool:
     return (folder / INIT_YML).is_file()
 
 
-def read(folder: Path) -> Package:
+def read(folder: Path, pretests: bool = False) -> Package:
+    """The package as DMOJ judges it: its pretests (at 0 points) then its test cases, or with
+    `pretests` its pretests alone, as a contest with pretests judges during the contest."""
     where = folder / INIT_YML
     config = yaml_mapping(where, "test_cases:, checker:", TOP_KEYS, hint="a generator's tests must be generated first; ")
     files = _files(folder, config.get("archive"), where)
-    cases = config.get("test_cases")
-    if not isinstance(cases, list) or not cases:
-        raise PackageError(f"{where}: test_cases is not a list of {{in, out, points}} or {{batched: [...], points}}")
-    tests, groups = _cases(cases, files, where)
+    tests, groups = _cases(_sections(config, pretests, where), files, where)
     if not config.get("binary_data"):
         tests = _as_dmoj_reads(tests)
     notes = ["DMOJ keeps time and memory limits on the site, not in init.yml: they are --time and --memory (else the language's defaults)"]
@@ -71,35 +73,57 @@ def read(folder: Path) -> Package:
     )
 
 
-def _cases(cases: list, files: Path, where: Path) -> tuple[list[PackageTest], dict[str, dict]]:
+def _sections(config: dict, pretests: bool, where: Path) -> list[tuple[str, list, bool]]:
+    """The lists of cases judged, in order, each as (its names' prefix, its cases, whether its
+    points are forced to 0). DMOJ's judge (dmoj/graders/base.py, cases) judges a problem's
+    pretest_test_cases first, each at 0 points, so that a failed pretest skips every case after it,
+    then its test_cases; a contest that runs pretests only judges pretest_test_cases alone, with
+    their own points. Pretests are named p1, p2.1, ..."""
+    shape = "a list of {in, out, points} or {batched: [...], points}"
+    given = config.get("pretest_test_cases")
+    if given is not None and (not isinstance(given, list) or not given):
+        raise PackageError(f"{where}: pretest_test_cases is not {shape}")
+    if pretests:
+        if not given:
+            raise PackageError(f"{where} has no pretest_test_cases: --pretests judges a DMOJ problem's pretests alone; leave it out to judge its test_cases")
+        return [(PRETEST_PREFIX, given, False)]
+    cases = config.get("test_cases")
+    if not isinstance(cases, list) or not cases:
+        raise PackageError(f"{where}: test_cases is not {shape}")
+    return ([(PRETEST_PREFIX, given, True)] if given else []) + [("", cases, False)]
+
+
+def _cases(sections: list[tuple[str, list, bool]], files: Path, where: Path) -> tuple[list[PackageTest], dict[str, dict]]:
     """The tests and groups that judge as DMOJ's judge.py does: a batch is an all-or-nothing
     group, its `dependencies` (earlier batches by their number among the batches, from 1) its
     `depends`; a failed 0-point case or batch (a "barrier") makes DMOJ short-circuit every case
     after it, so each case after a barrier is in a group that depends on the latest barrier (a
     case alone: a one-test group, scored as the test), and the barrier one too. kiln's `depends`
     asks that every test of the group depended on is AC, which is DMOJ's "passed"; a barrier
-    depending on the one before it carries the chain. Points absent are DMOJ's default, 1."""
+    depending on the one before it carries the chain. Points absent are DMOJ's default, 1.
+    Batches are numbered across the sections, pretests' first, as DMOJ's counter runs on."""
     tests: list[PackageTest] = []
     groups: dict[str, dict] = {}
     batches: list[str] = []  # batch number - 1 -> its group's name
     barrier: str | None = None
-    for i, case in enumerate(cases, 1):
-        name, last = str(i), i == len(cases)
+    listed = [(prefix, i, case, zero) for prefix, cases, zero in sections for i, case in enumerate(cases, 1)]
+    for n, (prefix, i, case, zero) in enumerate(listed, 1):
+        name, last = f"{prefix}{i}", n == len(listed)
         if not isinstance(case, dict) or any(k not in CASE_KEYS for k in case):
-            raise PackageError(f"{where}: test case {i} is not {{in, out, points}} or {{batched: [...], points, dependencies}} (kiln takes {', '.join(CASE_KEYS)})")
-        points = number(case.get("points"), f"test case {i} points", where, float)
-        points = DEFAULT_POINTS if points is None else points
+            raise PackageError(f"{where}: test case {name} is not {{in, out, points}} or {{batched: [...], points, dependencies}} (kiln takes {', '.join(CASE_KEYS)})")
+        points = number(case.get("points"), f"test case {name} points", where, float)
+        points = 0.0 if zero else DEFAULT_POINTS if points is None else points
         after = [barrier] if barrier is not None else []
         if "batched" in case:
             batch = case["batched"]
             if not isinstance(batch, list) or not batch:
-                raise PackageError(f"{where}: test case {i}'s batched is not a list of {{in, out}}")
+                raise PackageError(f"{where}: test case {name}'s batched is not a list of {{in, out}}")
             first = len(tests)
             for j, member in enumerate(batch, 1):
-                tests.append(_test(member, f"{i}.{j}", None, files, where))
+                tests.append(_test(member, f"{name}.{j}", None, files, where))
             depends = case.get("dependencies") or []
             if not isinstance(depends, list) or not all(isinstance(d, int) and 1 <= d <= len(batches) for d in depends):
-                raise PackageError(f"{where}: test case {i}'s dependencies are not earlier batches: a dependency is a batch's number among the batches (from 1), and this is batch {len(batches) + 1}")
+                raise PackageError(f"{where}: test case {name}'s dependencies are not earlier batches: a dependency is a batch's number among the batches (from 1), and this is batch {len(batches) + 1}")
             named = [batches[d - 1] for d in depends]
             groups[name] = {"name": name, "tests": list(range(first, len(tests))), "points": points, "scoring": "all", "depends": named + [b for b in after if b not in named]}
             batches.append(name)

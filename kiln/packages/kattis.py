@@ -1,7 +1,7 @@
 """A Kattis problem package (problemarchive.org's problem package format) as `kiln judge
 PACKAGE_DIR` reads it:
 
-    problem.yaml       validation: default | custom [score] [interactive] (or type: pass-fail | scoring)
+    problem.yaml       validation: default | custom [interactive] (or type: pass-fail | scoring | interactive)
                        validator_flags: "float_tolerance 1e-6 case_sensitive"
                        limits: {memory: 256 (MiB), time_limit: 2 (seconds)}
     .timelimit         the time limit in seconds, where problem.yaml gives none
@@ -12,7 +12,8 @@ Tests are taken in Kattis's order: each folder's entries (test files and subfold
 lexicographic order of name, sample before secret. Default validation becomes a compare mode
 (with ignore_case unless case_sensitive) where kiln's is exactly the default validator's
 (kattis_validation.py); a C++ output validator is
-bridged as the request's checker (kattis_validation.py). Scoring problems: each folder that holds
+bridged as the request's checker (kattis_validation.py); an interactive problem's validator (C++
+or Python) as its interactor (kattis_interactive.py). Multi-pass problems are refused. Scoring problems: each folder that holds
 tests is a group, its tests worth testdata.yaml's accept_score, summed (grader_flags sum, the
 default) or all-or-nothing (grader_flags min). What does not map is a PackageError naming it.
 """
@@ -22,10 +23,11 @@ from __future__ import annotations
 from pathlib import Path
 
 
-from kiln.packages import kattis_validation
+from kiln.packages import kattis_interactive, kattis_validation
 from kiln.packages.common import Package, PackageError, PackageTest, number, yaml_mapping
 
 KIND = "Kattis"
+PRETESTS = False  # whether its format has pretests (`kiln judge --pretests` judges them alone)
 PROBLEM_YAML = "problem.yaml"
 TIMELIMIT = ".timelimit"
 DATA_FOLDERS = ("sample", "secret")
@@ -43,7 +45,7 @@ def is_package(folder: Path) -> bool:
 def read(folder: Path) -> Package:
     where = folder / PROBLEM_YAML
     config = yaml_mapping(where, "name:, validation:, limits:")
-    scoring, custom = _problem_type(config, where)
+    scoring, custom, interactive = _problem_type(config, where)
     limits = config.get("limits") or {}
     if not isinstance(limits, dict):
         raise PackageError(f"{where}: limits is not a mapping (limits: {{memory: 256, time_limit: 2}})")
@@ -56,8 +58,10 @@ def read(folder: Path) -> Package:
         notes.append("no time_limit in problem.yaml and no .timelimit: Kattis derives it from its judge solutions' times; give --time")
     flags = str(config.get("validator_flags") or "").split()
     tests, groups = _data(folder, scoring)
-    compare, epsilon, ignore_case, checker = None, None, False, None
-    if custom:
+    compare, epsilon, ignore_case, checker, interactor = None, None, False, None, None
+    if interactive:
+        interactor = kattis_interactive.bridged_interactor(folder, flags)
+    elif custom:
         checker = kattis_validation.bridged_validator(folder, flags)
     else:
         compare, epsilon, ignore_case = kattis_validation.compare_mode(flags, where)
@@ -68,7 +72,7 @@ def read(folder: Path) -> Package:
         time_ms=round(seconds * 1000) if seconds is not None else None,
         memory_bytes=round(memory * MIB) if memory is not None else None,
         checker=checker,
-        interactor=None,
+        interactor=interactor,
         compare=compare,
         epsilon=epsilon,
         ignore_case=ignore_case,
@@ -76,19 +80,21 @@ def read(folder: Path) -> Package:
     )
 
 
-def _problem_type(config: dict, where: Path) -> tuple[bool, bool]:
-    """(scoring, custom validator) from `validation` (legacy) or `type` (2023 format)."""
+def _problem_type(config: dict, where: Path) -> tuple[bool, bool, bool]:
+    """(scoring, custom validator, interactive) from `validation` (legacy: `custom interactive`)
+    or `type` (2023 format: `interactive`, whose validator is always custom)."""
     validation = str(config.get("validation", "default")).split()
     kinds = config.get("type", "pass-fail")
     kinds = kinds.split() if isinstance(kinds, str) else [str(k) for k in kinds]
-    if "interactive" in validation or "interactive" in kinds or "multi-pass" in kinds:
-        raise PackageError(f"{where}: an interactive (or multi-pass) Kattis problem: kiln does not bridge Kattis interactive validators; judge it with a testlib interactor (kiln judge --help)")
-    if validation[:1] not in (["default"], ["custom"]) or any(v not in ("custom", "score") for v in validation[1:]):
-        raise PackageError(f"{where}: validation {config.get('validation')!r} is none of default, custom, custom score")
+    if "multi-pass" in kinds or "multi-pass" in validation:
+        raise PackageError(f"{where}: a multi-pass Kattis problem (the validator's nextpass.in feeds the submission a second run): kiln runs each test once and does not judge multi-pass problems")
+    if validation[:1] not in (["default"], ["custom"]) or any(v not in ("custom", "score", "interactive") for v in validation[1:]):
+        raise PackageError(f"{where}: validation {config.get('validation')!r} is none of default, custom, custom interactive, custom score")
     if "score" in validation:
         raise PackageError(f"{where}: validation 'custom score' (a validator that gives scores in score.txt): kiln does not take validator scores; use default or custom pass-fail validation")
+    interactive = "interactive" in validation or "interactive" in kinds
     scoring = "scoring" in kinds or config.get("type") == "scoring"
-    return scoring, validation[0] == "custom"
+    return scoring, validation[0] == "custom" or interactive, interactive
 
 
 def _data(folder: Path, scoring: bool) -> tuple[tuple[PackageTest, ...], tuple[dict, ...]]:

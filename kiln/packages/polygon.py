@@ -31,6 +31,7 @@ from pathlib import Path
 from kiln.packages.common import Helper, Package, PackageError, PackageTest, dependencies_first, number, read_text
 
 KIND = "Polygon"
+PRETESTS = False  # whether its format has pretests (`kiln judge --pretests` judges them alone)
 PROBLEM_XML = "problem.xml"
 # Polygon's source types (cpp.g++17, python.3, java11, ...) by their start -> kiln's language
 LANGUAGES = (("cpp.", "cpp"), ("python.", "python"), ("java", "java"), ("kotlin", "kotlin"), ("rust", "rust"), ("go", "golang"), ("csharp", "csharp"))

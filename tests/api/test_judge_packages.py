@@ -253,3 +253,48 @@ def test_a_dmoj_identical_checker_compares_with_the_answer_as_dmoj_reads_it(srv,
     (folder / "init.yml").write_text("checker: identical\ntest_cases: [{in: a.in, out: a.out, points: 5}]\n")
     done = kiln_judge(solution(tmp_path, "import sys\nsys.stdout.write(sys.stdin.read())\n"), folder, srv=srv)
     assert done.returncode == 0 and "score: 5/5" in done.stdout, done.stdout + done.stderr
+
+
+def pretests_package(folder: Path) -> Path:
+    """n -> 2n: two pretests worth 5 each, then test cases worth 0, 10 and 40 (DMOJ's init.yml
+    with pretest_test_cases); n ends in 1, 2, 3 in s, c, b (a random n keeps the files new)."""
+    base = random.randrange(10**9) * 10
+    files = {}
+    for name, n in {"s": 1, "c": 2, "b": 3}.items():
+        files[f"{name}.in"] = f"{base + n}\n"
+        files[f"{name}.out"] = f"{2 * (base + n)}\n"
+    files["init.yml"] = """pretest_test_cases:
+- {in: s.in, out: s.out, points: 5}
+- {in: c.in, out: c.out, points: 5}
+test_cases:
+- {in: s.in, out: s.out, points: 0}
+- {in: c.in, out: c.out, points: 10}
+- {in: b.in, out: b.out, points: 40}
+"""
+    folder.mkdir(parents=True)
+    return write(folder, files)
+
+
+def test_a_dmoj_package_with_pretests_judges_them_first_and_alone_with_pretests(srv, tmp_path):
+    package = pretests_package(tmp_path / "double")
+    wrong_on_b = solution(tmp_path, "n = int(input())\nprint(0 if n % 10 == 3 else 2 * n)\n")
+    full = kiln_judge(wrong_on_b, package, srv=srv)
+    assert full.returncode == 1, full.stderr
+    # DMOJ's full judging: the pretests first at 0 points, then the test cases
+    assert [row[:2] for row in rows(full.stdout)] == [["p1", "AC"], ["p2", "AC"], ["1", "AC"], ["2", "AC"], ["3", "WA"]], full.stdout
+    assert "score: 10/50" in full.stdout, full.stdout
+    pretests = kiln_judge(wrong_on_b, package, "--pretests", srv=srv)
+    assert pretests.returncode == 0 and [row[:2] for row in rows(pretests.stdout)] == [["p1", "AC"], ["p2", "AC"]], pretests.stdout
+    assert "score: 10/10" in pretests.stdout, pretests.stdout
+    # a failed pretest short-circuits every case after it in the full judging
+    wrong_on_c = solution(tmp_path, "n = int(input())\nprint(0 if n % 10 == 2 else 2 * n)\n")
+    failed = kiln_judge(wrong_on_c, package, srv=srv)
+    assert [row[1] for row in rows(failed.stdout)] == ["AC", "WA", "SK", "SK", "SK"] and "score: 0/50" in failed.stdout, failed.stdout
+    only = kiln_judge(wrong_on_c, package, "--pretests", srv=srv)
+    assert [row[1] for row in rows(only.stdout)] == ["AC", "WA"] and "score: 5/10" in only.stdout, only.stdout
+
+
+def test_pretests_of_a_package_format_without_them_is_a_usage_error(srv, tmp_path):
+    package = quotient_package(tmp_path / "quotient", "float_tolerance 1e-4")
+    refused = kiln_judge(solution(tmp_path, QUOTIENT), package, "--pretests", srv=srv)
+    assert refused.returncode == 2 and "a Kattis package, which has no pretests" in refused.stderr, refused.stderr

@@ -53,14 +53,43 @@ def test_kattis_flags_kiln_cannot_honour_are_refused_by_name(tmp_path, flags, an
         kattis.read(kattis_package(tmp_path, f"validator_flags: {flags}\n", {"1": answer}))
 
 
-def test_kattis_tests_in_lexicographic_order_with_the_timelimit_file_and_interactive_refused(tmp_path):
+def test_kattis_tests_in_lexicographic_order_with_the_timelimit_file_and_multi_pass_refused(tmp_path):
     folder = kattis_package(tmp_path, "name: x\n", {"10": "1\n", "2": "1\n"})
     (folder / ".timelimit").write_text("3\n")
     package = kattis.read(folder)
     assert [t.name for t in package.tests] == ["secret/10", "secret/2"] and package.time_ms == 3000
     assert reader_of(folder) is kattis
-    (folder / "problem.yaml").write_text("validation: custom interactive\n")
-    with pytest.raises(PackageError, match="interactive"):
+    (folder / "problem.yaml").write_text("type: [interactive, multi-pass]\n")
+    with pytest.raises(PackageError, match="multi-pass.*does not judge multi-pass"):
+        kattis.read(folder)
+
+
+@pytest.mark.parametrize("problem", ["validation: custom interactive\n", "type: interactive\n"])
+def test_kattis_interactive_cpp_validator_becomes_an_interactor_adapter_with_its_files(tmp_path, problem):
+    folder = kattis_package(tmp_path, problem + "validator_flags: queries 10\n", {"1": "5\n"})
+    validator = folder / ("output_validator" if problem.startswith("type") else "output_validators/guess")
+    validator.mkdir(parents=True)
+    (validator / "guess.cpp").write_text('#include "validate.h"\nint main(int argc, char **argv) { return 42; }\n')
+    (validator / "validate.h").write_text("#pragma once\n")
+    package = kattis.read(folder)
+    assert package.checker is None and package.compare is None
+    interactor = package.interactor
+    assert interactor.lang == "cpp" and "#define KILN_INTERACTIVE 1" in interactor.source and '"queries", "10"' in interactor.source
+    assert [name for name, _ in interactor.files] == ["kattis_validator.inc", "validate.h"]
+
+
+def test_kattis_interactive_python_validator_is_run_by_a_python_adapter(tmp_path):
+    folder = kattis_package(tmp_path, "validation: custom interactive\nvalidator_flags: queries 10\n", {"1": "5\n"})
+    validator = folder / "output_validators" / "guess"
+    validator.mkdir(parents=True)
+    (validator / "helpers.py").write_text("LIMIT = 10\n")
+    (validator / "judge.py").write_text("import helpers\nif __name__ == '__main__':\n    raise SystemExit(42)\n")
+    interactor = kattis.read(folder).interactor
+    assert interactor.lang == "python" and "FLAGS = ['queries', '10']" in interactor.source
+    assert [(name, path.name) for name, path in interactor.files] == [("kattis_validator.py", "judge.py"), ("helpers.py", "helpers.py")]
+    compile(interactor.source, "main.py", "exec")  # the adapter is Python that builds
+    (validator / "helpers.py").write_text("if __name__ == '__main__':\n    pass\n")  # two main files: which one?
+    with pytest.raises(PackageError, match="which of helpers.py, judge.py"):
         kattis.read(folder)
 
 
@@ -139,3 +168,38 @@ def test_dmoj_refuses_what_does_not_map_and_an_archive_member_outside_it(tmp_pat
         archive.writestr("../escape.in", "x")
     with pytest.raises(PackageError, match="outside the archive"):
         dmoj.read(folder)
+
+
+def pretests_folder(folder: Path) -> Path:
+    files = {f"{n}.{s}": "1\n" for n in "pqabc" for s in ("in", "out")}
+    init = """test_cases:
+- {in: a.in, out: a.out, points: 10}
+- {batched: [{in: b.in, out: b.out}, {in: c.in, out: c.out}], points: 20, dependencies: [2]}
+pretest_test_cases:
+- {in: p.in, out: p.out, points: 5}
+- {batched: [{in: q.in, out: q.out}], points: 7}
+- {batched: [{in: a.in, out: a.out}]}
+"""
+    return dmoj_folder(folder, init, files)
+
+
+def test_dmoj_pretests_are_judged_first_at_0_points_then_the_test_cases(tmp_path):
+    package = dmoj.read(pretests_folder(tmp_path / "p"))
+    assert [(t.name, t.points) for t in package.tests] == [("p1", 0.0), ("p2.1", None), ("p3.1", None), ("1", 10.0), ("2.1", None), ("2.2", None)]
+    # each pretest a barrier: a failed one skips every case after it; batches are numbered on from the pretests' (DMOJ's counter)
+    assert [(g["name"], g["tests"], g["points"], g["depends"]) for g in package.groups] == [
+        ("p1", [0], 0.0, []),
+        ("p2", [1], 0.0, ["p1"]),
+        ("p3", [2], 0.0, ["p2"]),
+        ("1", [3], 10.0, ["p3"]),
+        ("2", [4, 5], 20.0, ["p3"]),  # its dependencies: [2] is the second batch, p3
+    ]
+
+
+def test_dmoj_pretests_alone_keep_their_points_and_a_package_without_them_is_refused(tmp_path):
+    package = dmoj.read(pretests_folder(tmp_path / "p"), pretests=True)
+    assert [(t.name, t.points) for t in package.tests] == [("p1", 5.0), ("p2.1", None), ("p3.1", None)]
+    assert [(g["name"], g["points"], g["depends"]) for g in package.groups] == [("p2", 7.0, []), ("p3", 1.0, [])]
+    plain = dmoj_folder(tmp_path / "q", "test_cases: [{in: a.in, out: a.out}]\n", {"a.in": "1\n", "a.out": "1\n"})
+    with pytest.raises(PackageError, match="no pretest_test_cases: --pretests"):
+        dmoj.read(plain, pretests=True)
