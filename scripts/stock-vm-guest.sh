@@ -173,7 +173,7 @@ suites)
     # every kernel and run on the host alone: CI's time goes to what the host cannot show here
     # (slots, cgroups, limits, the kernel's features), ~45% of the api cases.
     front_only=""
-    for module in status_codes files front judge_cli judge_scoring judge_front_memory client_gone queue judge_stream judge_packages harness_http answer_shapes; do
+    for module in status_codes files front judge_cli judge_scoring judge_front_memory client_gone queue judge_stream judge_packages judge_kattis_interactive harness_http answer_shapes; do
         front_only="$front_only --ignore=tests/api/test_$module.py"
     done
     systemd-run --quiet --scope --collect --property=Delegate=yes -- .venv/bin/python -m pytest -q -p no:cacheprovider \
