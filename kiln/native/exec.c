@@ -1,6 +1,7 @@
 /* The task's process: its pipes (its own, as if it had made them), its command from the recipe,
  * and its spawn (vfork + exec, vfork.c) in which it takes its identity and filter before the
- * exec; it inherits init's rlimits. A plain slot's first task is its standby instead, made
+ * exec, and its rlimits (limits.c: init never lowers its own, which a kept slot's next job could
+ * not raise again). A plain slot's first task is its standby instead, made
  * while the slot warmed (standby.c), released here. */
 #include "kiln.h"
 #include "vfork.h"
@@ -65,6 +66,7 @@ static int prepare_task(void *arg) {
     struct task_start *t = arg;
     char err[ERR];
     if (take_identity(t->slot)) return t->failed = "take the slot's cgroup and user", errno;
+    if (give_rlimits(t->slot, 0)) return t->failed = "set rlimits", errno; /* before address_space_enter's RLIMIT_AS, which lowers the plan's */
     if (address_space_enter(t->slot)) return t->failed = "take the address-space limit", errno;
     if (take_filter(t->slot, err)) return t->failed = "load seccomp", errno;
     for (int i = 0; i < t->nfds; i++) {

@@ -107,10 +107,11 @@ static void execute(struct slot *s, const struct job *job, struct span w, const 
         write_limits(s, job, w, err))
         return send_failure(s, err);
     for (int i = 0; i < nargs; i++) args[i] = paths[i];
-    /* the address space before the rlimits: it may set the standby aside, and then init takes the rlimits the task inherits */
+    /* the address space before the rlimits: it may set the standby aside, and then the task's own process takes them (exec.c) */
     if (task_stdio(s, job, stdio, ends, err) || address_space_prepare(s, job->address_space, err) || take_limits(s, w, job->timeout_ms, job->cpu_ms, err))
         return send_failure(s, err);
-    double cpu_before_ms = job->cpu_ms > 0 ? cgroup_cpu_ms(s) : 0, started = monotonic_s();
+    /* a fresh cgroup counts from 0; a kept slot's counts every job it ran (a checker's CPU is its own too) */
+    double cpu_before_ms = job->cpu_ms > 0 || s->tests_served ? cgroup_cpu_ms(s) : 0, started = monotonic_s();
     /* a kept slot's later tests: each in a pid namespace of its own (testinit.c) */
     int failed_spawn = s->tests_served ? spawn_under_test_init(s, w, COMMAND_ARGV[job->command], args, nargs, stdio, 3, &run, err)
                                        : spawn_task(s, w, COMMAND_ARGV[job->command], args, nargs, stdio, 3, &run.pid, &run.shell, err);

@@ -9,11 +9,8 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#define INIT_CPU_MAX_S 0.5 /* a kept slot: init's own CPU (see ready_for_next) */
 
 /* A judge's test in a kept slot: a copy of the slot's warm mount namespace of its own (the
  * previous test's overlay and binds' detaching stay in its copy, gone with it), over which its
@@ -58,14 +55,10 @@ int write_limits(struct slot *s, const struct job *job, struct span w, char *err
 /* Between a kept slot's tests: every process of the last one gone (a process the kernel takes
  * long to kill ends the slot instead). 0: the slot can run another. Its memory peak is set back
  * once the next test has its fresh sandbox (init.c execute): the last one's /tmp and upper layer
- * are charged to the cgroup until their mount namespace is gone.
- * Init's own CPU time counts against the RLIMIT_CPU it sets for each test (its task inherits it):
- * past INIT_CPU_MAX_S the slot ends, long before that limit's second could reach init. */
+ * are charged to the cgroup until their mount namespace is gone. Init's own rlimits are not
+ * the tests' (limits.c give_rlimits): nothing of one test's limits is left for the next job. */
 int ready_for_next(struct slot *s) {
     (void)s;
-    struct rusage own;
-    if (getrusage(RUSAGE_SELF, &own) || own.ru_utime.tv_sec + own.ru_stime.tv_sec + (own.ru_utime.tv_usec + own.ru_stime.tv_usec) / 1e6 > INIT_CPU_MAX_S)
-        return -1;
     kill_all();
     double until = monotonic_s() + 2.0;
     for (;;) {

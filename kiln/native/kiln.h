@@ -178,6 +178,11 @@ struct slot {
     int base_ns;        /* a judge slot's warm mount namespace: each test runs in a fresh copy; -1 none */
     int tests_served;   /* judge tests this slot has run (one after another, each its own sandbox) */
     int pid_ns;         /* init's own pid namespace, kept once a later test needed one of its own (testinit.c); -1 none */
+    struct task_rlimit { /* the next task's rlimits (limits.c take_limits), set on its own process */
+        int resource;
+        rlim_t value;
+    } rlimits[RLIM_NLIMITS];
+    int n_rlimits;
     struct {            /* the last test's language and own limits, once written to the cgroup (kept.c) */
         long workload_rec;
         long long memory, pids;
@@ -286,7 +291,11 @@ int apply_cgroup_limits(struct slot *s, struct span span, uint32_t type, char *e
 int apply_job_limits(struct slot *s, const struct job *job, char *err); /* its own memory and pids, if any */
 /* RLIMIT_CPU: from the job's CPU limit (cpu_ms > 0), else from its timeout */
 long cpu_limit_s(const struct slot *s, struct span w, long long timeout_ms, long long cpu_ms);
-int take_limits(struct slot *s, struct span w, long long timeout_ms, long long cpu_ms, char *err); /* and the cwd */
+/* the task's rlimits: recorded for the process that becomes the task, given to the standby at
+ * once; and the workspace as cwd */
+int take_limits(struct slot *s, struct span w, long long timeout_ms, long long cpu_ms, char *err);
+/* the recorded rlimits set on `pid` (0: the calling process), each capped at its hard limit */
+int give_rlimits(const struct slot *s, pid_t pid);
 
 /* --- identity.c: who a process is, what it holds, what it may call ------------------------- */
 

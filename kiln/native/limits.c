@@ -57,15 +57,25 @@ long cpu_limit_s(const struct slot *s, struct span w, long long timeout_ms, long
     return 0;
 }
 
-/* soft = hard = the plan's value, or the current hard limit where that is lower: raising a
- * hard limit takes CAP_SYS_RESOURCE, which a service manager may have withheld. On the task's
- * process: the standby if the slot has one, else init itself, whose spawn inherits them. */
-static int set_rlimit(const struct slot *s, int which, rlim_t limit) {
-    struct rlimit current;
-    prlimit(s->standby.pid, which, NULL, &current);
-    if (current.rlim_max != RLIM_INFINITY && limit > current.rlim_max) limit = current.rlim_max;
-    struct rlimit wanted = {limit, limit};
-    return prlimit(s->standby.pid, which, &wanted, NULL);
+/* Each rlimit is set on the task's own process, never on init: a hard limit once lowered cannot
+ * be raised again without CAP_SYS_RESOURCE in the host's namespace, and a kept slot's next job
+ * (a checker after a test with a time limit of 1 s) must have its own, higher ones.
+ * soft = hard = the plan's value, or the current hard limit where that is lower (a service
+ * manager may have lowered it). */
+int give_rlimits(const struct slot *s, pid_t pid) {
+    for (int i = 0; i < s->n_rlimits; i++) {
+        struct rlimit current;
+        rlim_t limit = s->rlimits[i].value;
+        if (prlimit(pid, s->rlimits[i].resource, NULL, &current)) return -1;
+        if (current.rlim_max != RLIM_INFINITY && limit > current.rlim_max) limit = current.rlim_max;
+        struct rlimit wanted = {limit, limit};
+        if (prlimit(pid, s->rlimits[i].resource, &wanted, NULL)) return -1;
+    }
+    return 0;
+}
+
+static void record_rlimit(struct slot *s, int resource, rlim_t value) {
+    if (s->n_rlimits < RLIM_NLIMITS) s->rlimits[s->n_rlimits++] = (struct task_rlimit){resource, value};
 }
 
 static int fail(char *err, const char *step, const char *what) {
@@ -75,10 +85,11 @@ static int fail(char *err, const char *step, const char *what) {
 
 int take_limits(struct slot *s, struct span w, long long timeout_ms, long long cpu_ms, char *err) {
     long cpu = cpu_limit_s(s, w, timeout_ms, cpu_ms);
-    if (cpu > 0 && set_rlimit(s, RLIMIT_CPU, cpu)) return fail(err, "set rlimits", "RLIMIT_CPU");
+    s->n_rlimits = 0;
+    if (cpu > 0) record_rlimit(s, RLIMIT_CPU, cpu);
     for (size_t i = w.from; i < w.to; i++)
-        if (s->recipe.recs[i].type == K_W_RLIMIT && set_rlimit(s, arg_int(&s->recipe.recs[i].args[ARG(RLIMIT, resource)]), arg_int(&s->recipe.recs[i].args[ARG(RLIMIT, value)])))
-            return fail(err, "set rlimits", s->recipe.recs[i].args[ARG(RLIMIT, resource)].p);
+        if (s->recipe.recs[i].type == K_W_RLIMIT) record_rlimit(s, arg_int(&s->recipe.recs[i].args[ARG(RLIMIT, resource)]), arg_int(&s->recipe.recs[i].args[ARG(RLIMIT, value)]));
+    if (s->standby.pid > 0 && give_rlimits(s, s->standby.pid)) return fail(err, "set rlimits", "the standby's");
     const char *cwd = s->recipe.cwd;
     if (!cwd) errno = ENOENT;
     return !cwd || chdir(cwd) < 0 ? fail(err, "enter the workspace", cwd) : 0;

@@ -54,7 +54,8 @@ static int send_fds(int sock, const char *text, const int *fds, int n) {
  * template forked, init's first child, still root and outside the slot's network and mount
  * namespaces. Init finishes the slot as for its own spawn, hands the task what it needs to
  * enter it (both namespaces, its descriptors 0-3, the slot's cgroup.procs) and waits for it to
- * have entered; then takes its own limits and filter as in start_prestarted. */
+ * have entered (the task took its own rlimits: template.c); then init takes its cwd and filter
+ * as in start_prestarted. */
 int start_forked(struct slot *s, struct span w, int task_sock, pid_t task, char *err) {
     int fds[6 + MAX_FDS], n = 6;
     if (mount_workspace(s, w, NULL, err) || apply_cgroup_limits(s, w, K_W_PRESTART_LIMIT, err) || prestart_ends(s, fds + 2, err)) return -1;

@@ -193,6 +193,7 @@ static int enter_slot(int sock, int recipe_fd, const char *slug, int populate, c
     if (setsid() < 0) return fail(err, "start its session");
     if (empty_bounding_set()) return fail(err, "empty its bounding set");
     if (take_limits(&slot, w, slot.recipe.timeout_max_ms, 0, err)) return -1;
+    if (give_rlimits(&slot, 0)) return fail(err, "set rlimits");
     for (int i = ENTER_FDS; i < n; i++) slot.cg_procs[slot.n_procs++] = fds[i];
     if (take_identity(&slot)) return fail(err, "take the slot's cgroup and user");
     for (int i = 0; i < 4; i++)

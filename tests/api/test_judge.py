@@ -353,6 +353,19 @@ def test_a_checker_runs_in_its_tests_slot_with_its_own_limits_and_the_tests_come
     assert not kept_slots(server) or warmups(server) - before < len(order), "a test and its check took a fresh slot each"
 
 
+def test_a_checker_has_its_own_cpu_time_whatever_the_time_limit_of_the_test_before_it(server):
+    # the tests' time limit gives them an RLIMIT_CPU of 2 s; each check takes 2.5 s of CPU,
+    # within a checker's own limits: a kept slot's checks were killed at the test's 2 s (IE)
+    # when init set the rlimits on itself and could not raise them again
+    checker = (
+        "import sys, time\nstart = time.process_time()\nwhile time.process_time() - start < 2.5: pass\n"
+        "sys.exit(0 if open(sys.argv[2]).read().split() == ['3'] else 1)\n"
+    )
+    tests = [{"stdin": "1 2\n"}] * 3
+    body = judge(server, AB, tests, compare="checker", checker={"lang_slug": "python", "source": checker}, limits={"time": "500ms"}).json()
+    assert verdicts(body) == ["AC"] * 3, body
+
+
 def test_a_tests_memory_peak_counts_nothing_of_what_the_check_before_it_left_in_tmp(server):
     # each check leaves 180 MB in its /tmp: charged to the slot's cgroup until its sandbox is
     # gone, and an honest a*2 under 128m was MLE when the peak was set back before that
