@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kiln.judge import compare
+from kiln.judge import compare, numbers
 from kiln.judge.compare import same
+from kiln.judge.numbers import Tolerance
 
 
 @pytest.mark.parametrize(
@@ -70,7 +71,7 @@ def test_lines(output, expected, equal):
     ],
 )
 def test_float(output, expected, epsilon, equal):
-    assert same("float", output, expected, epsilon) is equal
+    assert same("float", output, expected, Tolerance.both(epsilon)) is equal
 
 
 # line_tokens is DMOJ's `standard` checker (dmoj/checkers/_checker.c): tokens equal, and a line
@@ -127,9 +128,9 @@ def test_line_tokens_agree_with_a_plain_model(one, other):
     ],
 )
 def test_ignore_case(mode, output, expected, equal):
-    assert same(mode, output, expected, 1e-4, ignore_case=True) is equal
+    assert same(mode, output, expected, Tolerance.both(1e-4), ignore_case=True) is equal
     if equal and output.lower() != output and mode != "float":  # and without it, case counts
-        assert not same(mode, output, expected, 1e-4)
+        assert not same(mode, output, expected, Tolerance.both(1e-4))
 
 
 def test_exact():
@@ -171,7 +172,7 @@ def test_float_decides_as_decimal_arithmetic_does_at_the_bound(mantissa, exponen
         offset = bound * (1 + nudge * decimal.Decimal(10) ** -digits)
         x = y - offset if below else y + offset
     a, b = str(x).encode(), str(y).encode()
-    assert compare._close(a, b, epsilon) is compare._close_exactly(a, b, epsilon), (a, b, epsilon)
+    assert numbers._decimal(a, b, epsilon, epsilon) is numbers._decimal_exactly(a, b, epsilon, epsilon), (a, b, epsilon)
 
 
 @pytest.mark.parametrize("mode", ["tokens", "line_tokens", "float", "lines"])
