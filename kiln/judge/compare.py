@@ -1,4 +1,5 @@
-"""A test's output against its expected answer (DESIGN.md, "Judge API": compare modes).
+"""A test's output against its expected answer (DESIGN.md, "Judge API": compare modes; two
+numbers within a tolerance: kiln/judge/numbers.py).
 
 The output is bytes the front holds (within the test's output limit); the expected answer is
 bytes too, or a file of the store mapped (same_as_file), read only as far as the walk goes. The
