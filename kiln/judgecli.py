@@ -1,6 +1,6 @@
 """`kiln judge`: a problem setter's client of a running kiln's /judge (DESIGN.md, "Judge API").
 
-    kiln judge SOLUTION TESTS_DIR|PACKAGE_DIR --lang SLUG [--url URL] [--compare MODE] [--epsilon E] [--ignore-case]
+    kiln judge SOLUTION TESTS_DIR|PACKAGE_DIR --lang SLUG [--url URL] [--compare MODE] [--epsilon E] [--float-rule RULE] [--ignore-case]
                [--checker FILE --checker-lang SLUG] [--time 2s] [--memory 256m] [--address-space 256m]
                [--stop-on-failure] [--pretests] [--api-key KEY]
 
@@ -32,7 +32,8 @@ from pathlib import Path
 
 from kiln import packages
 from kiln.packages import common
-from kiln.judge.compare import BYTE_MODES, MODES
+from kiln.judge.compare import BYTE_MODES, FLOAT_MODES, MODES
+from kiln.judge.numbers import RULES
 from kiln.judge_client import DEFAULT_URL, Api, UsageError
 from kiln.units import parse_duration_ms, parse_size
 
@@ -60,7 +61,8 @@ def add_parser(commands) -> None:
     judge.add_argument("--lang", required=True, metavar="SLUG", help="the solution's language (GET /languages: those with judge true)")
     judge.add_argument("--url", default=DEFAULT_URL, help=f"the kiln server (default {DEFAULT_URL})")
     judge.add_argument("--compare", choices=MODES, metavar="MODE", help=f"{', '.join(MODES)}: how outputs are compared (default tokens; checker when --checker is given)")
-    judge.add_argument("--epsilon", type=float, metavar="E", help="for --compare float: the absolute or relative error allowed (default 1e-6)")
+    judge.add_argument("--epsilon", type=float, metavar="E", help=f"for --compare {', '.join(FLOAT_MODES)}: the absolute or relative error allowed (default 1e-6; a package's own tolerances otherwise)")
+    judge.add_argument("--float-rule", choices=RULES, metavar="RULE", help=f"{', '.join(RULES)}: whose arithmetic decides numbers (default decimal, exact as written; kattis and dmoj: in doubles as those judges do; a Kattis or DMOJ package asks for its own)")
     judge.add_argument("--ignore-case", action="store_true", help="compare ASCII letters ignoring case (with a comparing MODE; a Kattis package's default validation asks for it itself)")
     judge.add_argument("--checker", type=Path, metavar="FILE", help="a testlib-style checker's source (args: input, output, answer)")
     judge.add_argument("--checker-lang", metavar="SLUG", help="the checker's language")
@@ -96,6 +98,9 @@ def judge(args, progress: Progress) -> dict:
         raise UsageError("a checker takes --checker FILE and --checker-lang SLUG (and --compare checker or no --compare)")
     if args.ignore_case and compare not in BYTE_MODES:
         raise UsageError(f"--ignore-case goes with --compare {', '.join(BYTE_MODES)} (the comparison is {compare} here)")
+    for option, given in (("--epsilon", args.epsilon), ("--float-rule", args.float_rule)):
+        if given is not None and compare not in FLOAT_MODES:
+            raise UsageError(f"{option} goes with --compare {', '.join(FLOAT_MODES)} (the comparison is {compare} here)")
     solution = read_text(args.solution, "SOLUTION")
     checker = read_text(args.checker, "--checker") if args.checker else None
     interactive = package is not None and package.interactor is not None
@@ -133,9 +138,13 @@ def judge(args, progress: Progress) -> dict:
                 test["points"] = given.points
         if package.groups:
             body["groups"] = list(package.groups)
-    epsilon = args.epsilon if args.epsilon is not None else package.epsilon if package is not None and compare == "float" else None
-    if epsilon is not None:
-        body["epsilon"] = epsilon
+    if compare in FLOAT_MODES:  # the package's own tolerances go with its own comparison; --epsilon and --float-rule before them
+        tolerance = dict(package.tolerance) if package is not None and args.compare is None else {}
+        if args.epsilon is not None:
+            tolerance = {"epsilon": args.epsilon, **({"float_rule": tolerance["float_rule"]} if "float_rule" in tolerance else {})}
+        if args.float_rule is not None:
+            tolerance["float_rule"] = args.float_rule
+        body.update(tolerance)
     # the package's case rule goes with its own comparison; --compare without --ignore-case compares case
     if compare in BYTE_MODES and (args.ignore_case or (package is not None and package.ignore_case and args.compare is None)):
         body["ignore_case"] = True

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from kiln.http import fields
 from kiln.http.responses import ApiError
-from kiln.judge.compare import BYTE_MODES, MODES
+from kiln.judge.compare import BYTE_MODES, FLOAT_MODES, MODES
 from kiln.judge.files import FILE_ID
+from kiln.judge.numbers import DEFAULT_EPSILON, RULES, Tolerance
 from kiln.judge.request import FILE_NAME, GIVEN_FILES, JudgeRequest, Program, Source, Test, TestLimits
 from kiln.judge.scoring import SCORINGS, Group, Scoring
 from kiln.runtime import Runtime
@@ -20,7 +21,6 @@ LIMITS = ("time", "wall_time", "memory", "output", "pids", "address_space")  # a
 # static binary's text and stack); a limit that small gives MLE, not an error
 ADDRESS_SPACE_MIN = 1 << 20
 COMPILE_TIMEOUT_MS = 30_000
-DEFAULT_EPSILON = 1e-6
 
 
 def parse_judge(raw: bytes, runtime: Runtime) -> JudgeRequest:
@@ -49,7 +49,7 @@ def parse_judge(raw: bytes, runtime: Runtime) -> JudgeRequest:
     checker = _program(body.get("checker"), "checker", runtime)
     if (compare == "checker") != (checker is not None):
         raise ApiError(400, "checker is required when compare is checker" if checker is None else f"checker is given: compare must be checker (got {compare})")
-    epsilon = _epsilon(body.get("epsilon"))
+    tolerance = _tolerance(body, compare)
     ignore_case = fields.optional(body.get("ignore_case"), "ignore_case", bool, False)
     if ignore_case and compare not in BYTE_MODES:
         raise ApiError(400, f"ignore_case applies to compare {', '.join(BYTE_MODES)} (got compare {compare}): a checker or interactor decides case itself")
@@ -62,7 +62,7 @@ def parse_judge(raw: bytes, runtime: Runtime) -> JudgeRequest:
         files=files,
         tests=tests,
         compare=compare,
-        epsilon=epsilon,
+        tolerance=tolerance,
         ignore_case=ignore_case,
         limits=_limits(body.get("limits"), workload, config),
         compile_timeout_ms=fields.duration(body.get("compile_timeout"), "compile_timeout", min(COMPILE_TIMEOUT_MS, config.timeout_max_ms), config.timeout_max_ms),
@@ -90,9 +90,32 @@ def _program(value, field: str, runtime: Runtime) -> Program | None:
     return Program(field, slug, ((judge_file, Source(text=fields.text(source, f"{field}.source"))), *files))
 
 
-def _epsilon(value) -> float:
-    # infinite allowed: any difference is then within it (JSON reads 1e400 as inf)
-    return DEFAULT_EPSILON if value is None else fields.number(value, "epsilon", finite=False)
+def _tolerance(body: dict, compare: str) -> Tolerance:
+    """The float modes' tolerances: `epsilon` sets the absolute and the relative one (1e-6 when
+    none is given); `absolute_epsilon` and `relative_epsilon` set one each, the other then 0 (it
+    accepts only equal numbers, which the other accepts too: Kattis's tolerance not given);
+    `float_rule` whose arithmetic decides (kiln/judge/numbers.py). Infinite tolerances are
+    allowed: any difference is then within them (JSON reads 1e400 as inf)."""
+    given = [name for name in ("absolute_epsilon", "relative_epsilon", "float_rule") if body.get(name) is not None]
+    if given and compare not in FLOAT_MODES:
+        raise ApiError(400, f"{given[0]} applies to compare {', '.join(FLOAT_MODES)} (got compare {compare})")
+    absolute, relative = body.get("absolute_epsilon"), body.get("relative_epsilon")
+    if body.get("epsilon") is not None and (absolute is not None or relative is not None):
+        raise ApiError(400, "epsilon sets both absolute_epsilon and relative_epsilon: give epsilon alone, or absolute_epsilon and/or relative_epsilon")
+    rule = fields.optional(body.get("float_rule"), "float_rule", str, "decimal")
+    if rule not in RULES:
+        raise ApiError(400, f"float_rule must be one of {', '.join(RULES)} (got {rule[:40]!r})")
+    if absolute is None and relative is None:
+        epsilon = body.get("epsilon")
+        return Tolerance.both(DEFAULT_EPSILON if epsilon is None else fields.number(epsilon, "epsilon", finite=False), rule)
+    tolerance = Tolerance(
+        0.0 if absolute is None else fields.number(absolute, "absolute_epsilon", finite=False),
+        0.0 if relative is None else fields.number(relative, "relative_epsilon", finite=False),
+        rule,
+    )
+    if rule == "dmoj" and tolerance.dmoj_mode() is None:
+        raise ApiError(400, "float_rule dmoj takes absolute_epsilon and relative_epsilon equal (DMOJ's error_mode default) or one of them alone (absolute, relative)")
+    return tolerance
 
 
 def _files(value, judge_file: str, where: str = "", given: tuple[str, ...] = ()) -> list[tuple[str, Source]]:

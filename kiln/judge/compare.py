@@ -1,4 +1,5 @@
-"""A test's output against its expected answer (DESIGN.md, "Judge API": compare modes).
+"""A test's output against its expected answer (DESIGN.md, "Judge API": compare modes; two
+numbers within a tolerance: kiln/judge/numbers.py).
 
 The output is bytes the front holds (within the test's output limit); the expected answer is
 bytes too, or a file of the store mapped (same_as_file), read only as far as the walk goes. The
@@ -10,35 +11,36 @@ large comparison never holds up the rest.
 
 from __future__ import annotations
 
-import decimal
-import math
 import mmap
 import os
 import re
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from itertools import zip_longest
 
+from kiln.judge.numbers import Tolerance, close
+
 # what a request may ask for; "checker" and "none" are not comparisons of bytes
-MODES = ("tokens", "line_tokens", "lines", "exact", "float", "checker", "none")
-BYTE_MODES = ("tokens", "line_tokens", "lines", "exact", "float")  # those `ignore_case` applies to
+MODES = ("tokens", "line_tokens", "lines", "exact", "float", "line_floats", "exact_floats", "checker", "none")
+FLOAT_MODES = ("float", "line_floats", "exact_floats")  # those the tolerances apply to
+BYTE_MODES = ("tokens", "line_tokens", "lines", "exact", *FLOAT_MODES)  # those `ignore_case` applies to
 
 _TOKEN = re.compile(rb"[^ \t\n\r\v\f]+")  # ASCII whitespace separates tokens
 _LINE_BREAKS = (ord("\n"), ord("\r"))  # DMOJ's isline(): what ends a line
 _BLANK_LINES = re.compile(rb"(?:[ \t\r]*\n)*")
-_NUMBER = re.compile(rb"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
-# exponents far beyond a double's; a token decimal cannot hold (an exponent past 10**18) raises,
-# and the tokens are then unequal: a submission's output must never fail the comparison itself
+_NONBLANK_LINE = re.compile(rb"[^\r\n]+")  # DMOJ floats' line: between \r or \n bytes, never empty
+_SPACE_OR_TOKEN = re.compile(rb"[ \t\n\r\v\f]+|[^ \t\n\r\v\f]+")
+_SPACES = b" \t\n\r\v\f"
+_LINE = object()  # line_floats' mark where a line begins
 PACE = 4096
-_ULP = sys.float_info.epsilon
+DEFAULT_TOLERANCE = Tolerance()
 Fold = Callable[[bytes], bytes] | None  # bytes.lower with ignore_case: ASCII letters only, as strcasecmp
-_EXACT = decimal.Context(prec=200, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN, traps=[decimal.InvalidOperation, decimal.Overflow])
 
 
-def same(mode: str, output: bytes, expected: bytes | mmap.mmap, epsilon: float = 1e-6, pause: Callable[[], object] | None = None, ignore_case: bool = False) -> bool:
+def same(mode: str, output: bytes, expected: bytes | mmap.mmap, tolerance: Tolerance = DEFAULT_TOLERANCE, pause: Callable[[], object] | None = None, ignore_case: bool = False) -> bool:
     """Whether `output` answers `expected` under `mode` (tokens, line_tokens, lines, exact,
-    float), with `ignore_case` ASCII letters compared folded (as C's strcasecmp does: Kattis).
-    `expected` may be a store file mapped: it is read only as far as the comparison walks."""
+    float, line_floats, exact_floats; the float modes' numbers within `tolerance`), with
+    `ignore_case` ASCII letters compared folded (as C's strcasecmp does: Kattis). `expected` may
+    be a store file mapped: it is read only as far as the comparison walks."""
     fold = bytes.lower if ignore_case else None
     if mode == "exact":
         return _equal(output, expected, fold)
@@ -48,24 +50,30 @@ def same(mode: str, output: bytes, expected: bytes | mmap.mmap, epsilon: float =
         return all(a == b for a, b in _paced(zip_longest(_line_tokens(output, fold), _line_tokens(expected, fold)), pause))
     if mode == "float":
         pairs = zip_longest(_tokens(output, fold), _tokens(expected, fold))
-        return all(a is not None and b is not None and _close(a, b, epsilon) for a, b in _paced(pairs, pause))
+        return all(a is not None and b is not None and close(a, b, tolerance) for a, b in _paced(pairs, pause))
+    if mode == "line_floats":
+        pairs = zip_longest(_marked_lines(output, fold), _marked_lines(expected, fold))
+        return all(a is b if a is _LINE or b is _LINE else a is not None and b is not None and close(a, b, tolerance) for a, b in _paced(pairs, pause))
+    if mode == "exact_floats":
+        pairs = zip_longest(_spaces_and_tokens(output, fold), _spaces_and_tokens(expected, fold))
+        return all(_spaced_equal(a, b, tolerance) for a, b in _paced(pairs, pause))
     if mode == "lines":
         return _equal(output, expected, fold) or all(a == b for a, b in _paced(zip_longest(_lines(output, fold), _lines(expected, fold)), pause))
     raise ValueError(f"not a comparison: {mode}")
 
 
-def same_as_file(mode: str, output: bytes, fd: int, epsilon: float = 1e-6, pause: Callable[[], object] | None = None, ignore_case: bool = False) -> bool:
+def same_as_file(mode: str, output: bytes, fd: int, tolerance: Tolerance = DEFAULT_TOLERANCE, pause: Callable[[], object] | None = None, ignore_case: bool = False) -> bool:
     """same() against a file's content (an expected answer of the store), mapped read-only and
     read only as far as the comparison walks; `fd` is closed here (whoever runs this owns it:
     a worker thread may finish after the request that asked for it has gone)."""
     try:
         if os.fstat(fd).st_size == 0:
-            return same(mode, output, b"", epsilon, pause, ignore_case)
+            return same(mode, output, b"", tolerance, pause, ignore_case)
         mapped = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
     finally:
         os.close(fd)  # a mapping holds the file without it
     try:
-        return same(mode, output, mapped, epsilon, pause, ignore_case)
+        return same(mode, output, mapped, tolerance, pause, ignore_case)
     finally:
         try:
             mapped.close()
@@ -141,36 +149,26 @@ def _lines(data: bytes, fold: Fold = None) -> Iterator[bytes]:
             start = run.end()
 
 
-def _close(a: bytes, b: bytes, epsilon: float) -> bool:
-    """Two tokens: equal as numbers within epsilon (absolute, or relative to the expected `b`)
-    when both are numbers by DESIGN.md's pattern, else equal as text. Exactly as _close_exactly
-    decides; doubles settle every pair but those within a few units in the last place of the
-    bound (~30 times faster than decimal, which would take ~2 s for a MiB of numbers)."""
-    if a == b:  # the common case, and no number is unequal to its own text
-        return True
-    if not (_NUMBER.fullmatch(a) and _NUMBER.fullmatch(b)):
+def _marked_lines(data: bytes, fold: Fold) -> Iterator[object]:
+    """line_floats' walk, DMOJ's `floats` (dmoj/checkers/floats.py): each line (what lies between
+    \r or \n bytes; an empty one is dropped, a line of only spaces is not) as _LINE and then its
+    tokens, so that two walks pair up when they have as many lines, with as many tokens on each."""
+    for line in _NONBLANK_LINE.finditer(data):
+        yield _LINE
+        for match in _TOKEN.finditer(data, line.start(), line.end()):
+            yield match.group() if fold is None else fold(match.group())
+
+
+def _spaces_and_tokens(data: bytes, fold: Fold) -> Iterator[bytes]:
+    """exact_floats' walk, Kattis's default validator with space_change_sensitive: the runs of
+    whitespace and the tokens in turn, the runs compared byte for byte (leading and trailing too)."""
+    for match in _SPACE_OR_TOKEN.finditer(data):
+        yield match.group() if fold is None else fold(match.group())
+
+
+def _spaced_equal(a: bytes | None, b: bytes | None, tolerance: Tolerance) -> bool:
+    if a is None or b is None:
         return False
-    x, y = float(a), float(b)
-    if math.isfinite(x) and math.isfinite(y) and math.isfinite(epsilon):
-        difference, bound = abs(x - y), max(epsilon, epsilon * abs(y))
-        # each parse and the subtraction err by half an ulp of the larger magnitude, epsilon's
-        # double by half of its own (and the product by one more); subnormals by their spacing
-        slack = 4 * _ULP * max(abs(x), abs(y)) + 4 * _ULP * bound + 4 * sys.float_info.min * _ULP
-        if difference + slack < bound:
-            return True
-        if difference - slack > bound:
-            return False
-    return _close_exactly(a, b, epsilon)
-
-
-def _close_exactly(a: bytes, b: bytes, epsilon: float) -> bool:
-    """In decimal arithmetic on the tokens as written and on epsilon's shortest decimal (1e-6,
-    not the double just below it), so that the bound is inclusive as written (1.000001 against
-    1 within 1e-6)."""
-    with decimal.localcontext(_EXACT):
-        try:
-            x, y, eps = decimal.Decimal(a.decode()), decimal.Decimal(b.decode()), decimal.Decimal(repr(epsilon))
-            difference = abs(x - y)
-            return difference <= eps or difference <= eps * abs(y)
-        except decimal.DecimalException:
-            return False
+    if a[0] in _SPACES or b[0] in _SPACES:  # a run of whitespace only equals the same run
+        return a == b
+    return close(a, b, tolerance)

@@ -238,12 +238,12 @@ class Judge:
         if expected is None or expected.file_id is None:
             text = read(expected, files)
             if len(output) + len(text) <= COMPARE_INLINE_MAX:
-                return "AC" if compare.same(request.compare, output, text, request.epsilon, None, request.ignore_case) else "WA"
+                return "AC" if compare.same(request.compare, output, text, request.tolerance, None, request.ignore_case) else "WA"
             work, argument = compare.same, text
         else:
             assert files is not None  # the request's files are pinned in the store
             work, argument = compare.same_as_file, files.descriptor(expected.file_id)  # closed by same_as_file
-        same = self.comparisons.apply(work, (request.compare, output, argument, request.epsilon, _give_the_gil, request.ignore_case))
+        same = self.comparisons.apply(work, (request.compare, output, argument, request.tolerance, _give_the_gil, request.ignore_case))
         return "AC" if same else "WA"
 
     def _interactive_test(self, request: JudgeRequest, build: Build, helpers: dict[str, Build], test: Test, files: FileStore | None, gone) -> TestResult:

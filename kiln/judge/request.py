@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from kiln.judge.numbers import Tolerance
 from kiln.judge.scoring import Scoring
 
 # a file beside the judge file: header.c file_name() checks the same in kiln-init
@@ -57,7 +58,7 @@ class JudgeRequest:
     files: tuple[tuple[str, Source], ...]  # (name in the judge dir, content): the judge file first
     tests: tuple[Test, ...]
     compare: str
-    epsilon: float
+    tolerance: Tolerance  # the float modes' numbers
     limits: TestLimits
     compile_timeout_ms: int
     stop_on_failure: bool

@@ -7,7 +7,7 @@ never a silent approximation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -44,8 +44,9 @@ class Package:
     memory_bytes: int | None
     checker: Helper | None
     interactor: Helper | None
-    compare: str | None = None  # the package's own comparison when it has no checker (tokens, line_tokens, exact, float)
-    epsilon: float | None = None  # with compare "float"
+    compare: str | None = None  # the package's own comparison when it has no checker (tokens, line_tokens, exact, a float mode)
+    # with a float mode: the request's tolerance fields (epsilon or absolute_epsilon and relative_epsilon, float_rule)
+    tolerance: dict = field(default_factory=dict)
     ignore_case: bool = False  # with its compare: ASCII letters folded (Kattis's default validator)
     notes: tuple[str, ...] = ()  # what the reader did not take, said on the progress lines
 

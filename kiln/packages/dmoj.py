@@ -4,7 +4,8 @@
                test_cases:
                  - {in: s.in, out: s.out, points: 0}
                  - {batched: [{in: 1.in, out: 1.out}, ...], points: 40, dependencies: [1]}
-               checker: standard | identical | {name: floats, args: {precision: 6}}
+               checker: standard | identical | {name: floats, args: {precision: 6, error_mode: default}}
+                        | floatsabs | floatsrel
                         | {name: bridged, args: {files: check.cpp, lang: CPP17, type: testlib}}
                interactive: {files: interactor.cpp, lang: CPP17, type: testlib}
                pretest_test_cases: [...]   (as test_cases: judged first at 0 points; --pretests: alone)
@@ -12,10 +13,11 @@
 A case scores its points when AC; a batch is a group scored all-or-nothing (kiln's "all"), its
 `dependencies` (batch numbers) its `depends`; a failed 0-point case or batch skips every case after
 it, as DMOJ short-circuits them (_cases). Checkers map onto kiln's modes: standard -> line_tokens
-(DMOJ's is line-aware: dmoj/checkers/_checker.c), identical -> exact, floats (error_mode
-default) -> float with epsilon 10^-precision (DMOJ's floats accepts an absolute or a relative
-error within it, as kiln's float does, but also asks the same lines: not mapped exactly); bridged
-testlib checkers and interactors are sent with their files. Inputs and answers are sent as DMOJ
+(DMOJ's is line-aware: dmoj/checkers/_checker.c), identical -> exact, floats -> line_floats
+(its lines and tokens per line) with float_rule dmoj (its arithmetic in doubles) and epsilon
+10^-precision for error_mode default, absolute_epsilon for absolute, relative_epsilon for
+relative; floatsabs and floatsrel are floats with those error modes. Bridged testlib checkers and
+interactors are sent with their files. Inputs and answers are sent as DMOJ
 reads them, line ends normalized (_as_dmoj_reads). DMOJ keeps time and memory limits on
 the site, not here: `kiln judge` takes them from --time and --memory. What does not map is a
 PackageError naming it.
@@ -36,7 +38,10 @@ PRETESTS = True  # whether its format has pretests (`kiln judge --pretests` judg
 PRETEST_PREFIX = "p"  # a pretest's name: p1, p2.1 (test_cases keep 1, 2.1)
 DEFAULT_POINTS = 1.0  # a case's or a batch's without `points` (DMOJ's ProblemConfig default)
 INIT_YML = "init.yml"
-COMPARES = {"standard": "line_tokens", "identical": "exact", "floats": "float"}
+COMPARES = {"standard": "line_tokens", "identical": "exact", "floats": "line_floats", "floatsabs": "line_floats", "floatsrel": "line_floats"}
+# DMOJ floats' error_mode -> the request field its epsilon goes in (kiln/judge/numbers.py, rule dmoj)
+ERROR_MODES = {"default": "epsilon", "absolute": "absolute_epsilon", "relative": "relative_epsilon"}
+FLOATS_ALIASES = {"floatsabs": "absolute", "floatsrel": "relative"}  # dmoj/checkers/floatsabs.py, floatsrel.py
 # DMOJ's language keys (CPP17, PY3, ...) by their start -> kiln's slug
 LANGUAGES = (("CPP", "cpp"), ("C", "c"), ("PY", "python"), ("JAVA", "java"), ("RUST", "rust"), ("GO", "golang"))
 CASE_KEYS = ("in", "out", "points", "batched", "dependencies", "is_pretest")
@@ -57,7 +62,7 @@ def read(folder: Path, pretests: bool = False) -> Package:
     if not config.get("binary_data"):
         tests = _as_dmoj_reads(tests)
     notes = ["DMOJ keeps time and memory limits on the site, not in init.yml: they are --time and --memory (else the language's defaults)"]
-    compare, epsilon, checker = _checker(config.get("checker", "standard"), folder, where)
+    compare, tolerance, checker = _checker(config.get("checker", "standard"), folder, where)
     interactor = _bridged(config["interactive"], folder, where, "interactive") if config.get("interactive") else None
     return Package(
         kind=KIND,
@@ -68,7 +73,7 @@ def read(folder: Path, pretests: bool = False) -> Package:
         checker=checker,
         interactor=interactor,
         compare=compare,
-        epsilon=epsilon,
+        tolerance=tolerance,
         notes=tuple(notes),
     )
 
@@ -196,20 +201,27 @@ def _test(case, name: str, points: float | None, files: Path, where: Path) -> Pa
     return PackageTest(name, given, answer, points)
 
 
-def _checker(checker, folder: Path, where: Path) -> tuple[str | None, float | None, Helper | None]:
+def _checker(checker, folder: Path, where: Path) -> tuple[str | None, dict, Helper | None]:
     name, args = (checker, {}) if isinstance(checker, str) else (checker.get("name"), checker.get("args") or {}) if isinstance(checker, dict) else (None, {})
     if name == "bridged":
-        return None, None, _bridged(args, folder, where, "checker")
+        return None, {}, _bridged(args, folder, where, "checker")
     if name not in COMPARES:
-        raise PackageError(f"{where}: checker {name!r}: kiln maps standard, identical, floats and bridged testlib checkers; write the others as a testlib checker")
-    if name != "floats":
+        raise PackageError(f"{where}: checker {name!r}: kiln maps standard, identical, floats, floatsabs, floatsrel and bridged testlib checkers; write the others as a testlib checker")
+    if COMPARES[name] != "line_floats":
         if args:
             raise PackageError(f"{where}: checker {name} with args {sorted(args)}: kiln takes the checker without them")
-        return COMPARES[name], None, None
-    if args.get("error_mode", "default") != "default":
-        raise PackageError(f"{where}: checker floats with error_mode {args['error_mode']!r}: kiln's float accepts an absolute or a relative error (error_mode default) only")
+        return COMPARES[name], {}, None
+    unknown = sorted(set(args) - {"precision", "error_mode"})
+    if unknown:
+        raise PackageError(f"{where}: checker {name} with args {unknown}: floats takes precision and error_mode")
+    if name in FLOATS_ALIASES and "error_mode" in args:  # floatsabs.py passes its own: DMOJ's call fails on both
+        raise PackageError(f"{where}: checker {name} sets error_mode itself: leave error_mode out of its args")
+    mode = FLOATS_ALIASES.get(name) or args.get("error_mode", "default")
+    if mode not in ERROR_MODES:
+        raise PackageError(f"{where}: checker {name} error_mode {mode!r}: DMOJ's are {', '.join(ERROR_MODES)}")
     precision = number(args.get("precision", 6), "checker precision", where, int)
-    return "float", 10.0 ** -precision, None
+    epsilon = float(10 ** -precision)  # as floats.py computes it: 10 ** -int(precision)
+    return "line_floats", {ERROR_MODES[mode]: epsilon, "float_rule": "dmoj"}, None
 
 
 def _bridged(args, folder: Path, where: Path, role: str) -> Helper:

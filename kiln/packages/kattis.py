@@ -58,13 +58,13 @@ def read(folder: Path) -> Package:
         notes.append("no time_limit in problem.yaml and no .timelimit: Kattis derives it from its judge solutions' times; give --time")
     flags = str(config.get("validator_flags") or "").split()
     tests, groups = _data(folder, scoring)
-    compare, epsilon, ignore_case, checker, interactor = None, None, False, None, None
+    compare, tolerance, ignore_case, checker, interactor = None, {}, False, None, None
     if interactive:
         interactor = kattis_interactive.bridged_interactor(folder, flags)
     elif custom:
         checker = kattis_validation.bridged_validator(folder, flags)
     else:
-        compare, epsilon, ignore_case = kattis_validation.compare_mode(flags, where)
+        compare, tolerance, ignore_case = kattis_validation.compare_mode(flags, where)
     return Package(
         kind=KIND,
         tests=tests,
@@ -74,7 +74,7 @@ def read(folder: Path) -> Package:
         checker=checker,
         interactor=interactor,
         compare=compare,
-        epsilon=epsilon,
+        tolerance=tolerance,
         ignore_case=ignore_case,
         notes=tuple(notes),
     )

@@ -4,10 +4,12 @@ Default validation: Kattis's default output validator compares tokens, case-inse
 `case_sensitive`, whitespace-insensitively unless `space_change_sensitive`, numbers within
 `float_tolerance E` (absolute or relative), `float_absolute_tolerance E`,
 `float_relative_tolerance E` (problemtools' support/default_validator/default_validator.cc).
-kiln's modes (DESIGN.md, compare modes) take: tokens; float with epsilon E when the absolute and
-relative tolerances are the same E (kiln's float is "absolute or relative"); exact (every
-whitespace byte as the answer's) for space_change_sensitive without tolerances; each with
+kiln's modes (DESIGN.md, compare modes) take: tokens; float with absolute_epsilon and
+relative_epsilon (either suffices, a tolerance not given accepts only equal numbers, as its -1
+does) and float_rule kattis (its arithmetic in doubles); exact (every whitespace byte as the
+answer's) for space_change_sensitive without tolerances, exact_floats with them; each with
 ignore_case unless case_sensitive (strcasecmp folds ASCII letters only, as ignore_case does).
+A negative tolerance is as one not given (the validator's test is `>= 0`).
 
 Custom validation: a C++ output validator runs as `validator input answer feedback_dir [flags] <
 team_output`, exit 42 accepted, 43 wrong answer, else a judge error, its words in
@@ -22,6 +24,7 @@ leaves the validator the submission's pipes and prints judgemessage.txt to stder
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -36,10 +39,10 @@ INCLUDED_NAME = "kattis_validator.inc"  # not *.cpp: the judge build compiles ev
 _MAIN = re.compile(r"\bint\s+main\s*\(")
 
 
-def compare_mode(flags: list[str], where: Path) -> tuple[str, float | None, bool]:
-    """(kiln's compare mode, epsilon, ignore_case) doing exactly what the default validator does
-    with `flags`."""
-    given: dict[str, float] = {}
+def compare_mode(flags: list[str], where: Path) -> tuple[str, dict, bool]:
+    """(kiln's compare mode, its tolerance fields, ignore_case) doing exactly what the default
+    validator does with `flags`."""
+    absolute = relative = None  # each tolerance's last value, in the order the validator reads its flags
     switches = set()
     i = 0
     while i < len(flags):
@@ -50,29 +53,22 @@ def compare_mode(flags: list[str], where: Path) -> tuple[str, float | None, bool
             if i + 1 == len(flags):
                 raise PackageError(f"{where}: validator_flags {flag} lacks its value ({flag} 1e-6)")
             try:
-                given[flag] = float(flags[i + 1])
+                value = float(flags[i + 1])
             except ValueError:
-                raise PackageError(f"{where}: validator_flags {flag} {flags[i + 1]!r} is not a number") from None
+                value = math.nan
+            if not math.isfinite(value):  # its isfloat() refuses it: a judge error on every test
+                raise PackageError(f"{where}: validator_flags {flag} {flags[i + 1]!r} is not a finite number")
+            absolute = value if flag != "float_relative_tolerance" else absolute  # float_tolerance sets both
+            relative = value if flag != "float_absolute_tolerance" else relative
             i += 1
         else:
             raise PackageError(f"{where}: validator_flags {flag!r} is not a flag of Kattis's default validator ({', '.join(SWITCHES + TOLERANCES)})")
         i += 1
-    absolute = given.get("float_absolute_tolerance", given.get("float_tolerance"))
-    relative = given.get("float_relative_tolerance", given.get("float_tolerance"))
-    if absolute != relative:
-        which = "float_absolute_tolerance" if relative is None else "float_relative_tolerance" if absolute is None else "float_absolute_tolerance and float_relative_tolerance"
-        raise PackageError(
-            f"{where}: validator_flags {which} ({absolute} absolute, {relative} relative): kiln's float compare allows the same error absolute or relative; "
-            "use float_tolerance E, or judge with --compare float --epsilon E if that is what you mean"
-        )
     ignore_case = "case_sensitive" not in switches
-    if "space_change_sensitive" in switches:
-        if absolute is not None:
-            raise PackageError(f"{where}: validator_flags space_change_sensitive with a float tolerance: kiln compares either whitespace exactly or numbers within a tolerance, not both")
-        return "exact", None, ignore_case
-    if absolute is not None:
-        return "float", absolute, ignore_case
-    return "tokens", None, ignore_case
+    tolerances = {name: value for name, value in (("absolute_epsilon", absolute), ("relative_epsilon", relative)) if value is not None and value >= 0}
+    if not tolerances:
+        return ("exact" if "space_change_sensitive" in switches else "tokens"), {}, ignore_case
+    return ("exact_floats" if "space_change_sensitive" in switches else "float"), {**tolerances, "float_rule": "kattis"}, ignore_case
 
 
 def bridged_validator(folder: Path, flags: list[str]) -> Helper:

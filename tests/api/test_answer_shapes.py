@@ -86,6 +86,8 @@ def answers(srv) -> dict:
         "judge AC stop_on_failure": post("/judge", json=judge_body(plain[:1] + [plain[1]] + plain[:1], stop_on_failure=True)),
         "judge points and groups": post("/judge", json=checked_with_groups()),
         "judge points only": post("/judge", json=judge_body([{"stdin": "1", "expected": "2", "points": 2.5}, {"stdin": "2", "expected": "4", "points": 1}])),
+        "judge line_floats dmoj": post("/judge", json=judge_body(plain[:2], "print(int(input()) * 2.00001)\n", compare="line_floats", relative_epsilon=1e-4, float_rule="dmoj")),
+        "judge tolerance 400": post("/judge", json=judge_body(plain[:1], compare="float", epsilon=1e-6, absolute_epsilon=1e-6)),
         "checker does not build": post("/judge", json=judge_body(plain[:1], compare="checker", checker={"lang_slug": "python", "source": "print(\n"})),
     }
     shaped = {name: {"status": response.status_code, "body": shape(response.json())} for name, response in got.items()}

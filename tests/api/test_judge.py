@@ -201,6 +201,40 @@ def test_compare_modes_of_the_package_judges_and_ignore_case(server, mode, outpu
         assert judge(server, solution, [test], compare=mode).json()["verdict"] == "WA"
 
 
+@pytest.mark.parametrize(
+    ("mode", "fields", "output", "expected", "same"),
+    [
+        # DMOJ's floats: numbers within 1e-4 on the same lines (float alone would accept the second)
+        ("line_floats", {"epsilon": 1e-4, "float_rule": "dmoj"}, "1 0.33333\r\n\n2\n", "1 0.333333333\n2\n", True),
+        ("line_floats", {"epsilon": 1e-4, "float_rule": "dmoj"}, "1\n0.33333\n2\n", "1 0.333333333\n2\n", False),
+        # Kattis's space_change_sensitive float_tolerance 0.5: the whitespace as the answer's
+        ("exact_floats", {"epsilon": 0.5, "float_rule": "kattis"}, "PI is 3.4\n", "PI is 3.14\n", True),
+        ("exact_floats", {"epsilon": 0.5, "float_rule": "kattis"}, "PI  is 3.14\n", "PI is 3.14\n", False),
+        # Kattis's float_absolute_tolerance alone, in doubles: 0.300001 is 1.0000000000287557e-06 off 0.3
+        ("float", {"absolute_epsilon": 1e-6, "float_rule": "kattis"}, "0.300001\n", "0.3\n", False),
+        ("float", {"absolute_epsilon": 1e-6}, "0.300001\n", "0.3\n", True),  # kiln's decimal: as written
+        ("float", {"relative_epsilon": 0.1, "float_rule": "kattis"}, "105 0\n", "100 0\n", True),
+        ("float", {"relative_epsilon": 0.1, "float_rule": "kattis"}, "105 0.01\n", "100 0\n", False),  # relative to 0: only 0
+    ],
+)
+@pytest.mark.parametrize("size", ["small", "large"])
+def test_the_float_modes_of_dmoj_and_kattis_with_their_tolerances_and_rules(server, mode, fields, output, expected, same, size):
+    if size == "large":  # well past COMPARE_INLINE_MAX: the worker thread's path, the answer from the store
+        output, expected = output * 3000, expected * 3000
+    posted = server.client.post("/files", content=expected.encode())
+    test = {"stdin": output, "expected_file": posted.json()["id"]} if size == "large" else {"stdin": output, "expected": expected}
+    solution = "import sys\nsys.stdout.write(sys.stdin.read())\n"
+    body = judge(server, solution, [test], compare=mode, **fields).json()
+    assert body["verdict"] == ("AC" if same else "WA"), body
+
+
+def test_a_tolerance_that_does_not_fit_is_a_400_naming_the_field(server):
+    both = judge(server, compare="float", epsilon=1e-6, relative_epsilon=1e-6)
+    assert both.status_code == 400 and both.json()["error"].startswith("epsilon sets both absolute_epsilon and relative_epsilon")
+    dmoj = judge(server, compare="line_floats", float_rule="dmoj", absolute_epsilon=0.1, relative_epsilon=0.2)
+    assert dmoj.status_code == 400 and dmoj.json()["error"].startswith("float_rule dmoj takes")
+
+
 @pytest.mark.parametrize("epsilon", ["1e400", str(10**400)])
 def test_an_epsilon_beyond_a_double_is_a_number_like_any_other(server, epsilon):
     solution = "print(5)\n"

@@ -56,11 +56,21 @@ def test_a_kattis_package_with_default_validation_compares_numbers_within_its_fl
     assert exact.returncode == 0 and "verdict: AC, 3/3" in exact.stdout, exact.stdout + exact.stderr
 
 
-def test_a_kattis_flag_kiln_cannot_honour_exactly_is_refused_naming_it(srv, tmp_path):
+def test_a_kattis_absolute_tolerance_alone_allows_no_relative_error(srv, tmp_path):
     package = quotient_package(tmp_path / "quotient", "float_absolute_tolerance 1e-4")
     done = kiln_judge(solution(tmp_path, QUOTIENT), package, srv=srv)
-    assert done.returncode == 2 and done.stdout == ""
-    assert "the Kattis package in" in done.stderr and "float_absolute_tolerance" in done.stderr and "float_tolerance" in done.stderr
+    # 41666.67 is 3e-3 off absolutely: within float_tolerance 1e-4 (relatively), not within this
+    assert [row[:2] for row in rows(done.stdout)] == [["sample/1", "AC"], ["secret/1", "WA"], ["secret/2", "WA"]], done.stdout + done.stderr
+    exact = kiln_judge(solution(tmp_path, QUOTIENT.replace(".2f", ".7f")), package, srv=srv)
+    assert exact.returncode == 0 and "verdict: AC, 3/3" in exact.stdout, exact.stdout + exact.stderr
+
+
+def test_a_kattis_space_change_sensitive_tolerance_asks_the_answers_whitespace(srv, tmp_path):
+    package = quotient_package(tmp_path / "quotient", "space_change_sensitive float_tolerance 1e-4")
+    exact = kiln_judge(solution(tmp_path, QUOTIENT.replace(".2f", ".7f")), package, srv=srv)
+    assert exact.returncode == 0 and "verdict: AC, 3/3" in exact.stdout, exact.stdout + exact.stderr
+    spaced = kiln_judge(solution(tmp_path, QUOTIENT.replace(".2f", ".7f").replace("print(f'", "print(f' ")), package, srv=srv)
+    assert [row[1] for row in rows(spaced.stdout)] == ["WA", "WA", "WA"], spaced.stdout + spaced.stderr
 
 
 # a validate.h of this test's own (Kattis's style: exit 42 accepted, 43 wrong answer, feedback file)
@@ -198,6 +208,18 @@ test_cases:
 """
     folder.mkdir(parents=True)
     return write(folder, files)
+
+
+def test_a_dmoj_floats_checker_is_line_aware_as_dmojs(srv, tmp_path):
+    package = pairs_package(tmp_path / "pairs", points=(1, 10, 40))
+    init = package / "init.yml"
+    init.write_text(init.read_text().replace("checker: standard", "checker: {name: floats, args: {precision: 4, error_mode: absolute}}"))
+    close = "n = int(input())\nprint(n + 0.00004, 2 * n - 0.00009, end='\\r\\n\\n')\n"  # within 1e-4, CRLF and an empty line
+    done = kiln_judge(solution(tmp_path, close), package, srv=srv)
+    assert done.returncode == 0 and "verdict: AC, 4/4" in done.stdout, done.stdout + done.stderr
+    # the same numbers on two lines: DMOJ's floats asks the answer's lines
+    broken = kiln_judge(solution(tmp_path, "n = int(input())\nprint(n)\nprint(2 * n)\n"), package, srv=srv)
+    assert [row[1] for row in rows(broken.stdout)] == ["WA", "WA", "WA", "SK"], broken.stdout + broken.stderr
 
 
 def test_a_dmoj_standard_checker_is_line_aware_as_dmojs(srv, tmp_path):

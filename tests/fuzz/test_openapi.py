@@ -36,6 +36,7 @@ from werkzeug.test import Client
 from kiln import config, runtime
 from kiln.http import api
 from kiln.http import judge_request as request
+from kiln.judge import numbers
 from kiln.http.api import App
 from kiln.http.metrics import Metrics
 from kiln.http.validate import RUN_LIMITS
@@ -166,6 +167,9 @@ def test_judge_request_fields_are_exactly_the_contracts():
         "tests": "array",
         "compare": ["string", "null"],
         "epsilon": ["number", "null"],
+        "absolute_epsilon": ["number", "null"],
+        "relative_epsilon": ["number", "null"],
+        "float_rule": ["string", "null"],
         "ignore_case": ["boolean", "null"],
         "limits": None,  # anyOf: JudgeLimits or null
         "compile_timeout": ["string", "null"],
@@ -181,7 +185,10 @@ def test_judge_request_fields_are_exactly_the_contracts():
     assert fields["tests"]["minItems"] == 1 and "maxItems" not in fields["tests"]  # RUN_JUDGE_TESTS_MAX is the server's
     assert fields["compare"]["enum"] == [*compare.MODES, None] and fields["compare"]["default"] == "tokens"
     assert fields["ignore_case"]["default"] is False and all(f"`{mode}`" in fields["ignore_case"]["description"] for mode in compare.BYTE_MODES)
-    assert (fields["epsilon"]["default"], fields["epsilon"]["minimum"]) == (request.DEFAULT_EPSILON, 0)
+    assert (fields["epsilon"]["default"], fields["epsilon"]["minimum"]) == (numbers.DEFAULT_EPSILON, 0)
+    assert all(fields[name]["minimum"] == 0 for name in ("absolute_epsilon", "relative_epsilon"))
+    assert fields["float_rule"]["enum"] == [*numbers.RULES, None] and fields["float_rule"]["default"] == numbers.RULES[0]
+    assert all(f"`{mode}`" in fields["compare"]["description"] for mode in compare.FLOAT_MODES)
     assert fields["compile_timeout"]["default"] == format_duration_ms(request.COMPILE_TIMEOUT_MS)
     assert fields["stop_on_failure"]["default"] is False
     assert fields["limits"]["anyOf"] == [{"$ref": "#/components/schemas/JudgeLimits"}, {"type": "null"}]

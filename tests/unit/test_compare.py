@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kiln.judge import compare
+from kiln.judge import compare, numbers
 from kiln.judge.compare import same
+from kiln.judge.numbers import Tolerance
 
 
 @pytest.mark.parametrize(
@@ -70,7 +71,7 @@ def test_lines(output, expected, equal):
     ],
 )
 def test_float(output, expected, epsilon, equal):
-    assert same("float", output, expected, epsilon) is equal
+    assert same("float", output, expected, Tolerance.both(epsilon)) is equal
 
 
 # line_tokens is DMOJ's `standard` checker (dmoj/checkers/_checker.c): tokens equal, and a line
@@ -127,9 +128,9 @@ def test_line_tokens_agree_with_a_plain_model(one, other):
     ],
 )
 def test_ignore_case(mode, output, expected, equal):
-    assert same(mode, output, expected, 1e-4, ignore_case=True) is equal
+    assert same(mode, output, expected, Tolerance.both(1e-4), ignore_case=True) is equal
     if equal and output.lower() != output and mode != "float":  # and without it, case counts
-        assert not same(mode, output, expected, 1e-4)
+        assert not same(mode, output, expected, Tolerance.both(1e-4))
 
 
 def test_exact():
@@ -171,7 +172,7 @@ def test_float_decides_as_decimal_arithmetic_does_at_the_bound(mantissa, exponen
         offset = bound * (1 + nudge * decimal.Decimal(10) ** -digits)
         x = y - offset if below else y + offset
     a, b = str(x).encode(), str(y).encode()
-    assert compare._close(a, b, epsilon) is compare._close_exactly(a, b, epsilon), (a, b, epsilon)
+    assert numbers._decimal(a, b, epsilon, epsilon) is numbers._decimal_exactly(a, b, epsilon, epsilon), (a, b, epsilon)
 
 
 @pytest.mark.parametrize("mode", ["tokens", "line_tokens", "float", "lines"])
@@ -180,3 +181,99 @@ def test_a_long_comparison_pauses_every_pace_items(mode):
     lines = b"".join(b"%d  \n" % i for i in range(3 * compare.PACE + 5))
     assert same(mode, lines, lines.replace(b"  \n", b"\n"), pause=lambda: calls.append(1))
     assert len(calls) == 3
+
+
+# line_floats is DMOJ's `floats` checker (dmoj/checkers/floats.py): lines split at \r or \n, empty
+# ones dropped (a line of only spaces is not empty), as many lines and as many tokens on each
+@pytest.mark.parametrize(
+    ("output", "expected", "equal"),
+    [
+        (b"1 2\n3\n", b"1 2.0000001\n3", True),
+        (b"1 2\r\n\r\n\n3\n\n", b"1 2\n3", True),  # CRLF and empty lines, inside and after
+        (b"1 2  \n3", b"1 2\n3", True),  # trailing spaces inside a line
+        (b"1\n2 3", b"1 2\n3", False),  # the same tokens on other lines (float and tokens: equal)
+        (b"1 2\n \n3", b"1 2\n3", False),  # a line of spaces is a line with no tokens (line_tokens: equal)
+        (b"1 2\n3\n\t", b"1 2\n3\n", False),  # and after the last one too
+        (b"abc 0.68 def", b"abc 0.680001 def", True),  # mixed lines: words as text, numbers within epsilon
+        (b"ABC", b"abc", False),
+        (b"1 2", b"1 2 3", False),
+        (b"", b"\n\r\n", True),
+    ],
+)
+def test_line_floats(output, expected, equal):
+    assert same("line_floats", output, expected) is equal
+
+
+@given(st.lists(st.text(alphabet="1x \t\r\n", max_size=5), max_size=6), st.lists(st.text(alphabet="1x \r\n", max_size=5), max_size=6))
+def test_line_floats_agree_with_a_plain_model(one, other):
+    def model(data: bytes) -> list[list[bytes]]:  # DMOJ floats' lines, each as its tokens
+        return [line.split() for line in re.split(rb"[\r\n]", data) if line]
+
+    a, b = "\n".join(one).encode(), " ".join(other).encode()
+    assert same("line_floats", a, b) == (model(a) == model(b))
+
+
+# exact_floats is Kattis's default validator with space_change_sensitive and a tolerance: every run
+# of whitespace as the answer's, byte for byte (problemtools' test_combined_flags and test_space_sensitive)
+@pytest.mark.parametrize(
+    ("output", "expected", "equal"),
+    [
+        (b"PI is 3.14\n", b"PI is 3.14\n", True),
+        (b"PI is 3.4\n", b"PI is 3.14\n", True),  # within 0.5
+        (b"PI is 2.0", b"PI is 1.0", False),
+        (b"PI  is 3.14\n", b"PI is 3.14\n", False),
+        (b"PI is 3.14", b"PI is 3.14\n", False),  # the final newline counts
+        (b"PI is 3.14\n\n", b"PI is 3.14\n", False),
+        (b"hello\nworld\n", b"hello\n world\n", False),
+        (b" 1", b"1", False),
+        (b"1\r\n", b"1\n", False),
+        (b"", b"", True),
+    ],
+)
+def test_exact_floats(output, expected, equal):
+    assert same("exact_floats", output, expected, Tolerance.both(0.5, "kattis")) is equal
+
+
+# absolute and relative tolerances apart (either suffices; 0 accepts only equal numbers), under each
+# rule; problemtools' default_validator_tests give the first six
+@pytest.mark.parametrize(
+    ("output", "expected", "tolerance", "equal"),
+    [
+        (b"1.4", b"1", Tolerance(0.5, 0, "kattis"), True),
+        (b"1.4", b"1", Tolerance(0.1, 0, "kattis"), False),
+        (b"105", b"100", Tolerance(0, 0.1, "kattis"), True),
+        (b"105", b"100", Tolerance(0, 0.01, "kattis"), False),
+        (b"1", b"0", Tolerance(0, 0.01, "kattis"), False),
+        (b"1.50001", b"1", Tolerance(0.5, 0.5, "kattis"), False),
+        (b"105", b"100", Tolerance(0, 0.05), True),  # decimal: inclusive as written
+        (b"105", b"100", Tolerance(0.049, 0.049), False),
+        # at the bound, in doubles: |0.3 - 0.300001| is 1.0000000000287557e-06 > 1e-6
+        (b"0.300001", b"0.3", Tolerance.both(1e-6), True),
+        (b"0.300001", b"0.3", Tolerance.both(1e-6, "kattis"), False),
+        (b"0.300001", b"0.3", Tolerance.both(1e-6, "dmoj"), False),
+        # |7 - 7.000007| = 7.000000000090267e-06 > 1e-6 x 7 (Kattis), |1 - 7.000007/7| = 9.99999999918e-07 <= 1e-6 (DMOJ default)
+        (b"7.000007", b"7", Tolerance.both(1e-6, "kattis"), False),
+        (b"7.000007", b"7", Tolerance.both(1e-6, "dmoj"), True),
+        # DMOJ relative: 3.000003 above 3 x (1 + 1e-6) = 3.0000029999999995; Kattis: within 1e-6 x 3
+        (b"3.000003", b"3", Tolerance(0, 1e-6, "dmoj"), False),
+        (b"3.000003", b"3", Tolerance(0, 1e-6, "kattis"), True),
+        (b"0", b"0", Tolerance(0, 1e-6, "dmoj"), True),
+        (b"1e-300", b"0", Tolerance(0, 1e-6, "dmoj"), False),
+        (b"1", b"0", Tolerance(0, 0, "dmoj"), False),  # DMOJ divides by the 0 expected: its check fails
+        # beyond a double: Kattis compares such a token as text, DMOJ's inf is never within anything
+        (b"1e999", b"1e999", Tolerance.both(1e-6, "kattis"), True),
+        (b"1e999", b"2e999", Tolerance.both(1e-6, "kattis"), False),
+        (b"1e999", b"1e999", Tolerance.both(1e-6, "dmoj"), False),
+        (b"nan", b"nan", Tolerance.both(1e-6, "dmoj"), True),  # not a number by the pattern: text
+    ],
+)
+def test_tolerances_and_rules(output, expected, tolerance, equal):
+    assert same("float", output, expected, tolerance) is equal
+
+
+@pytest.mark.parametrize("mode", ["line_floats", "exact_floats"])
+def test_the_line_and_space_aware_float_modes_pause_too(mode):
+    calls = []
+    lines = b"".join(b"%d\n" % i for i in range(3 * compare.PACE + 5))  # two items a line: its mark or newline, its number
+    assert same(mode, lines, lines, pause=lambda: calls.append(1))
+    assert len(calls) == 6

@@ -25,26 +25,33 @@ def kattis_package(folder: Path, problem: str, answers: dict[str, str]) -> Path:
 @pytest.mark.parametrize(
     ("flags", "answer", "mode"),
     [
-        ("", "42\n", ("tokens", None, True)),
-        ("", "Yes\n", ("tokens", None, True)),  # Kattis ignores case unless case_sensitive
-        ("float_tolerance 1e-6", "0.5 1e5\n", ("float", 1e-6, True)),
-        ("float_absolute_tolerance 1e-3 float_relative_tolerance 1e-3", "0.5\n", ("float", 1e-3, True)),
-        ("case_sensitive space_change_sensitive", "YES\n", ("exact", None, False)),
-        ("space_change_sensitive", "YES\n", ("exact", None, True)),
-        ("case_sensitive", "Yes\n", ("tokens", None, False)),
+        ("", "42\n", ("tokens", {}, True)),
+        ("", "Yes\n", ("tokens", {}, True)),  # Kattis ignores case unless case_sensitive
+        ("float_tolerance 1e-6", "0.5 1e5\n", ("float", {"absolute_epsilon": 1e-6, "relative_epsilon": 1e-6, "float_rule": "kattis"}, True)),
+        ("float_absolute_tolerance 1e-3 float_relative_tolerance 1e-3", "0.5\n", ("float", {"absolute_epsilon": 1e-3, "relative_epsilon": 1e-3, "float_rule": "kattis"}, True)),
+        # separate tolerances, each alone: the one not given accepts only equal numbers (its -1)
+        ("float_relative_tolerance 1e-6", "0.5\n", ("float", {"relative_epsilon": 1e-6, "float_rule": "kattis"}, True)),
+        ("float_absolute_tolerance 0.1 float_relative_tolerance 0.01", "0.5\n", ("float", {"absolute_epsilon": 0.1, "relative_epsilon": 0.01, "float_rule": "kattis"}, True)),
+        ("float_tolerance 0.5 float_absolute_tolerance 0.1", "1\n", ("float", {"absolute_epsilon": 0.1, "relative_epsilon": 0.5, "float_rule": "kattis"}, True)),  # read in order
+        ("float_absolute_tolerance -1 float_relative_tolerance 0.1", "1\n", ("float", {"relative_epsilon": 0.1, "float_rule": "kattis"}, True)),  # negative: not used
+        # problemtools' test_combined_flags: space_change_sensitive with a tolerance
+        ("case_sensitive space_change_sensitive float_tolerance 0.5", "PI is 3.14\n", ("exact_floats", {"absolute_epsilon": 0.5, "relative_epsilon": 0.5, "float_rule": "kattis"}, False)),
+        ("case_sensitive space_change_sensitive", "YES\n", ("exact", {}, False)),
+        ("space_change_sensitive", "YES\n", ("exact", {}, True)),
+        ("case_sensitive", "Yes\n", ("tokens", {}, False)),
     ],
 )
 def test_kattis_default_validation_becomes_the_compare_mode_that_does_the_same(tmp_path, flags, answer, mode):
     package = kattis.read(kattis_package(tmp_path, f"validator_flags: {flags}\nlimits: {{memory: 64, time_limit: 1.5}}\n", {"1": answer}))
-    assert (package.compare, package.epsilon, package.ignore_case) == mode
+    assert (package.compare, package.tolerance, package.ignore_case) == mode
     assert (package.time_ms, package.memory_bytes) == (1500, 64 << 20)
 
 
 @pytest.mark.parametrize(
     ("flags", "answer", "named"),
     [
-        ("float_relative_tolerance 1e-6", "0.5\n", "float_relative_tolerance"),
-        ("space_change_sensitive float_tolerance 1e-6", "0.5\n", "space_change_sensitive"),
+        ("float_relative_tolerance x", "0.5\n", "float_relative_tolerance 'x' is not a finite number"),
+        ("float_tolerance inf", "0.5\n", "float_tolerance 'inf' is not a finite number"),
         ("ignore_case", "1\n", "ignore_case"),
     ],
 )
@@ -110,11 +117,27 @@ test_cases:
 - {batched: [{in: c.in, out: c.out}], dependencies: [1]}
 """
     package = dmoj.read(dmoj_folder(tmp_path / "p", init, files))
-    assert (package.compare, package.epsilon) == ("float", pytest.approx(1e-4))
+    assert (package.compare, package.tolerance) == ("line_floats", {"epsilon": 1e-4, "float_rule": "dmoj"})
     assert [(t.name, t.points) for t in package.tests] == [("1", 5.0), ("2.1", None), ("3.1", None)]
     # dependencies name batches by their number among the batches: batch 1 is test case 2; points default to 1
     assert [(g["name"], g["tests"], g["points"], g["scoring"], g["depends"]) for g in package.groups] == [("2", [1], 20.0, "all", []), ("3", [2], 1.0, "all", ["2"])]
     assert package.time_ms is None and any("--time" in note for note in package.notes)
+
+
+@pytest.mark.parametrize(
+    ("checker", "tolerance"),
+    [
+        ("floats", {"epsilon": 1e-6, "float_rule": "dmoj"}),  # precision 6, error_mode default
+        ("{name: floats, args: {error_mode: absolute, precision: 3}}", {"absolute_epsilon": 1e-3, "float_rule": "dmoj"}),
+        ("{name: floats, args: {error_mode: relative}}", {"relative_epsilon": 1e-6, "float_rule": "dmoj"}),
+        ("floatsabs", {"absolute_epsilon": 1e-6, "float_rule": "dmoj"}),
+        ("{name: floatsrel, args: {precision: 2}}", {"relative_epsilon": 0.01, "float_rule": "dmoj"}),
+        ("{name: floats, args: {precision: 0}}", {"epsilon": 1.0, "float_rule": "dmoj"}),
+    ],
+)
+def test_dmoj_floats_each_error_mode_is_line_floats_with_its_tolerance(tmp_path, checker, tolerance):
+    package = dmoj.read(dmoj_folder(tmp_path / "p", f"checker: {checker}\ntest_cases: [{{in: a.in, out: a.out}}]\n", {"a.in": "1\n", "a.out": "1\n"}))
+    assert (package.compare, package.tolerance) == ("line_floats", tolerance)
 
 
 def test_dmoj_a_zero_point_case_or_batch_is_a_barrier_every_later_case_depends_on(tmp_path):
@@ -159,8 +182,10 @@ def test_dmoj_inputs_and_answers_are_sent_as_dmoj_reads_them(tmp_path, binary, g
 
 
 def test_dmoj_refuses_what_does_not_map_and_an_archive_member_outside_it(tmp_path):
-    with pytest.raises(PackageError, match="floatsabs"):
-        dmoj.read(dmoj_folder(tmp_path / "a", "checker: floatsabs\ntest_cases: [{in: a.in, out: a.out, points: 1}]\n", {"a.in": "", "a.out": ""}))
+    with pytest.raises(PackageError, match="floatsabs sets error_mode itself"):
+        dmoj.read(dmoj_folder(tmp_path / "a", "checker: {name: floatsabs, args: {error_mode: relative}}\ntest_cases: [{in: a.in, out: a.out, points: 1}]\n", {"a.in": "", "a.out": ""}))
+    with pytest.raises(PackageError, match="error_mode 'ulp'"):
+        dmoj.read(dmoj_folder(tmp_path / "d", "checker: {name: floats, args: {error_mode: ulp}}\ntest_cases: [{in: a.in, out: a.out, points: 1}]\n", {"a.in": "", "a.out": ""}))
     with pytest.raises(PackageError, match="generator"):
         dmoj.read(dmoj_folder(tmp_path / "b", "generator: gen.py\ntest_cases: [{in: a.in, points: 1}]\n", {}))
     folder = dmoj_folder(tmp_path / "c", "archive: t.zip\ntest_cases: [{in: a.in, out: a.out, points: 1}]\n", {})
