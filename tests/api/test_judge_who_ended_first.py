@@ -33,11 +33,15 @@ def server():
     srv.stop()
 
 
-def judged(srv, solution: str, interactor: str, lang: str = "python", **fields) -> dict:
-    body = {"lang_slug": lang, "solution_text": solution, "tests": [{"stdin": "5"}], "interactor": {"lang_slug": "python", "source": interactor}, **fields}
+def judged_all(srv, solution: str, interactor: str, lang: str = "python", count: int = 1, **fields) -> list[dict]:
+    body = {"lang_slug": lang, "solution_text": solution, "tests": [{"stdin": "5"}] * count, "interactor": {"lang_slug": "python", "source": interactor}, **fields}
     answer = srv.client.post("/judge", json=body)
     assert answer.status_code == 200, answer.text
-    [test] = answer.json()["tests"]
+    return answer.json()["tests"]
+
+
+def judged(srv, solution: str, interactor: str, lang: str = "python", **fields) -> dict:
+    [test] = judged_all(srv, solution, interactor, lang, **fields)
     return test
 
 
@@ -46,6 +50,8 @@ def test_an_interactors_wrong_answer_stands_when_the_submission_then_fails_on_th
     assert (test["verdict"], test["checker_message"]) == ("WA", "wrong from the first guess\n"), test
     assert test["exit_code"] == 1 and "EOFError" in test["stderr"], test  # its own end is still shown
     assert judged(server, GUESSES_THEN_READS, MALFORMED_AT_ONCE)["verdict"] == "PE"
+    # every test of a request the same way (each pair in slots of its own)
+    assert [t["verdict"] for t in judged_all(server, GUESSES_THEN_READS, WRONG_AT_ONCE, count=6)] == ["WA"] * 6
 
 
 def test_an_interactors_wrong_answer_stands_when_the_submission_then_dies_of_sigpipe(server):
