@@ -50,6 +50,8 @@ from kiln.wire.protocol import ByDescriptor, Job, Limits, ProtocolError, RunResu
 VERDICTS = ("SK", "TLE", "MLE", "OLE", "SV", "RE", "AC", "PT", "WA", "PE", "IE")
 CHECKER_WALL_MS = 10_000  # a checker's; an interactor's at least its test's wall time + 1 s; never past RUN_TIMEOUT_MAX
 CHECKER_VERDICTS = {0: "AC", 1: "WA", 2: "PE"}  # testlib's exit codes; any other: IE
+# an interactor's verdicts that stand when it ended before the submission (interactive_verdict)
+INTERACTOR_FIRST_VERDICTS = ("WA", "PE")
 # a comparison of at most this many bytes (output and inline expected answer) runs on the event
 # loop (~3 ms of tokens at worst): a thread's hand-over would cost more than it saves
 COMPARE_INLINE_MAX = 16 * 1024
@@ -249,7 +251,8 @@ class Judge:
     def _interactive_test(self, request: JudgeRequest, build: Build, helpers: dict[str, Build], test: Test, files: FileStore | None, gone) -> TestResult:
         """The submission and its interactor at once, each in its own slot: the submission's
         stdout is the interactor's stdin and the reverse (two pipes, passed on by their inits).
-        The submission's own verdict if it has one, else the interactor's exit code; with a
+        An interactor's WA or PE if it ended first, else the submission's own verdict if it has
+        one, else the interactor's exit code (interactive_verdict); with a
         checker (Polygon's model), an interactor's AC goes on to the checker, which judges the
         record the interactor wrote (its second argument, given back by its init) as a test's
         output: bounded by the test's `output`, past it OLE. The input and answer of the store
@@ -279,10 +282,8 @@ class Judge:
             self.log.error("an interactive test's slot was lost", lang=request.slug, error=str(error))
             return TestResult.not_run("IE")
         result, helper_result = ran.result, judged.result
-        verdict = run_verdict(result, limits.time_ms, limits.memory)
+        verdict = interactive_verdict(result, helper_result, limits)
         message = cut(helper_result.stderr)
-        if verdict is None:
-            verdict = helper_verdict(helper_result)
         partial = None
         if verdict == "AC" and checker is not None:
             texts = (stdin, helper_result.returned or b"", expected if expected is not None else b"")
@@ -330,6 +331,26 @@ def helper_verdict(result: RunResult) -> str:
     if result.outcome != "exited":
         return "IE"
     return CHECKER_VERDICTS.get(result.exit_code, "IE")
+
+
+def interactive_verdict(submission: RunResult, interactor: RunResult, limits: TestLimits) -> str:
+    """An interactive test's verdict by who ended first, as Kattis, DOMjudge and Codeforces
+    judge: an interactor that ended first with WA or PE has its verdict, whatever the submission
+    then did on the closed pipe (an EOFError, a SIGPIPE, or a wait until kiln stopped it for
+    time: stopped by kiln, it ended when kiln reaped it, after the interactor); else the
+    submission's own verdict if it has one (TLE, MLE, RE, ...), else the interactor's. kiln's own
+    failure (IE) stands either way."""
+    own = run_verdict(submission, limits.time_ms, limits.memory)
+    said = helper_verdict(interactor)
+    if said in INTERACTOR_FIRST_VERDICTS and own != "IE" and ended_first(interactor, submission):
+        return said
+    return own or said
+
+
+def ended_first(one: RunResult, other: RunResult) -> bool:
+    """`one` was reaped strictly before `other` (both stamps kiln-init's, on the host's one
+    CLOCK_MONOTONIC). A tie or a missing stamp is no "first": the submission's verdict stands."""
+    return 0 < one.ended_ms < other.ended_ms
 
 
 def run_verdict(result: RunResult, time_ms: int, memory: int) -> str | None:

@@ -497,10 +497,14 @@ enum outcome { OUTCOMES(OUTCOME_ENUM) };
 const char *outcome_name(unsigned i); /* NULL past them */
 /* The result frame's fields before its blobs, in this order (protocol.py's RESULT_KEYS, which
  * decode_result reads; `kiln-init contract` prints them): X(key, the printf format of its value).
- * RESULT_FORMAT is the header's fields, one snprintf format that -Wformat checks. */
+ * RESULT_FORMAT is the header's fields, one snprintf format that -Wformat checks. ended_ms: when
+ * the task was reaped (the test's init, for a later judge test), on CLOCK_MONOTONIC, which every
+ * slot of the host shares (no time namespaces): an interactive test's two results say which side
+ * ended first (judge.py ended_first); the stamp reap() takes anyway for wall_ms. */
 #define RESULT_FIELDS(X)                                                                          \
     X(op, "\"result\"") X(exit_code, "%s") X(outcome, "\"%s\"") X(wall_ms, "%.1f") X(cpu_ms, "%.1f")    \
-    X(memory_peak_bytes, "%lld") X(signal, "%s") X(output_overflow, "%s") X(next, "%s") X(address_space_reached, "%s")
+    X(memory_peak_bytes, "%lld") X(signal, "%s") X(output_overflow, "%s") X(next, "%s") X(address_space_reached, "%s") \
+    X(ended_ms, "%.3f")
 #define RESULT_FIELD_FORMAT(key, format) ",\"" #key "\":" format
 #define RESULT_FORMAT (RESULT_FIELDS(RESULT_FIELD_FORMAT) + 1) /* without the first field's comma */
 

@@ -125,7 +125,7 @@ const char *outcome_name(unsigned i) {
 void send_failure(const struct slot *s, const char *message) {
     char text[ERR + 16], fields[512];
     int n = snprintf(text, sizeof text, "kiln: %s\n", message);
-    snprintf(fields, sizeof fields, RESULT_FORMAT, "null", OUTCOME_NAMES[OUTCOME_infrastructure_failure], 0.0, 0.0, 0LL, "null", "false", "false", "false");
+    snprintf(fields, sizeof fields, RESULT_FORMAT, "null", OUTCOME_NAMES[OUTCOME_infrastructure_failure], 0.0, 0.0, 0LL, "null", "false", "false", "false", monotonic_s() * 1e3);
     send_result(s->sock, fields, "", 0, text, n, NULL, 0);
 }
 
@@ -157,6 +157,6 @@ void send_result_of(struct slot *slot, const struct run *run, double started, lo
     if (signal_out) snprintf(sig, sizeof sig, "%d", signal_out);
     double ended = run->ended_at ? run->ended_at : monotonic_s();
     snprintf(fields, sizeof fields, RESULT_FORMAT, code, OUTCOME_NAMES[outcome], (ended - started) * 1000, cpu_ms, memory, sig, run->overflow ? "true" : "false", run->next ? "true" : "false",
-             address_space_reached(&run->address_space, run) ? "true" : "false");
+             address_space_reached(&run->address_space, run) ? "true" : "false", ended * 1e3);
     send_result(slot->sock, fields, run->out, run->out_len, run->err, run->err_len, layer, layer_len);
 }

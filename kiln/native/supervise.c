@@ -59,8 +59,10 @@ static void read_stream(struct run *run, struct pollfd *fds, int which) {
 
 /* What the task wrote and the other side has not taken yet, written as far as its pipe takes it.
  * The other side gone (EPIPE): nothing more goes on, and the task's stdout is closed (its next
- * write fails as a write to a closed pipe does); its stdout at end-of-file and all passed on:
- * the pipe is closed, the other side reads end-of-file. */
+ * write fails as a write to a closed pipe does); its stdout at end-of-file, all passed on and the
+ * task reaped: the pipe is closed, the other side reads end-of-file. Not before the reap, as
+ * Kattis's interactive runner holds the pipe: the task's end is stamped (reap()) before the other
+ * side can end on that end-of-file, so "who ended first" (judge.py) never reads it the wrong way. */
 static void forward(struct run *run, struct pollfd *fds) {
     size_t pending = run->out_len - run->forwarded;
     if (pending) {
@@ -78,7 +80,7 @@ static void forward(struct run *run, struct pollfd *fds) {
             return;
         }
     }
-    if (!pending && fds[P_OUT].fd < 0) close(run->forward_fd), run->forward_fd = -1;
+    if (!pending && fds[P_OUT].fd < 0 && run->has_status) close(run->forward_fd), run->forward_fd = -1;
 }
 
 /* The run's time is up (its deadline, or its CPU limit): what the kernel had recorded by then

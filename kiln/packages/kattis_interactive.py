@@ -14,9 +14,9 @@ exit code and prints judgemessage.txt to stderr:
 - a Python validator: PYTHON_ADAPTER below, which runs it with the interpreter it runs on, in a
   child process, its main file renamed VALIDATOR_PY (the adapter is the build's main.py).
 
-Verdicts: kiln takes the submission's own verdict (TLE, RE, ...) before the validator's. Kattis
-does so too, except when the validator exits first with a wrong answer, which then stands; under
-kiln a submission that crashes on the closed pipe after such a WA is RE (README says so).
+Verdicts: by who ended first, as Kattis judges (judge.py interactive_verdict): a validator that
+ends first with a wrong answer (43, the adapter's 1) stands whatever the submission then does on
+the closed pipe; a submission that ends first keeps its own verdict (TLE, RE, ...).
 """
 
 from __future__ import annotations

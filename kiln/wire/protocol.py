@@ -210,6 +210,9 @@ class RunResult:
     next: bool = False  # the slot can run another judge test (exec job) after this one
     # the job's address-space limit refused an allocation (or the program's exec) of the task's
     address_space_reached: bool = False
+    # when the task was reaped, in ms of CLOCK_MONOTONIC, shared by every slot of the host: which
+    # of an interactive test's two runs ended first (judge.py ended_first); in no answer's JSON
+    ended_ms: float = 0.0
 
 
 class PrestartFailed(Exception):
@@ -237,7 +240,7 @@ def job_fds(job: Job) -> tuple[int, ...]:
 
 
 # result.c writes "op" then these, in this order
-_RESULT_TYPES = {"exit_code": (int, type(None)), "outcome": (str,), "wall_ms": (int, float), "cpu_ms": (int, float), "memory_peak_bytes": (int,), "signal": (int, type(None)), "output_overflow": (bool,), "next": (bool,), "address_space_reached": (bool,)}
+_RESULT_TYPES = {"exit_code": (int, type(None)), "outcome": (str,), "wall_ms": (int, float), "cpu_ms": (int, float), "memory_peak_bytes": (int,), "signal": (int, type(None)), "output_overflow": (bool,), "next": (bool,), "address_space_reached": (bool,), "ended_ms": (int, float)}
 RESULT_KEYS = ("op", *_RESULT_TYPES)
 
 

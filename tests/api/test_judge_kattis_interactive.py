@@ -80,6 +80,7 @@ while True:
 """
 CLAIMS_ONE = 'print("! 1", flush=True)\n'
 NEVER_ASKS = "input()\n"  # waits for the validator, which waits for it
+CLAIMS_ONE_THEN_READS = 'print("! 1", flush=True)\ninput()\n'  # an EOFError once the validator has left
 
 
 def guessing_package(folder: Path, problem: str, validator: dict[str, str]) -> Path:
@@ -109,6 +110,14 @@ def test_a_kattis_interactive_problem_with_a_cpp_validator_judges_ac_wa_and_tle(
     silent = kiln_judge(solution(tmp_path, NEVER_ASKS), package, "--stop-on-failure", srv=srv)
     assert silent.returncode == 1, silent.stderr
     assert [row[1] for row in rows(silent.stdout)][0] == "TLE", silent.stdout
+
+
+def test_a_validators_wrong_answer_that_ends_first_stands_when_the_submission_then_crashes(srv, tmp_path):
+    # as Kattis judges (problemtools judge/execute.py: a validator that exited first with 43 is
+    # followed): WA, not the RE of the submission's EOFError on the closed pipe
+    done = kiln_judge(solution(tmp_path, CLAIMS_ONE_THEN_READS), cpp_package(tmp_path / "guess"), srv=srv)
+    assert [row[1] for row in rows(done.stdout)] == ["WA", "WA", "WA"], done.stdout + done.stderr
+    assert "claimed 1, the number is 700" in done.stdout
 
 
 def test_a_kattis_interactive_problem_with_a_python_validator_gets_its_flags(srv, tmp_path):

@@ -258,7 +258,7 @@ class Slot(threading.Thread):
 
 
 def result_frame(stdout: bytes = b"out \xff\n", layer: bytes | None = None, stderr: bytes = b"", **overrides) -> tuple[dict, list[bytes]]:
-    header = {"op": "result", "exit_code": 0, "outcome": "exited", "wall_ms": 12.5, "cpu_ms": 3.0, "memory_peak_bytes": 4096, "signal": None, "output_overflow": False, "next": False, "address_space_reached": False}
+    header = {"op": "result", "exit_code": 0, "outcome": "exited", "wall_ms": 12.5, "cpu_ms": 3.0, "memory_peak_bytes": 4096, "signal": None, "output_overflow": False, "next": False, "address_space_reached": False, "ended_ms": 1000.0}
     return {**header, **overrides}, [stdout, stderr] + ([] if layer is None else [layer])
 
 

@@ -115,7 +115,7 @@ def test_malformed_frames(payload):
 
 # --- the job and the result ------------------------------------------------------------------
 
-RESULT = {"op": "result", "exit_code": 0, "outcome": "exited", "wall_ms": 1.5, "cpu_ms": 1.0, "memory_peak_bytes": 4096, "signal": None, "output_overflow": False, "next": False, "address_space_reached": False}
+RESULT = {"op": "result", "exit_code": 0, "outcome": "exited", "wall_ms": 1.5, "cpu_ms": 1.0, "memory_peak_bytes": 4096, "signal": None, "output_overflow": False, "next": False, "address_space_reached": False, "ended_ms": 1000.0}
 
 
 def test_a_job_is_encoded_in_the_one_form_kiln_init_accepts():
@@ -168,7 +168,7 @@ def test_a_layer_cut_anywhere_is_refused():
 
 def test_a_result_decodes_to_a_run_result():
     result = protocol.decode_result((RESULT, [b"out", b"err"]))
-    assert result == protocol.RunResult(0, "exited", 1.5, 1.0, 4096, None, False, b"out", b"err")
+    assert result == protocol.RunResult(0, "exited", 1.5, 1.0, 4096, None, False, b"out", b"err", ended_ms=1000.0)
     timed_out = protocol.decode_result(({**RESULT, "exit_code": None, "outcome": "timed_out", "signal": 9}, [b"", b""]))
     assert (timed_out.exit_code, timed_out.outcome, timed_out.signal) == (None, "timed_out", 9)
 
