@@ -77,8 +77,8 @@ int print_contract(void) {
     printf("], \"titles\": {");
     TITLES(PRINT_TITLE)
     /* single values the Python side states too */
-    printf("}, \"title_every_s\": %g, \"max_file_fds\": %d, \"task_shell\": \"%s\", \"held_stdout\": \"%s\"", TITLE_EVERY_S,
-           MAX_FILE_FDS, TASK_SHELL, HELD_STDOUT);
+    printf("}, \"title_every_s\": %g, \"max_file_fds\": %d, \"task_shell\": \"%s\", \"held_stdout\": \"%s\", \"ready_root_image\": \"%s\"",
+           TITLE_EVERY_S, MAX_FILE_FDS, TASK_SHELL, HELD_STDOUT, READY_ROOT_IMAGE);
     printf("}\n");
     return fflush(stdout) ? 70 : 0;
 }

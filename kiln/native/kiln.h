@@ -401,6 +401,10 @@ void json_escape(char *out, size_t cap, const char *text);
  * job gives back) when `layer` is not NULL */
 int send_result(int fd, const char *header_fields, const char *out, size_t out_len, const char *err, size_t err_len, const char *layer, size_t layer_len);
 void send_error(int fd, const char *op, const char *error); /* {"op": op, "error": error} */
+/* A warming slot's one frame to the zygote: {"op":"ready"}, or with this key true when the slot
+ * built its index's root image, whose mount namespace rides with the frame (init.c warm;
+ * protocol.READY_ROOT_IMAGE, zygote.py _from_slot); {"op":"failed","error":...} if it did not warm */
+#define READY_ROOT_IMAGE "root_image"
 
 /* --- supervise.c ----------------------------------------------------------------------------- */
 

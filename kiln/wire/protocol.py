@@ -127,6 +127,14 @@ def send_frame(sock: socket.socket, header: dict, blobs: tuple[bytes, ...] | lis
         sock.sendall(data)
 
 
+# --- a slot warm: its one frame to the zygote --------------------------------------------------
+
+# A warming slot's one frame to the zygote (init.c warm): {"op": "ready"}, or with READY_ROOT_IMAGE
+# true when the slot built its index's root image, whose mount namespace rides with the frame;
+# {"op": "failed", "error": text} when it did not warm.
+READY_ROOT_IMAGE = "root_image"  # kiln.h READY_ROOT_IMAGE
+
+
 # --- one job, one result: the front <-> kiln-init contract ------------------------------------
 
 JOB_KEYS = ("op", "slug", "command", "timeout_ms", "limits", "layer", "files", "stdin", "pipes", "stdin_file", "file_fds", "give_back")  # then "blobs" (encode): kiln.h JOB_KEYS, header.c reads them in this order

@@ -330,8 +330,7 @@ class Zygote:
         except (ProtocolError, OSError) as error:
             frame = ({"op": "failed", "error": f"bad frame from the slot: {error}"}, [])
         header = frame[0] if frame is not None else {"op": "failed", "error": "slot exited while warming"}
-        # the ready frame's "template" key (its name on the wire): the slot built the root image
-        if header.get("op") == "ready" and header.get("template") and len(fds) == 1 and index.root_image is None:
+        if header.get("op") == "ready" and header.get(protocol.READY_ROOT_IMAGE) and len(fds) == 1 and index.root_image is None:
             index.root_image = fds.pop()
         for fd in fds:  # none expected
             os.close(fd)

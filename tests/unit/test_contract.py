@@ -163,6 +163,12 @@ HOLDING_HARNESSES = (
 )
 
 
+def test_the_ready_frames_root_image_key_is_kiln_h_s(contract):
+    """The key by which a warming slot says it built its index's root image (its namespace rides
+    with the ready frame): the zygote keeps that image only under this name."""
+    assert contract["ready_root_image"] == protocol.READY_ROOT_IMAGE == "root_image"
+
+
 def test_the_held_stdout_is_kiln_h_s_and_the_harnesses_name_it(contract):
     assert contract["held_stdout"] == runtime.HELD_STDOUT
     langs = NATIVE.parents[1] / "langs"
