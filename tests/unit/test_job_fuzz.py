@@ -265,7 +265,7 @@ def valid_jobs(draw, served: tuple[str, ...], rt=None):
 def near_misses(draw, served: tuple[str, ...]):
     """A valid job with one thing wrong, so that every rule gets its turn: the slug, the timeout,
     the file parts (any subset or repeat), the stdin flag, the blob count, a blob's size, the
-    files by descriptor, the descriptors (one more, one fewer, one of another kind)."""
+    files by descriptor, the descriptors (one more, one fewer, one of another file type)."""
     header, blobs, descriptors = draw(valid_jobs(served))
     fault = draw(st.sampled_from(["slug", "command", "timeout_ms", "limits", "layer", "files", "stdin", "pipes", "stdin_file", "file_fds", "descriptors", "count", "size"]))
     if fault == "slug":
