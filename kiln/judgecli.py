@@ -116,7 +116,7 @@ def judge(args, progress: Progress) -> dict:
         tests = [TestCase(t.name, t.input, None) for t in tests]
     helpers = {role: h for role, h in (("checker", package.checker if from_package else None), ("interactor", package.interactor if package else None)) if h is not None}
     api = Api(args.url, args.api_key)
-    progress.say(f"{len(tests)} tests in {args.tests}" + (f" (a {package.kind} package)" if package else ""))
+    progress.say(f"{len(tests)} tests in {args.tests}" + (f" (a {package.layout} package)" if package else ""))
     for said in package.notes if package else ():
         progress.say(said)
     helper_files = [path for helper in helpers.values() for _, path in helper.files]
@@ -203,13 +203,13 @@ def read_package(folder: Path, pretests: bool = False) -> packages.Package | Non
     reader = packages.reader_of(folder)
     if reader is None or not reader.PRETESTS:
         if pretests:
-            raise UsageError(f"--pretests judges a DMOJ package's pretest_test_cases alone; {folder} is " + (f"a {reader.KIND} package, which has no pretests" if reader else "no DMOJ package"))
+            raise UsageError(f"--pretests judges a DMOJ package's pretest_test_cases alone; {folder} is " + (f"a {reader.LAYOUT} package, which has no pretests" if reader else "no DMOJ package"))
         if reader is None:
             return None
     try:
         return reader.read(folder, pretests=True) if pretests else reader.read(folder)
     except packages.PackageError as error:
-        raise UsageError(f"the {reader.KIND} package in {folder}: {error}") from None
+        raise UsageError(f"the {reader.LAYOUT} package in {folder}: {error}") from None
 
 
 def find_tests(folder: Path, answers_needed: bool) -> list[TestCase]:

@@ -139,7 +139,7 @@ class App:
             outcome=info.get("outcome"),
             wall_ms=info.get("wall_ms"),
             duration_ms=round((time.monotonic() - started) * 1000, 2),
-            slot=info.get("slot"),
+            slot_index=info.get("slot_index"),
             prestarted=info.get("prestarted"),
             tests=info.get("tests"),
             passed=info.get("passed"),
@@ -349,7 +349,7 @@ class App:
     def _result_response(self, ran: Ran, request: RunRequest, info) -> Answer:
         result = ran.result
         outcome = "output_too_large" if result.output_overflow else result.outcome
-        info.update(outcome=outcome, wall_ms=result.wall_ms, slot=ran.slot_index, prestarted=ran.prestarted)
+        info.update(outcome=outcome, wall_ms=result.wall_ms, slot_index=ran.slot_index, prestarted=ran.prestarted)
         self.metrics.runs.labels(request.slug, outcome).inc()
         self.metrics.run_seconds.labels(request.slug).observe(result.wall_ms / 1000)
         if ran.prestarted:

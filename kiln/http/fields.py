@@ -38,24 +38,24 @@ def json_object(raw: bytes) -> dict:
     return body
 
 
-def typed(value, field: str, kind: type, or_null: bool = False):
-    """A value of JSON type `kind` (`or_null`: the message says null is allowed too)."""
-    if type(value) is not kind:
-        raise ApiError(400, f"{field} must be a {TYPE_NAMES[kind]}" + (" or null" if or_null else ""))
+def typed(value, field: str, json_type: type, or_null: bool = False):
+    """A value of JSON type `json_type` (`or_null`: the message says null is allowed too)."""
+    if type(value) is not json_type:
+        raise ApiError(400, f"{field} must be a {TYPE_NAMES[json_type]}" + (" or null" if or_null else ""))
     return value
 
 
-def required(value, field: str, kind: type):
-    """A field that must be given (null counts as not given), of JSON type `kind`."""
+def required(value, field: str, json_type: type):
+    """A field that must be given (null counts as not given), of JSON type `json_type`."""
     if value is None:
         raise ApiError(400, f"{field} is required")
-    return typed(value, field, kind)
+    return typed(value, field, json_type)
 
 
-def optional(value, field: str, kind: type, default, or_null: bool = False):
-    """A field of JSON type `kind`, `default` when absent or null (`or_null`: its message says
+def optional(value, field: str, json_type: type, default, or_null: bool = False):
+    """A field of JSON type `json_type`, `default` when absent or null (`or_null`: its message says
     so, as /run's always has)."""
-    return default if value is None else typed(value, field, kind, or_null)
+    return default if value is None else typed(value, field, json_type, or_null)
 
 
 def an_object(value, field: str, shape: str = "") -> dict:

@@ -87,19 +87,19 @@ class _Stream:
         self.refused, self.finished, self.log = refused, finished, log
 
     def __iter__(self) -> Iterator[bytes]:
-        kind, payload = self.first
+        what, payload = self.first
         while True:
-            if kind == "line":
+            if what == "line":
                 line = json_line(payload)
-            elif kind == "done":
+            elif what == "done":
                 line = json_line({"event": "done", **self.finished(payload)})
             else:
                 line = json_line({"event": "error", "error": _error_of(payload, self.refused, self.log)})
             self.info["bytes_out"] += len(line)
             yield line
-            if kind != "line":
+            if what != "line":
                 return
-            kind, payload = self.queue.get()
+            what, payload = self.queue.get()
 
     def close(self) -> None:
         if not self.worker.dead:  # the server stopped writing: the client left mid-stream

@@ -39,10 +39,10 @@ class Metrics(PoolEvents):
         self.prestart_failures = Counter("kiln_prestart_failures", "Prestarted slots that failed to warm, or whose prestart command died before its request, by language", ["lang"], registry=registry)
         self.template_failures = Counter("kiln_template_failures", "Language templates that failed (exited, or answered wrongly) and are started again after a pause, by language", ["lang"], registry=registry)
         self.prestarted_runs = Counter("kiln_prestarted_runs", "Runs served by a slot prestarted for their language, by language (of kiln_runs)", ["lang"], registry=registry)
-        self.prestart_trades = Counter("kiln_prestart_trades", "Warm prestarted slots closed unused: a request needed another kind and no other was warm", registry=registry)
+        self.prestart_trades = Counter("kiln_prestart_trades", "Warm prestarted slots closed unused: a request needed a plain slot or one prestarted for another language, and none was warm", registry=registry)
         self.slot_conversions = Counter(
             "kiln_slot_conversions",
-            "Warm slots closed unused to warm their index for another kind: for a prestarting language just asked for (to: the language), or back to plain once it was not asked for a while (to: plain)",
+            "Warm slots closed unused to warm their index again, prestarted for another language or plain: for a prestarting language just asked for (to: the language), or back to plain once it was not asked for a while (to: plain)",
             ["to"],
             registry=registry,
         )

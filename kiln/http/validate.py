@@ -16,8 +16,7 @@ from kiln.wire.protocol import Job, Limits
 class RunRequest:
     slug: str
     timeout_ms: int
-    # ("solution" | "checker" | "asserts", UTF-8 bytes): the parts' names on the wire, "checker"
-    # the client harness (checker_text)
+    # (part, UTF-8 bytes), parts of protocol.PARTS: the client harness is the API's checker_text
     files: tuple[tuple[str, bytes], ...]
     stdin: bytes | None
     limits: Limits = Limits()  # `limits`: less memory, pids or output than the server's
@@ -60,7 +59,7 @@ def parse_run(raw: bytes, runtime: Runtime) -> RunRequest:
     if workload.language.has_client_harness:
         if client_harness_bytes is None:
             raise ApiError(400, "checker_text is required")
-        files.append(("checker", client_harness_bytes))
+        files.append(("client_harness", client_harness_bytes))
     if asserts_bytes is not None:
         files.append(("asserts", asserts_bytes))
     return RunRequest(slug=slug, timeout_ms=timeout_ms, files=tuple(files), stdin=stdin_bytes, limits=_run_limits(limits, workload, config))

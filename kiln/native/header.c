@@ -59,7 +59,7 @@ static int file_name(struct cursor *c, char *out) {
     return n ? expect(c, "\"") : -1;
 }
 
-static const char *PART_NAMES[] = {"solution", "checker", "asserts"};
+static const char *PART_NAMES[] = {"solution", "client_harness", "asserts"};
 static const char *COMMAND_NAMES[] = {[CMD_TEST] = "test", [CMD_BUILD] = "build", [CMD_EXEC] = "exec"};
 
 const char *part_name(unsigned i) {
@@ -75,8 +75,8 @@ static int is_layer_name(const char *name) {
     return n == LAYER_NAME_MAX && !name[n];
 }
 
-/* A test's parts: each of PART_NAMES at most once, the solution always, the checker exactly for
- * a language that has one; a build's files: distinct names, at least one; an exec job's (its
+/* A test's parts: each of PART_NAMES at most once, the solution always, the client harness
+ * exactly for a language that has one; a build's files: distinct names, at least one; an exec job's (its
  * command's arguments, e.g. a checker's input, output and answer): distinct names. */
 static int check_files(const struct recipe *r, struct job *job, int nfiles, char names[][FILE_NAME_MAX + 1], char *err, size_t errlen) {
     if (job->command != CMD_TEST) {
@@ -88,17 +88,17 @@ static int check_files(const struct recipe *r, struct job *job, int nfiles, char
         }
         return 0;
     }
-    int seen = 0, with_checker = 0, has_checker = arg_int(&r->recs[job->workload_rec].args[ARG(WORKLOAD, has_client_harness)]) != 0;
+    int seen = 0, with_harness = 0, has_harness = arg_int(&r->recs[job->workload_rec].args[ARG(WORKLOAD, has_client_harness)]) != 0;
     for (int i = 0; i < nfiles; i++) {
         int k = 0;
         while (k < 3 && strcmp(names[i], PART_NAMES[k])) k++;
         if (k == 3 || seen & (1 << k)) return snprintf(err, errlen, "bad files"), -1;
         seen |= 1 << k;
         job->part_names[i] = PART_NAMES[k];
-        with_checker |= k == 1;
+        with_harness |= k == 1;
     }
     if (!(seen & 1)) return snprintf(err, errlen, "no solution"), -1;
-    if (has_checker != with_checker) return snprintf(err, errlen, "checker present for a language without one, or missing"), -1;
+    if (has_harness != with_harness) return snprintf(err, errlen, "client harness present for a language without one, or missing"), -1;
     return 0;
 }
 

@@ -42,8 +42,7 @@ static void fail_warm(struct slot *s, const char *error) {
 /* become init -> the root: the index's root image built, or a private copy of it entered -> the
  * slot's own /tmp, /proc, upper layer, hostname -> plain: the usual cgroup limits | prestarted:
  * its language's workspace, limits, filter, and its prestart command spawned and waiting (or
- * forked by the template, entering) -> "ready" (with the root image, if it built it: the frame's
- * key is "template", its name on the wire) */
+ * forked by the template, entering) -> "ready" (with the root image, if it built it) */
 static void warm(struct slot *s, const struct start *start) {
     char err[ERR];
     if (become_init(s, err)) fail_warm(s, err);
@@ -60,7 +59,7 @@ static void warm(struct slot *s, const struct start *start) {
     } else {
         drop_cgroup_procs(s); /* while warming, not on the job's path */
     }
-    send_json(s->sock, built >= 0 ? "{\"op\":\"ready\",\"template\":true}" : "{\"op\":\"ready\"}", built);
+    send_json(s->sock, built >= 0 ? "{\"op\":\"ready\",\"" READY_ROOT_IMAGE "\":true}" : "{\"op\":\"ready\"}", built);
     if (built >= 0) close(built);
     set_title(s, TITLE_WARM, s->recipe.index, *start->prestart ? " " : "", start->prestart);
 }

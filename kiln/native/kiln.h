@@ -25,7 +25,7 @@
 
 /* Record types: recipe.py's K_* (`kiln-init contract` prints them; tests/unit/test_contract.py
  * compares). X(name, code, shape): the shape names the record's arguments (RECORD_SHAPES). */
-#define RECORD_KINDS(X)                                                                           \
+#define RECORD_TYPES(X)                                                                           \
     X(K_CONSTS, 1, CONSTS)           /* the constants, one value each in RECIPE_CONSTS' order */  \
     X(K_SECCOMP, 2, SECCOMP)         /* the task's filter */                                      \
     X(K_STAT, 3, STAT)               /* where a figure of the slot's cgroup is read */            \
@@ -51,8 +51,8 @@
     X(K_PEAK_RESET, 23, CGROUP_WRITE) /* the cgroup's memory peak back to now */                  \
     X(K_UNLIMIT, 24, CGROUP_WRITE)   /* a kept slot's limits lifted */                            \
     X(K_TEST_PROC, 25, STEP_OP)      /* a later judge test's /proc, of its own pid namespace */
-#define RECORD_KIND_ENUM(name, code, shape) name = code,
-enum { RECORD_KINDS(RECORD_KIND_ENUM) };
+#define RECORD_TYPE_ENUM(name, code, shape) name = code,
+enum { RECORD_TYPES(RECORD_TYPE_ENUM) };
 
 /* Each shape's arguments, in order (recipe.py's RECORD_ARGS, compared as data): SHAPE_x(A, R, s)
  * calls A(s, name) for one argument, R(s, name) for any number more (the contract prints
@@ -89,7 +89,7 @@ enum cgroup_stat { STATS(STAT_ENUM) N_STATS };
 #define JOB_LIMIT_ENUM(name) JOB_LIMIT_##name,
 enum job_limit { JOB_LIMITS(JOB_LIMIT_ENUM) N_JOB_LIMITS };
 
-/* The K_CONSTS record's values, in this order (recipe.py's CONSTS): X(field, kind), kind INT (a
+/* The K_CONSTS record's values, in this order (recipe.py's CONSTS): X(field, form), form INT (a
  * decimal number) or TEXT (a path; empty: none, NULL). A recipe with more or fewer is refused. */
 #define RECIPE_CONSTS(X)                                                                                 \
     X(index, INT) X(uid, INT) X(input_max, INT) X(output_max, INT) X(timeout_max_ms, INT)               \
@@ -401,6 +401,10 @@ void json_escape(char *out, size_t cap, const char *text);
  * job gives back) when `layer` is not NULL */
 int send_result(int fd, const char *header_fields, const char *out, size_t out_len, const char *err, size_t err_len, const char *layer, size_t layer_len);
 void send_error(int fd, const char *op, const char *error); /* {"op": op, "error": error} */
+/* A warming slot's one frame to the zygote: {"op":"ready"}, or with this key true when the slot
+ * built its index's root image, whose mount namespace rides with the frame (init.c warm;
+ * protocol.READY_ROOT_IMAGE, zygote.py _from_slot); {"op":"failed","error":...} if it did not warm */
+#define READY_ROOT_IMAGE "root_image"
 
 /* --- supervise.c ----------------------------------------------------------------------------- */
 

@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-/* a test job's solution, client harness (its part "checker"), asserts and stdin, each at most
+/* a test job's solution, client harness, asserts and stdin, each at most
  * RUN_INPUT_MAX; a judge job's files or stdin, each at most the judge's part maximum, three of
  * them (a checker's input, output and answer); plus the header */
 static size_t job_frame_max(const struct slot *s) {

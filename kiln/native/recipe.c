@@ -45,8 +45,8 @@ static int walk(const char *data, const char *end, struct rec *recs, struct arg 
  * path never looks them up. One K_CONSTS record with exactly RECIPE_CONSTS' values, or none. */
 #define INT(a) strtoll((a)->p, NULL, 10)
 #define TEXT(a) ((a)->len ? (a)->p : NULL)
-#define COUNT_CONST(field, kind) +1
-#define READ_CONST(field, kind) r->field = kind(&c->args[i]), i++;
+#define COUNT_CONST(field, form) +1
+#define READ_CONST(field, form) r->field = form(&c->args[i]), i++;
 static int read_consts(struct recipe *r, char *err, size_t errlen) {
     const struct rec *c = NULL;
     for (size_t i = 0; i < r->n; i++)
@@ -61,22 +61,22 @@ static int read_consts(struct recipe *r, char *err, size_t errlen) {
     return 0;
 }
 
-/* Each record kind's arity, from its shape: `fixed` arguments, and any number more if `rest`. */
+/* Each record type's arity, from its shape: `fixed` arguments, and any number more if `rest`. */
 #define COUNT_ONE(shape, name) +1
 #define COUNT_NONE(shape, name)
-#define KIND_ARITY(kind, code, shape) [code] = {0 SHAPE_##shape(COUNT_ONE, COUNT_NONE, shape), 0 SHAPE_##shape(COUNT_NONE, COUNT_ONE, shape)},
+#define TYPE_ARITY(type, code, shape) [code] = {0 SHAPE_##shape(COUNT_ONE, COUNT_NONE, shape), 0 SHAPE_##shape(COUNT_NONE, COUNT_ONE, shape)},
 static const struct {
     uint32_t fixed, rest;
-} ARITY[] = {RECORD_KINDS(KIND_ARITY)};
-#define N_KINDS (sizeof ARITY / sizeof *ARITY)
+} ARITY[] = {RECORD_TYPES(TYPE_ARITY)};
+#define N_TYPES (sizeof ARITY / sizeof *ARITY)
 
-/* every record of a kind kiln-init knows, with its shape's arguments: a reader takes
+/* every record of a type kiln-init knows, with its shape's arguments: a reader takes
  * args[ARG(shape, name)] without counting them */
 static int check_arities(const struct recipe *r, char *err, size_t errlen) {
     for (size_t i = 0; i < r->n; i++) {
         uint32_t type = r->recs[i].type, nargs = r->recs[i].nargs;
-        if (type && type < N_KINDS && ARITY[type].rest ? nargs >= ARITY[type].fixed : type && type < N_KINDS && nargs == ARITY[type].fixed) continue;
-        return snprintf(err, errlen, "recipe: record %zu (kind %u) has %u arguments, not its shape's (kiln-init is older or newer than kiln: make -C kiln/native)", i, type, nargs), -1;
+        if (type && type < N_TYPES && ARITY[type].rest ? nargs >= ARITY[type].fixed : type && type < N_TYPES && nargs == ARITY[type].fixed) continue;
+        return snprintf(err, errlen, "recipe: record %zu (type %u) has %u arguments, not its shape's (kiln-init is older or newer than kiln: make -C kiln/native)", i, type, nargs), -1;
     }
     return 0;
 }

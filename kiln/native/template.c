@@ -216,23 +216,23 @@ static int enter_slot(int sock, int recipe_fd, const char *slug, int populate, c
 
 /* The template's descriptors (/proc/self/fd) and what each is. The task closes them or, for a
  * runtime that still uses some (hooks->reserve_descriptors), replaces each with one of its own
- * of the same kind: node, as it exits, runs the loop of its tracing agent once, which adds its
+ * of the same type: node, as it exits, runs the loop of its tracing agent once, which adds its
  * pipe and eventfd to its epoll instance, and writes to its platform's timer thread's eventfd.
  * Those become an empty epoll instance, a fresh eventfd, an end of a fresh pipe, the rest
  * /dev/null: the numbers stay taken, what the runtime does with them still works, and nothing
  * the template holds is shared with the task. Only the template's: whatever the fork itself
  * opened stays, even at a number the template had (libuv's pthread_atfork handler makes its
  * signal lock's pipe afresh): a different file there is left alone. */
-enum fd_kind { OTHER_FD, EPOLL_FD, EVENT_FD, PIPE_FD };
+enum fd_type { OTHER_FD, EPOLL_FD, EVENT_FD, PIPE_FD };
 
 struct template_fd {
     int fd, flags;
-    enum fd_kind kind;
+    enum fd_type type;
     dev_t dev;
     ino_t ino;
 };
 
-static enum fd_kind kind_of(int fd) {
+static enum fd_type type_of(int fd) {
     char path[32], target[64];
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     ssize_t n = readlink(path, target, sizeof target - 1);
@@ -251,7 +251,7 @@ static int open_descriptors(struct template_fd *fds, int cap) {
             struct dirent64 { uint64_t ino; int64_t off; unsigned short reclen; unsigned char type; char name[]; } *d = (void *)(buf + at);
             int fd = atoi(d->name);
             if (d->name[0] != '.' && fd > 2 && fd != dir && n < cap && fstat(fd, &st) == 0)
-                fds[n++] = (struct template_fd){fd, fcntl(fd, F_GETFL), kind_of(fd), st.st_dev, st.st_ino};
+                fds[n++] = (struct template_fd){fd, fcntl(fd, F_GETFL), type_of(fd), st.st_dev, st.st_ino};
             at += d->reclen;
         }
     if (dir < 0) return -1;
@@ -263,14 +263,14 @@ static void replace_descriptor(const struct template_fd *f) {
     struct stat st;
     if (fstat(f->fd, &st) || st.st_dev != f->dev || st.st_ino != f->ino) return; /* not the template's any more */
     int own = -1, pipe_ends[2];
-    if (f->kind == EPOLL_FD) own = epoll_create1(EPOLL_CLOEXEC);
-    if (f->kind == EVENT_FD) own = eventfd(0, EFD_CLOEXEC | (f->flags & O_NONBLOCK));
-    if (f->kind == PIPE_FD && !pipe2(pipe_ends, O_CLOEXEC | (f->flags & O_NONBLOCK))) {
+    if (f->type == EPOLL_FD) own = epoll_create1(EPOLL_CLOEXEC);
+    if (f->type == EVENT_FD) own = eventfd(0, EFD_CLOEXEC | (f->flags & O_NONBLOCK));
+    if (f->type == PIPE_FD && !pipe2(pipe_ends, O_CLOEXEC | (f->flags & O_NONBLOCK))) {
         int writes = (f->flags & O_ACCMODE) == O_WRONLY;
         own = pipe_ends[writes];
         close(pipe_ends[!writes]);
     }
-    if (f->kind == OTHER_FD) own = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (f->type == OTHER_FD) own = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (own < 0 || dup3(own, f->fd, O_CLOEXEC) < 0) close(f->fd);
     if (own >= 0) close(own);
 }

@@ -20,7 +20,7 @@
  *   and the libraries it loaded) to wrappers that know the threads the task started: joining
  *   another returns at once, as for a thread that ended; a condition or mutex is destroyed
  *   without waiting or refusing. Node's exit also runs its tracing agent's loop and wakes its
- *   timer thread through descriptors of the template's: the task has its own of the same kind
+ *   timer thread through descriptors of the template's: the task has its own of the same type
  *   at those numbers (template.c, reserve_descriptors).
  * - Math.random seeds itself lazily from the isolate's generator, the same in every task: the
  *   harness seeds it with the number serve() returns; and process.pid, which node took once at

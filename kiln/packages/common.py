@@ -37,7 +37,7 @@ class PackageTest:
 
 @dataclass(frozen=True)
 class Package:
-    kind: str  # the judge whose layout this is, as the progress line names it ("Polygon")
+    layout: str  # the judge whose layout this is, as the progress line names it ("Polygon")
     tests: tuple[PackageTest, ...]
     groups: tuple[dict, ...]  # as /judge's `groups` ({"name", "tests", "points", "scoring", "depends"})
     time_ms: int | None
@@ -60,15 +60,15 @@ def read_text(path: Path, what: str) -> str:
         raise PackageError(f"the {what} {path} is not UTF-8 text: save it as UTF-8") from None
 
 
-def number(value, what: str, where: Path, kind):
-    """A limit or points value as `kind` (int or float), None when absent; a negative or a
+def number(value, what: str, where: Path, as_type):
+    """A limit or points value as `as_type` (int or float), None when absent; a negative or a
     non-number is an error naming `what` in `where`."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if isinstance(value, bool):
         raise PackageError(f"{where}: {what} {value!r} is not a number")
     try:
-        result = kind(value.strip() if isinstance(value, str) else value)
+        result = as_type(value.strip() if isinstance(value, str) else value)
     except (TypeError, ValueError):
         raise PackageError(f"{where}: {what} {value!r} is not a number") from None
     if result < 0:

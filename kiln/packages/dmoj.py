@@ -33,7 +33,7 @@ from pathlib import Path
 
 from kiln.packages.common import Helper, Package, PackageError, PackageTest, dependencies_first, number, read_text, yaml_mapping
 
-KIND = "DMOJ"
+LAYOUT = "DMOJ"
 PRETESTS = True  # whether its format has pretests (`kiln judge --pretests` judges them alone)
 PRETEST_PREFIX = "p"  # a pretest's name: p1, p2.1 (test_cases keep 1, 2.1)
 DEFAULT_POINTS = 1.0  # a case's or a batch's without `points` (DMOJ's ProblemConfig default)
@@ -65,7 +65,7 @@ def read(folder: Path, pretests: bool = False) -> Package:
     compare, tolerance, checker = _checker(config.get("checker", "standard"), folder, where)
     interactor = _bridged(config["interactive"], folder, where, "interactive") if config.get("interactive") else None
     return Package(
-        kind=KIND,
+        layout=LAYOUT,
         tests=tuple(tests),
         groups=dependencies_first(groups, where),
         time_ms=None,
@@ -228,9 +228,9 @@ def _bridged(args, folder: Path, where: Path, role: str) -> Helper:
     """A testlib checker or interactor: its first file the main source, the others built with it."""
     if not isinstance(args, dict):
         raise PackageError(f"{where}: {role} is not a mapping ({{files, lang, type: testlib}})")
-    kind = args.get("type", "default")
-    if kind != "testlib":
-        raise PackageError(f"{where}: {role} type {kind!r}: kiln runs testlib-convention programs only (type: testlib)")
+    program_type = args.get("type", "default")
+    if program_type != "testlib":
+        raise PackageError(f"{where}: {role} type {program_type!r}: kiln runs testlib-convention programs only (type: testlib)")
     names = args.get("files")
     names = [names] if isinstance(names, str) else names
     if not isinstance(names, list) or not names:

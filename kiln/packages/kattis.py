@@ -26,7 +26,7 @@ from pathlib import Path
 from kiln.packages import kattis_interactive, kattis_validation
 from kiln.packages.common import Package, PackageError, PackageTest, number, yaml_mapping
 
-KIND = "Kattis"
+LAYOUT = "Kattis"
 PRETESTS = False  # whether its format has pretests (`kiln judge --pretests` judges them alone)
 PROBLEM_YAML = "problem.yaml"
 TIMELIMIT = ".timelimit"
@@ -66,7 +66,7 @@ def read(folder: Path) -> Package:
     else:
         compare, tolerance, ignore_case = kattis_validation.compare_mode(flags, where)
     return Package(
-        kind=KIND,
+        layout=LAYOUT,
         tests=tests,
         groups=groups,
         time_ms=round(seconds * 1000) if seconds is not None else None,

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from kiln.packages.common import Helper, Package, PackageError, PackageTest, dependencies_first, number, read_text
 
-KIND = "Polygon"
+LAYOUT = "Polygon"
 PRETESTS = False  # whether its format has pretests (`kiln judge --pretests` judges them alone)
 PROBLEM_XML = "problem.xml"
 # Polygon's source types (cpp.g++17, python.3, java11, ...) by their start -> kiln's language
@@ -57,7 +57,7 @@ def read(folder: Path) -> Package:
         folder / path for path in (f.get("path", "") for f in root.iterfind("files/resources/file")) if path.endswith(HEADER_SUFFIXES) and (folder / path).is_file()
     )
     return Package(
-        kind=KIND,
+        layout=LAYOUT,
         tests=tests,
         groups=_groups(testset, tests, where),
         time_ms=number(testset.findtext("time-limit"), "time-limit", where, int),
@@ -114,10 +114,10 @@ def _groups(testset, tests: tuple[PackageTest, ...], where: Path) -> tuple[dict,
 def _helper(folder: Path, source, role: str, headers: tuple[Path, ...], where: Path) -> Helper | None:
     if source is None:
         return None
-    path, kind = folder / source.get("path", ""), source.get("type", "")
-    lang = next((slug for prefix, slug in LANGUAGES if kind.startswith(prefix)), None)
+    path, program_type = folder / source.get("path", ""), source.get("type", "")
+    lang = next((slug for prefix, slug in LANGUAGES if program_type.startswith(prefix)), None)
     if lang is None:
-        raise PackageError(f"{where}: the {role}'s type {kind!r} is no language kiln judges in (known: {', '.join(p for p, _ in LANGUAGES)}...)")
+        raise PackageError(f"{where}: the {role}'s type {program_type!r} is no language kiln judges in (known: {', '.join(p for p, _ in LANGUAGES)}...)")
     if not path.is_file():
         raise PackageError(f"the {role}'s source {path} is missing")
     return Helper(lang, read_text(path, role + "'s source"), tuple((h.name, h) for h in headers if h != path))

@@ -11,7 +11,8 @@ class PoolEvents:
         """A slot came warm, `seconds` after its spawn."""
 
     def traded(self) -> None:
-        """A warm prestarted slot was closed unused: a request needed another kind."""
+        """A warm prestarted slot was closed unused: a request needed a plain slot or one prestarted for
+        another language."""
 
     def converted(self, slug: str | None) -> None:
         """A warm slot was closed to warm its index for `slug` (None: back to plain)."""

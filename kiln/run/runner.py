@@ -216,7 +216,7 @@ class Session:
             except SlotSilent:
                 raise
             except SlotLost as lost:  # it could not take this one after all: a fresh slot does
-                self.runner.log.info("a judge slot could not run another test", slot=slot.index, error=str(lost))
+                self.runner.log.info("a judge slot could not run another test", slot_index=slot.index, error=str(lost))
         slot = self.runner._acquire(None, None, self.gone)
         return self._keep(self.runner._in_slot(slot, job, self.gone, keep=True), slot)
 

@@ -142,7 +142,7 @@ class HostPath:
     """What the plan builder needs to know of one host path (gathered by the caller)."""
 
     path: str
-    kind: str  # "dir", "file", "link", "missing"
+    file_type: str  # "dir", "file", "link", "missing"
     link_target: str = ""
 
 
@@ -179,10 +179,10 @@ def root_plan(
     links: list[Link] = []
     binds: list[Bind] = []
     for host in host_paths:
-        if host.kind == "link":
+        if host.file_type == "link":
             links.append(Link(host.path, host.link_target))
-        elif host.kind in ("dir", "file"):
-            binds.append(Bind(host.path, host.path, is_dir=host.kind == "dir"))
+        elif host.file_type in ("dir", "file"):
+            binds.append(Bind(host.path, host.path, is_dir=host.file_type == "dir"))
     known = {d.path for d in directories}
     for bind in binds:  # parents of bind targets, e.g. /etc/java-17-openjdk needs /etc
         parent = posixpath.dirname(bind.path if not bind.is_dir else bind.path.rstrip("/"))

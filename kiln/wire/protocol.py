@@ -10,8 +10,9 @@ that is how the zygote hands a warm slot's socket to the front.
 
 Receivers bound every size: the root side trusts nothing the front sends.
 
-A slot's side of it is kiln-init's (kiln/native/frames.c, result.c): one job in, one result out.
-Their forms are owned here: encode_job writes a Job in the one form kiln-init accepts (JOB_KEYS,
+A slot's side of it is kiln-init's (kiln/native/frames.c, result.c): a job in, its one result
+out (a kept slot takes one judge request's tests so, one after another). Their forms are owned
+here: encode_job writes a Job in the one form kiln-init accepts (JOB_KEYS,
 in that order), decode_result reads its answer into a RunResult; nothing above this module
 handles their raw keys.
 """
@@ -127,11 +128,19 @@ def send_frame(sock: socket.socket, header: dict, blobs: tuple[bytes, ...] | lis
         sock.sendall(data)
 
 
+# --- a slot warm: its one frame to the zygote --------------------------------------------------
+
+# A warming slot's one frame to the zygote (init.c warm): {"op": "ready"}, or with READY_ROOT_IMAGE
+# true when the slot built its index's root image, whose mount namespace rides with the frame;
+# {"op": "failed", "error": text} when it did not warm.
+READY_ROOT_IMAGE = "root_image"  # kiln.h READY_ROOT_IMAGE
+
+
 # --- one job, one result: the front <-> kiln-init contract ------------------------------------
 
 JOB_KEYS = ("op", "slug", "command", "timeout_ms", "limits", "layer", "files", "stdin", "pipes", "stdin_file", "file_fds", "give_back")  # then "blobs" (encode): kiln.h JOB_KEYS, header.c reads them in this order
 FILE_FDS_MAX = 4  # an exec job's files given by descriptor, at most (kiln.h MAX_FILE_FDS)
-PARTS = ("solution", "checker", "asserts")  # the files a test job may carry (header.c PART_NAMES)
+PARTS = ("solution", "client_harness", "asserts")  # the files a test job may carry (header.c PART_NAMES)
 # what a job runs (header.c COMMAND_NAMES): the workspace's test command (POST /run), or a
 # judge's build of its files (answered with the build's layer) or one test on that layer
 COMMANDS = ("test", "build", "exec")

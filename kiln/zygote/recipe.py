@@ -72,7 +72,7 @@ RECORD_ARGS = {
     K_TEST_PROC: _STEP_OP,
 }
 # (the names given by keyword, whether more follow positionally), per record type
-_NAMED = {kind: (names[:-1], True) if names[-1].endswith("...") else (names, False) for kind, names in RECORD_ARGS.items()}
+_NAMED = {record_type: (names[:-1], True) if names[-1].endswith("...") else (names, False) for record_type, names in RECORD_ARGS.items()}
 # the cgroup figures a K_STAT record reads, written as their codes (kiln.h STATS)
 STATS = ("memory_peak", "cpu", "oom_kills", "pids_hits", "cpu_starved")
 
@@ -142,11 +142,11 @@ def compile_recipe(index: int, root: RootPlan, runtime: Runtime, cgroup: SlotCgr
 
 
 def build_ops(root: RootPlan, staging: str) -> list[Op]:
-    """The index's template, everything in it read-only: a tmpfs root with the plan's
+    """The index's root image, everything in it read-only: a tmpfs root with the plan's
     directories, links, read-only binds, /etc files, /dev and /sys, the workspaces; pivoted
     into, and left for a private copy (the slot goes on in the copy, the zygote keeps the
-    template: its descriptor is taken first, while /proc is still the host's)."""
-    ops: list[Op] = [("keep the template's mount namespace", "save_ns"), ("make mounts private", "mount", *mounts.PRIVATE_ARGS)]
+    image: its descriptor is taken first, while /proc is still the host's)."""
+    ops: list[Op] = [("keep the root image's mount namespace", "save_ns"), ("make mounts private", "mount", *mounts.PRIVATE_ARGS)]
     step = "mount the root tmpfs"
     ops.append((step, "mount", *mounts.tmpfs_args(staging, root.root)))
     ops += [(step, "mkdir", under(staging, d.path), d.mode, -1, -1) for d in root.directories]
@@ -178,7 +178,7 @@ def build_ops(root: RootPlan, staging: str) -> list[Op]:
     ops += [
         ("pivot_root", "pivot", staging),
         ("make the root read-only", "mount", *mounts.readonly_args("/", root.root)),
-        ("leave the template", "unshare_ns"),
+        ("leave the root image for a copy", "unshare_ns"),
     ]
     return ops
 
@@ -196,7 +196,7 @@ def _lower_binds(root: RootPlan, staging: str) -> list[Op]:
 
 
 def finish_ops(root: RootPlan) -> list[Op]:
-    """Every slot's own part of its root, on its copy of the template: /tmp and the upper layer
+    """Every slot's own part of its root, on its copy of the root image: /tmp and the upper layer
     (fresh_ops), the /proc of its pid namespace, its hostname."""
     proc = proc_ops()
     if root.in_user_namespace:
@@ -260,7 +260,7 @@ def _workload(workload: Workload, runtime: Runtime, root: RootPlan, cgroup: Slot
         *([] if root.lower_held else [("hide the lower layers' folder", "detach", (LOWER_DIR,))]),
         *_resize("size /tmp", workspace.tmp, root.tmp),
     ]
-    parts = {"solution": language.solution_file, "checker": language.client_harness_file, "asserts": language.asserts_file}
+    parts = {"solution": language.solution_file, "client_harness": language.client_harness_file, "asserts": language.asserts_file}
     return [
         _record(K_WORKLOAD, slug=workload.slug, has_client_harness=int(language.has_client_harness), memory_max=workload.memory_max, pids_max=workload.pids_max),
         *(_op(K_W_MOUNT, step, op, *args) for step, op, args in mount_ops),
@@ -296,24 +296,24 @@ def _cpu_terms(seconds_per_started_second: int, extra: int) -> bytes:
     return _record(K_W_RLIMIT_CPU, seconds_per_started_second=seconds_per_started_second, extra=extra)
 
 
-def _op(kind: int, step: str, op: str, *args) -> bytes:
+def _op(record_type: int, step: str, op: str, *args) -> bytes:
     if len(args) != len(OP_ARGS[op]):
         raise ValueError(f"op {op} written with {len(args)} arguments: recipe.OP_ARGS names {OP_ARGS[op]}")
-    return _record(kind, *args, step=step, op=OPS.index(op) + 1)
+    return _record(record_type, *args, step=step, op=OPS.index(op) + 1)
 
 
-def _limit(kind: int, write: LimitWrite) -> bytes:
-    return _record(kind, dir_index=write.dir_index, file=write.file, value=write.value)
+def _limit(record_type: int, write: LimitWrite) -> bytes:
+    return _record(record_type, dir_index=write.dir_index, file=write.file, value=write.value)
 
 
-def _record(kind: int, *more, **named) -> bytes:
-    """A record of `kind`: its arguments by their RECORD_ARGS names, in that order, then the
+def _record(record_type: int, *more, **named) -> bytes:
+    """A record of `record_type`: its arguments by their RECORD_ARGS names, in that order, then the
     rest (`more`) where the record takes any number more."""
-    names, takes_more = _NAMED[kind]
+    names, takes_more = _NAMED[record_type]
     if tuple(named) != names or (more and not takes_more):
-        raise ValueError(f"a record {kind} written with {tuple(named)}{' and more' if more else ''}: recipe.RECORD_ARGS names {RECORD_ARGS[kind]}")
+        raise ValueError(f"a record {record_type} written with {tuple(named)}{' and more' if more else ''}: recipe.RECORD_ARGS names {RECORD_ARGS[record_type]}")
     args = (*named.values(), *more)
-    out = [struct.pack("<II", kind, len(args))]
+    out = [struct.pack("<II", record_type, len(args))]
     for arg in args:
         data = arg if isinstance(arg, bytes) else b"" if arg is None else os.fsencode(str(arg))
         out += [struct.pack("<I", len(data)), data, b"\0"]

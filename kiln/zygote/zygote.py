@@ -165,7 +165,7 @@ class Zygote:
 
     def _backoff(self, index: Index, error: str, prestart: str | None = None) -> None:
         delay = index.backoff.failed()
-        self.log.error("slot warm-up failed", slot=index.number, error=error, retry_in_s=round(delay, 2))
+        self.log.error("slot warm-up failed", slot_index=index.number, error=error, retry_in_s=round(delay, 2))
         self._tell_front(messages.WarmFailed(index.number, error, prestart))
 
     def _warm_failed(self, s: Slot, error: str) -> None:
@@ -185,7 +185,7 @@ class Zygote:
         """The slot's processes are all gone (its init was reaped): free its index."""
         self.indexes[s.index].slot = None
         if not self.cgroups.remove_slot(s.cgroup):
-            self.log.error("slot cgroup left behind", slot=s.index, cgroup=s.cgroup.name)
+            self.log.error("slot cgroup left behind", slot_index=s.index, cgroup=s.cgroup.name)
         if s.killed:
             self._tell_front(messages.Ended(s.index, s.pid))
 
@@ -317,7 +317,7 @@ class Zygote:
         if s is None or s.pid != pid or not s.ready:
             self._tell_front(messages.Ended(number, pid))  # gone already
             return
-        self.log.error("killing a slot that outstayed its run", slot=number, pid=pid)
+        self.log.error("killing a slot that outstayed its run", slot_index=number, pid=pid)
         s.killed = True
         self.cgroups.kill_slot(s.cgroup)
         _kill(s.pid)
@@ -330,8 +330,7 @@ class Zygote:
         except (ProtocolError, OSError) as error:
             frame = ({"op": "failed", "error": f"bad frame from the slot: {error}"}, [])
         header = frame[0] if frame is not None else {"op": "failed", "error": "slot exited while warming"}
-        # the ready frame's "template" key (its name on the wire): the slot built the root image
-        if header.get("op") == "ready" and header.get("template") and len(fds) == 1 and index.root_image is None:
+        if header.get("op") == "ready" and header.get(protocol.READY_ROOT_IMAGE) and len(fds) == 1 and index.root_image is None:
             index.root_image = fds.pop()
         for fd in fds:  # none expected
             os.close(fd)

@@ -4,7 +4,7 @@ immediate exit, a kill, the timeout, an OOM) never reaches the report. Through t
 harness language (python, js and ts, ruby, php here; clojure and elixir in tests/langs, their servers
 being slow to start): the solution prints "loading", then its load ends one of these ways with
 asserts.json in harness shape, and the client's stdout is "loading\\n". (How: kiln/native/kiln.h
-HELD_STDOUT.) Checker languages too (cpp, golang, rust), where the load is the solution's static
+HELD_STDOUT.) Languages with a client harness too (cpp, golang, rust), where the load is the solution's static
 initialisation (a C++ global, Go's init, Rust's .init_array) and nothing holds its output but the
 runtime's stdout buffer: C++'s prelude makes it unbuffered until main (langs/cpp/prelude's
 HoldLoadOutput), Go writes at once, Rust's stdout flushes each line."""
@@ -21,10 +21,10 @@ from kilntest import Server
 
 HARNESS = {"arguments": [[1]]}
 
-# checker languages: the solution's static initialisation prints "loading\n" without a flush,
+# languages with a client harness: the solution's static initialisation prints "loading\n" without a flush,
 # then WAY (its end, or nothing); `solution` is never called
 LOADS = {
-    # a global's initialiser, before the checker's main ("\n", not std::endl, as most print)
+    # a global's initialiser, before the client harness's main ("\n", not std::endl, as most print)
     "cpp": (
         "#include <bits/stdc++.h>\n#include <signal.h>\n#include <unistd.h>\n"
         'static int loaded = [] { std::cout << "loading\\n"; WAY return 0; }();\n'
@@ -62,8 +62,8 @@ ENDS = {
         "oom": "let mut kept = Vec::new();\n    loop {\n        kept.push(vec![1u8; 1 << 20]);\n    }",
     },
 }
-# the checker: solution(n) for each argument list, in kiln's protocol (time and output left out)
-CHECKERS = {
+# the client harness: solution(n) for each argument list, in kiln's protocol (time and output left out)
+CLIENT_HARNESSES = {
     "cpp": (
         '#include "solution.cpp"\n'
         "int main() {\n"
@@ -159,7 +159,7 @@ def loop_timeout(server: Server, slug: str) -> str:
     memory, most = LIMITS[slug]
     if slug not in _builds:
         started = time.monotonic()
-        server.run(lang_slug=slug, solution_text=WAYS[slug]["exit"][0], checker_text=CHECKERS.get(slug), asserts=HARNESS, timeout=most, limits={"memory": memory})
+        server.run(lang_slug=slug, solution_text=WAYS[slug]["exit"][0], checker_text=CLIENT_HARNESSES.get(slug), asserts=HARNESS, timeout=most, limits={"memory": memory})
         _builds[slug] = time.monotonic() - started
     return f"{int(1000 * min(float(most.removesuffix('s')), max(3.0, 3 * _builds[slug])))}ms"
 
@@ -175,7 +175,7 @@ def test_what_loading_printed_reaches_stdout_however_the_load_ends(harness_serve
         timeout = "10s"
     started = time.monotonic()
     response = harness_server.run(
-        lang_slug=slug, solution_text=solution, checker_text=CHECKERS.get(slug), asserts=HARNESS, timeout=timeout, limits={"memory": memory}
+        lang_slug=slug, solution_text=solution, checker_text=CLIENT_HARNESSES.get(slug), asserts=HARNESS, timeout=timeout, limits={"memory": memory}
     )
     if slug in LIMITS and way == "exit":  # a build and a run that ends at once: loop_timeout's figure
         _builds.setdefault(slug, time.monotonic() - started)
@@ -204,13 +204,13 @@ def test_a_load_that_ends_well_keeps_its_output_in_the_report_alone(harness_serv
     assert body["stdout"].count("loading") == 1, body
 
 
-@pytest.mark.parametrize("slug", list(CHECKERS))
-def test_a_checker_languages_load_that_ends_well_prints_before_the_report_once(harness_server, slug):
+@pytest.mark.parametrize("slug", list(CLIENT_HARNESSES))
+def test_a_client_harness_languages_load_that_ends_well_prints_before_the_report_once(harness_server, slug):
     """Written at once while loading, buffered again after: the load's line comes once, before
     the report, and the calls' output is still their own."""
     served(slug)
     solution = LOADS[slug].replace("WAY", "")
-    body = harness_server.run(lang_slug=slug, solution_text=solution, checker_text=CHECKERS[slug], asserts=HARNESS).json()
+    body = harness_server.run(lang_slug=slug, solution_text=solution, checker_text=CLIENT_HARNESSES[slug], asserts=HARNESS).json()
     assert body["exit_code"] == 0, body
     assert body["stdout"].startswith('loading\n[{"type":"result","value":1'), body
     assert body["stdout"].count("loading") == 1, body

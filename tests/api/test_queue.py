@@ -84,7 +84,7 @@ def test_a_client_that_hangs_up_while_queued_leaves_the_queue(start_server):
     # its log line is written once its handler has ended, a moment after it left the queue
     assert wait_until(lambda: any(r.get("request_id") == "queued-1" for r in srv.logged("request")), timeout=5)
     [line] = [r for r in srv.logged("request") if r.get("request_id") == "queued-1"]
-    assert line["status"] == 499 and line.get("slot") is None  # it never ran
+    assert line["status"] == 499 and line.get("slot_index") is None  # it never ran
     long_run.join()
     assert srv.run(solution_text="print('after')").json()["stdout"] == "after\n"
 

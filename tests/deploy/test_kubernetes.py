@@ -2,7 +2,7 @@
 (kubernetes-validate, strict: an unknown or misspelt field fails), and the KEDA ScaledObjects
 against the table of a ScaledObject's fields below (as strictly); they say what kiln needs (probes,
 grace, resources from RUN_CONCURRENCY, the rootless securityContext); and the capabilities they
-grant are enough for a real kiln server to serve plain, prestarted and templated runs and kill a
+grant are enough for a real kiln server to serve plain, prestarted and forked runs and kill a
 timed-out one.
 
 scripts/install-deploy-tools.sh installs kubernetes-validate (`make test` runs it)."""

@@ -260,7 +260,7 @@ def test_queries_use_live_metrics(live, source):
         ("histogram_quantil(0.9, kiln_queue_wait_seconds_bucket)", "unknown function histogram_quantil()"),
     ],
 )
-def test_checker_finds_mistakes(live, expr, problem):
+def test_the_expression_check_finds_mistakes(live, expr, problem):
     """The check above can fail: each mistake is reported."""
     assert any(problem in found for found in live.problems(expr)), live.problems(expr)
 

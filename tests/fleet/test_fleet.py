@@ -189,7 +189,7 @@ def shipped_directives() -> dict[str, list[list[str]]]:
 
 def fleet_config(servers: list[tuple[str, str, int]], ports: dict[str, int], stats_socket: Path) -> str:
     """deploy/haproxy.cfg with the lines that name places rewritten; everything else kept as is."""
-    out, section, template, log_done, servers_done = [], None, None, False, False
+    out, section, shipped_params, log_done, servers_done = [], None, None, False, False
     for line in SHIPPED.read_text().splitlines():
         stripped = line.strip()
         if line and not line[0].isspace() and not stripped.startswith("#"):
@@ -210,10 +210,10 @@ def fleet_config(servers: list[tuple[str, str, int]], ports: dict[str, int], sta
             out.append(f"    bind 127.0.0.1:{ports[section.split()[1]]}")
             continue
         if section and section.startswith("backend") and keyword == "server":
-            if template is None:
-                template = words[3:]  # what follows `server <name> <address>`
+            if shipped_params is None:
+                shipped_params = words[3:]  # what follows `server <name> <address>`
             if not servers_done:
-                params = list(template)
+                params = list(shipped_params)
                 params[params.index("maxconn") + 1] = str(CONCURRENCY)  # = the hosts' RUN_CONCURRENCY
                 out += [f"    server {name} {addr}:{port} {' '.join(params)}" for name, addr, port in servers]
                 servers_done = True

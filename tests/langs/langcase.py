@@ -2,12 +2,12 @@
 real sandbox, on a kiln server serving only that language.
 
 - LANGS: every language under test (Lang): what its tests need on the host (the skip reason
-  when it is missing), its example files (examples/<slug>/: the a+b solution, the checker, the
+  when it is missing), its example files (examples/<slug>/: the a+b solution, the client harness, the
   argument lists in asserts.json) and what its runs send unless a test says otherwise;
 - `run` (POST /run, status 200) and `items` (the report of a run that exited 0), and a few
   checks and builders several tests use.
 
-test_every_language.py is the table of the tests every language (or every language of a kind)
+test_every_language.py is the table of the tests every language (or every language of a group)
 has, languages as rows; test_<slug>.py holds what is that language's own. conftest.py gives each
 test its language (`lang`) and a server of it (`lang_server`): a test runs for the languages of
 its `slug` parametrization (session-scoped, so that all the tests of one language share one
@@ -79,7 +79,7 @@ class Lang:
     slug: str
     missing: Callable[[], str | None]  # why this host cannot run it (None: it can)
     solution: str  # the example a+b (examples/<slug>/)
-    checker: str | None = None  # checker_text: the example checker
+    client_harness: str | None = None  # checker_text: the example's client harness (Codebattle's checker)
     asserts: Any = None  # asserts: the example's argument lists (None: not sent)
     timeout: str = "30s"  # generous (compilers, JVMs): these tests assert behaviour, not speed
     ready_timeout: float = 60  # for the server's slots to be warm
@@ -96,11 +96,11 @@ class Lang:
         yield server
         server.stop()
 
-    def run(self, server: Server, solution: str, *, checker: str | None = None, arguments: list | None = None, **fields: Any) -> dict:
-        """POST /run: solution, checker (by default the language's), asserts {"arguments": arguments}
+    def run(self, server: Server, solution: str, *, client_harness: str | None = None, arguments: list | None = None, **fields: Any) -> dict:
+        """POST /run: solution, client harness (by default the language's), asserts {"arguments": arguments}
         (by default the language's asserts) and other fields (one given as None is not sent).
         The response's body (status 200)."""
-        payload = {"checker_text": checker or self.checker, "asserts": self.asserts, "timeout": self.timeout, **fields}
+        payload = {"checker_text": client_harness or self.client_harness, "asserts": self.asserts, "timeout": self.timeout, **fields}
         if arguments is not None:
             payload["asserts"] = {"arguments": arguments}
         sent = {key: value for key, value in payload.items() if value is not None}
@@ -121,9 +121,9 @@ class Lang:
         return got
 
 
-def _checked(slug: str, solution: str, checker: str, **settings: Any) -> Lang:
-    """A language whose example checker is given asserts.json (cpp, golang, rust, zig)."""
-    return Lang(slug, solution=example(slug, solution), checker=example(slug, checker), asserts=json.loads(example(slug, "asserts.json")), **settings)
+def _harnessed(slug: str, solution: str, client_harness: str, **settings: Any) -> Lang:
+    """A language whose example client harness is given asserts.json (cpp, golang, rust, zig)."""
+    return Lang(slug, solution=example(slug, solution), client_harness=example(slug, client_harness), asserts=json.loads(example(slug, "asserts.json")), **settings)
 
 
 LANGS = {
@@ -140,7 +140,7 @@ LANGS = {
             asserts=json.loads(example("clojure", "asserts.json")),
             ready_timeout=120,
         ),
-        _checked(
+        _harnessed(
             "cpp",
             "solution.cpp",
             "checker.cpp",
@@ -168,11 +168,11 @@ LANGS = {
                 ),
             ),
             solution=example("csharp", "Solution.cs"),
-            checker=example("csharp", "Checker.cs"),
+            client_harness=example("csharp", "Checker.cs"),
             ready_timeout=120,
         ),
         # the VM compiles first: its report is not one line
-        Lang("dart", _dart_missing, solution=example("dart", "solution.dart"), checker=example("dart", "checker.dart"), one_line=False),
+        Lang("dart", _dart_missing, solution=example("dart", "solution.dart"), client_harness=example("dart", "checker.dart"), one_line=False),
         Lang(
             "elixir",
             lambda: missing(
@@ -185,7 +185,7 @@ LANGS = {
             solution=example("elixir", "solution.exs"),
             timed=True,
         ),
-        _checked(
+        _harnessed(
             "golang",
             "solution.go",
             "checker.go",
@@ -208,7 +208,7 @@ LANGS = {
                 paths=((REPO / "langs" / "haskell" / "boot" / "main.o", "langs/haskell/boot/main.o is not built"),),
             ),
             solution=example("haskell", "Solution.hs"),
-            checker=example("haskell", "Checker.hs"),
+            client_harness=example("haskell", "Checker.hs"),
             one_line=False,
         ),
         Lang(
@@ -222,7 +222,7 @@ LANGS = {
                 ),
             ),
             solution=example("java", "Solution.java"),
-            checker=example("java", "Checker.java"),
+            client_harness=example("java", "Checker.java"),
             ready_timeout=120,
         ),
         Lang(
@@ -236,13 +236,13 @@ LANGS = {
                 ),
             ),
             solution=example("kotlin", "solution.kt"),
-            checker=example("kotlin", "checker.kt"),
+            client_harness=example("kotlin", "checker.kt"),
             timeout="60s",  # the Kotlin compiler takes seconds: runs get a minute
             ready_timeout=120,
         ),
         Lang("php", lambda: missing("run langs/php/install.sh", paths=(("/usr/bin/php", "/usr/bin/php is not installed"),)), solution=example("php", "solution.php"), timed=True),
         Lang("ruby", lambda: missing("run langs/ruby/install.sh", paths=(("/usr/bin/ruby", "/usr/bin/ruby is not installed"),)), solution=example("ruby", "solution.rb"), timed=True),
-        _checked(
+        _harnessed(
             "rust",
             "solution.rs",
             "checker.rs",
@@ -258,7 +258,7 @@ LANGS = {
             one_line=False,
         ),
         # swiftc with Foundation: runs get a minute
-        Lang("swift", _swift_missing, solution=example("swift", "solution.swift"), checker=example("swift", "checker.swift"), timeout="60s", one_line=False),
+        Lang("swift", _swift_missing, solution=example("swift", "solution.swift"), client_harness=example("swift", "checker.swift"), timeout="60s", one_line=False),
         Lang(
             "ts",
             lambda: missing(
@@ -271,7 +271,7 @@ LANGS = {
             solution=example("ts", "solution.ts"),
             timed=True,
         ),
-        _checked(
+        _harnessed(
             "zig",
             "solution.zig",
             "checker.zig",
@@ -301,7 +301,7 @@ def ran(body: dict) -> tuple:
 
 
 def assert_gson_report(body: dict) -> None:
-    """The report of a Codebattle-shaped checker (one gson object a line) around a solution that
+    """The report of a Codebattle-shaped client harness (one gson object a line) around a solution that
     prints b and returns the sorted keys of c and "a:<len(d)>", called with 7, "bee", {k, j}, [1.5, 2.5]."""
     assert body["exit_code"] == 0, body
     got = json.loads(body["stdout"])

@@ -1,5 +1,5 @@
 """cpp through the real HTTP API and the real sandbox: g++ compiles the client's checker.cpp (which
-includes solution.cpp) with kiln's precompiled prelude (langs/cpp), and the checker prints the
+includes solution.cpp) with kiln's precompiled prelude (langs/cpp), and the client harness prints the
 harness protocol.
 
 Here: its own tests. The tests every language has (a+b, a loop, an error in one call...) are
@@ -23,7 +23,7 @@ def test_values_go_through_nlohmann_json(lang_server):
         "  return {{\"range\", {a, b}}, {\"sum\", {a + b}}};\n"
         "}\n"
     )
-    checker = (
+    client_harness = (
         '#include "solution.cpp"\n\n'
         "int main() {\n"
         "    kiln::Report report;\n"
@@ -33,14 +33,14 @@ def test_values_go_through_nlohmann_json(lang_server):
         "    report.print();\n"
         "}\n"
     )
-    got = CPP.items(CPP.run(lang_server, solution, checker=checker, arguments=[[1, 2]]))
+    got = CPP.items(CPP.run(lang_server, solution, client_harness=client_harness, arguments=[[1, 2]]))
     assert [i["value"] for i in got] == [{"range": [1, 2], "sum": [3]}, ["été", "x"]]
 
 
-def test_a_checker_in_codebattles_shape_compiles_unchanged(lang_server):
+def test_a_client_harness_in_codebattles_shape_compiles_unchanged(lang_server):
     # The shape Codebattle generates: "../json.hpp" and "../fifo_map.hpp" from check/, its own
     # global fifo_map/json aliases, `using namespace std`, std::cout swapped for a stringstream.
-    checker = (
+    client_harness = (
         "#include <iostream>\n#include <string>\n#include <sstream>\n#include <vector>\n"
         "#include <chrono>\n#include <map>\n\n"
         '#include "../json.hpp"\n#include "../fifo_map.hpp"\n\n#include "solution.cpp"\n\n'
@@ -73,7 +73,7 @@ def test_a_checker_in_codebattles_shape_compiles_unchanged(lang_server):
         "  for (auto& r : results_) cout << r << \"\\n\";\n"
         "}\n"
     )
-    body = CPP.run(lang_server, CPP.solution, checker=checker)
+    body = CPP.run(lang_server, CPP.solution, client_harness=client_harness)
     assert body["exit_code"] == 0, body
     lines = [json.loads(line) for line in body["stdout"].splitlines() if line]
     assert [list(line) for line in lines] == [["type", "value", "output", "time"]] * 2  # insertion order

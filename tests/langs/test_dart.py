@@ -17,8 +17,8 @@ pytestmark = langcase.only("dart")
 DART = langcase.LANGS["dart"]
 
 
-# Codebattle's Dart checker template: dart:convert, dart:async and package:check/solution.dart.
-CODEBATTLE_STYLE_CHECKER = """import 'dart:convert';
+# the client harness Codebattle generates for Dart (its checker): dart:convert, dart:async and package:check/solution.dart.
+CODEBATTLE_STYLE_HARNESS = """import 'dart:convert';
 import 'dart:async';
 
 import 'package:check/solution.dart';
@@ -39,7 +39,7 @@ void main() {
 """
 
 
-def test_a_codebattle_style_checker(lang_server):
-    body = DART.run(lang_server, DART.solution, checker=CODEBATTLE_STYLE_CHECKER)
+def test_a_codebattle_style_client_harness(lang_server):
+    body = DART.run(lang_server, DART.solution, client_harness=CODEBATTLE_STYLE_HARNESS)
     assert body["exit_code"] == 0, body
     assert json.loads(body["stdout"]) == {"type": "result", "value": 3, "output": "", "time": 0}

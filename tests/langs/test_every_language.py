@@ -98,8 +98,8 @@ class Sum:
     fields: dict = field(default_factory=dict)
 
 
-JVM_PAIRS = [[1, 2], [10, 20], [-5, 5]]  # the java, kotlin and csharp example checkers'
-OWN_PAIRS = [[1, 2], [3, 4], [10, -7], [0, 0]]  # the dart, haskell and swift example checkers'
+JVM_PAIRS = [[1, 2], [10, 20], [-5, 5]]  # the java, kotlin and csharp example client harnesses'
+OWN_PAIRS = [[1, 2], [3, 4], [10, -7], [0, 0]]  # the dart, haskell and swift example client harnesses'
 A_PLUS_B = {
     "clojure": Sum(arguments("clojure"), key_order=True),
     "cpp": Sum(arguments("cpp"), key_order=True),  # quiet: no "PCH not used" warning either
@@ -303,7 +303,7 @@ FAILING_CALLS = {
 
 @rows(FAILING_CALLS)
 def test_an_error_in_one_call_leaves_the_others(lang, lang_server):
-    """(swift has no exceptions to catch: test_swift.py's trap ends the checker.)"""
+    """(swift has no exceptions to catch: test_swift.py's trap ends the client harness.)"""
     row = FAILING_CALLS[lang.slug]
     body = row.run(lang, lang_server)
     assert [(i["type"], i["value"], i.get("output")) for i in lang.items(body)] == row.expect
@@ -318,7 +318,7 @@ def test_an_error_in_one_call_leaves_the_others(lang, lang_server):
 PER_CALL = {"asserts": '{"arguments": [[1], [2]]}'}
 
 
-# the example a+b printing "adding <a> and <b> été" over the example checker's pairs
+# the example a+b printing "adding <a> and <b> été" over the example client harness's pairs
 ADDING_ETE = additions(OWN_PAIRS, "adding {a} and {b} été\n")
 
 

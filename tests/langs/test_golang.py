@@ -1,5 +1,5 @@
 """golang through the real HTTP API and the real sandbox: go builds the client's checker.go with
-solution.go (both package main, langs/golang, warm build cache), and the checker prints the
+solution.go (both package main, langs/golang, warm build cache), and the client harness prints the
 harness protocol.
 
 Here: its own tests. The tests every language has (a+b, a loop, an error in one call...) are
@@ -26,10 +26,10 @@ def test_the_standard_library_is_there(lang_server):
     assert got[0]["value"] == "abc" + str(2**100)
 
 
-def test_a_checker_in_codebattles_shape_compiles_unchanged(lang_server):
+def test_a_client_harness_in_codebattles_shape_compiles_unchanged(lang_server):
     # The shape Codebattle generates: a result struct, os.Stdout swapped for a pipe around each
     # call, one json.Encoder for the whole array.
-    checker = (
+    client_harness = (
         "package main\n\nimport (\n\t\"encoding/json\"\n\t\"fmt\"\n\t\"io\"\n\t\"os\"\n\t\"time\"\n)\n\n"
         "type result struct {\n"
         "\tType   string `json:\"type\"`\n\tValue  any    `json:\"value\"`\n"
@@ -51,6 +51,6 @@ def test_a_checker_in_codebattles_shape_compiles_unchanged(lang_server):
         "\tif err_ = encoder_.Encode(results_); err_ != nil {\n\t\tfmt.Fprintln(stdout_, \"Marshaler error\")\n\t}\n"
         "}\n"
     )
-    body = GO.run(lang_server, GO.solution, checker=checker)
+    body = GO.run(lang_server, GO.solution, client_harness=client_harness)
     got = GO.items(body)
     assert [(i["type"], i["value"], i["output"]) for i in got] == [("result", 3, "adding 1 and 2\n")]

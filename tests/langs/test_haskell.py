@@ -1,5 +1,5 @@
 """haskell through the real HTTP API and the real sandbox: GHC compiles the client's Checker.hs
-with Solution.hs (langs/haskell), the checker prints the harness protocol.
+with Solution.hs (langs/haskell), the client harness prints the harness protocol.
 
 Here: its own tests. The tests every language has (a+b, a loop, an error in one call...) are
 its rows in test_every_language.py."""
@@ -14,16 +14,16 @@ pytestmark = langcase.only("haskell")
 HASKELL = langcase.LANGS["haskell"]
 
 
-def test_a_checker_that_does_not_compile(lang_server):
-    body = HASKELL.run(lang_server, HASKELL.solution, checker="module Main (main) where\nimport Solution (solution)\nmain :: IO ()\nmain = print (solution 1)\n")
+def test_a_client_harness_that_does_not_compile(lang_server):
+    body = HASKELL.run(lang_server, HASKELL.solution, client_harness="module Main (main) where\nimport Solution (solution)\nmain :: IO ()\nmain = print (solution 1)\n")
     assert body["exit_code"] not in (0, None)
     assert "Checker.hs:4:" in body["stderr"]
 
 
-# Codebattle's Haskell checker template: `module Checker where`, aeson objects printed one per
+# the client harness Codebattle generates for Haskell (its checker): `module Checker where`, aeson objects printed one per
 # line, and its entry point named `test` (no `main`); its solution template imports
 # Data.HashMap.Lazy and lists the packages a solution may use.
-CODEBATTLE_STYLE_CHECKER = """{-# LANGUAGE ScopedTypeVariables #-}
+CODEBATTLE_STYLE_HARNESS = """{-# LANGUAGE ScopedTypeVariables #-}
 {-# LANGUAGE OverloadedStrings #-}
 module Checker where
 
@@ -98,8 +98,8 @@ solution a b =
 """
 
 
-def test_a_codebattle_style_checker_and_the_libraries_codebattle_lists(lang_server):
-    body = HASKELL.run(lang_server, LIBRARIES_SOLUTION, checker=CODEBATTLE_STYLE_CHECKER)
+def test_a_codebattle_style_client_harness_and_the_libraries_codebattle_lists(lang_server):
+    body = HASKELL.run(lang_server, LIBRARIES_SOLUTION, client_harness=CODEBATTLE_STYLE_HARNESS)
     assert body["exit_code"] == 0, body
     assert [json.loads(line) for line in body["stdout"].splitlines()] == [
         {"status": "success", "result": 3, "expected": 3, "arguments": "[1, 2]"},
@@ -107,17 +107,17 @@ def test_a_codebattle_style_checker_and_the_libraries_codebattle_lists(lang_serv
     ]
 
 
-def test_a_checker_module_with_a_main(lang_server):
-    checker = HASKELL.checker.replace("module Main (main) where", "module Checker (main) where")
-    assert "module Checker (main) where" in checker
-    assert [i["value"] for i in HASKELL.items(HASKELL.run(lang_server, HASKELL.solution, checker=checker))] == [3, 7, 3, 0]
+def test_a_client_harness_in_module_checker_with_a_main(lang_server):
+    client_harness = HASKELL.client_harness.replace("module Main (main) where", "module Checker (main) where")
+    assert "module Checker (main) where" in client_harness
+    assert [i["value"] for i in HASKELL.items(HASKELL.run(lang_server, HASKELL.solution, client_harness=client_harness))] == [3, 7, 3, 0]
 
 
 def test_the_compilers_heap_options_stay_the_compilers(lang_server):
-    # `ghc ... +RTS -A128m -RTS` sizes GHC's own allocation area; the checker runs with the RTS's
+    # `ghc ... +RTS -A128m -RTS` sizes GHC's own allocation area; the client harness runs with the RTS's
     # defaults (1 MB: 256 blocks of 4 KB) and nothing about RTS options on stderr
-    checker = "module Main (main) where\nimport GHC.RTS.Flags\nimport Solution (solution)\nmain :: IO ()\nmain = do\n  flags <- getGCFlags\n  print (minAllocAreaSize flags, solution 1 2)\n"
-    body = HASKELL.run(lang_server, HASKELL.solution, checker=checker)
+    client_harness = "module Main (main) where\nimport GHC.RTS.Flags\nimport Solution (solution)\nmain :: IO ()\nmain = do\n  flags <- getGCFlags\n  print (minAllocAreaSize flags, solution 1 2)\n"
+    body = HASKELL.run(lang_server, HASKELL.solution, client_harness=client_harness)
     assert (body["exit_code"], body["stdout"], body["stderr"]) == (0, "(256,3)\n", ""), body
 
 
@@ -132,8 +132,8 @@ def test_a_link_error_is_lld_s_message_and_ghcs_status(lang_server):
     # boot/ld links with LLD: its message, GHC's phase and status (mold, tried for issue 19, words
     # it differently: bench/history/compiled.md)
     solution = 'module Solution where\n\nforeign import ccall "kiln_nowhere" nowhere :: Int -> Int\n\nsolution :: Int -> Int -> Int\nsolution a b = nowhere a + b\n'
-    checker = "module Main (main) where\nimport Solution (solution)\nmain :: IO ()\nmain = print (solution 1 2)\n"
-    body = HASKELL.run(lang_server, solution, checker=checker)
+    client_harness = "module Main (main) where\nimport Solution (solution)\nmain :: IO ()\nmain = print (solution 1 2)\n"
+    body = HASKELL.run(lang_server, solution, client_harness=client_harness)
     assert (body["exit_code"], body["stdout"]) == (1, ""), body
     assert body["stderr"].startswith("ld.lld: error: undefined symbol: kiln_nowhere\n"), body["stderr"]
     assert body["stderr"].endswith("collect2: error: ld returned 1 exit status\n`ld' failed in phase `Linker'. (Exit code: 1)\n"), body["stderr"]

@@ -1,6 +1,6 @@
 """java through the real HTTP API and the real sandbox: langs/java compiles the client's
 Checker.java with Solution.java (both `package solution`, gson on the class path) and runs
-solution.Checker, javac and the checker in one JVM (kiln.Run); the checker prints the protocol.
+solution.Checker, javac and the client harness in one JVM (kiln.Run); the client harness prints the protocol.
 
 Here: its own tests. The tests every language has (a+b, a loop, an error in one call...) are
 its rows in test_every_language.py."""
@@ -13,28 +13,28 @@ pytestmark = langcase.only("java")
 JAVA = langcase.LANGS["java"]
 
 
-def test_a_checker_error_names_the_checker_file(lang_server):
-    body = JAVA.run(lang_server, JAVA.solution, checker=JAVA.checker.replace("int[][] pairs", "int[][] pairs = 1; int[][] other"))
+def test_a_client_harness_error_names_its_file(lang_server):
+    body = JAVA.run(lang_server, JAVA.solution, client_harness=JAVA.client_harness.replace("int[][] pairs", "int[][] pairs = 1; int[][] other"))
     assert body["exit_code"] == 1
     assert "check/Checker.java:" in body["stderr"] and "error:" in body["stderr"]
 
 
 def test_an_uncaught_exception_ends_as_java_reports_it(lang_server):
-    checker = 'package solution;\n\npublic class Checker {\n    public static void main(String[] args) {\n        System.out.println("before");\n        throw new IllegalStateException("boom");\n    }\n}\n'
-    body = JAVA.run(lang_server, JAVA.solution, checker=checker)
+    client_harness = 'package solution;\n\npublic class Checker {\n    public static void main(String[] args) {\n        System.out.println("before");\n        throw new IllegalStateException("boom");\n    }\n}\n'
+    body = JAVA.run(lang_server, JAVA.solution, client_harness=client_harness)
     assert (body["exit_code"], body["stdout"]) == (1, "before\n")
     # the launcher's own frames are not in the trace
     assert body["stderr"] == 'Exception in thread "main" java.lang.IllegalStateException: boom\n\tat solution.Checker.main(Checker.java:6)\n'
 
 
-def test_the_checkers_exit_status_is_the_runs(lang_server):
-    checker = "package solution;\n\npublic class Checker {\n    public static void main(String[] args) {\n        System.exit(new Solution().solution(1, 2));\n    }\n}\n"
-    body = JAVA.run(lang_server, JAVA.solution, checker=checker)
+def test_the_client_harness_exit_status_is_the_runs(lang_server):
+    client_harness = "package solution;\n\npublic class Checker {\n    public static void main(String[] args) {\n        System.exit(new Solution().solution(1, 2));\n    }\n}\n"
+    body = JAVA.run(lang_server, JAVA.solution, client_harness=client_harness)
     assert (body["exit_code"], body["stdout"]) == (3, "adding 1 and 2\n")
 
 
-def test_a_codebattle_style_checker_with_gson_compiles_unchanged(lang_server):
-    """The shape of checkers Codebattle generates: private fields serialised by gson, typed
+def test_a_codebattle_style_client_harness_with_gson_compiles_unchanged(lang_server):
+    """The shape of the client harnesses (checkers) Codebattle generates: private fields serialised by gson, typed
     arguments (Map, List), one JSON object per line."""
     solution = (
         "package solution;\n\nimport java.util.*;\n\npublic class Solution {\n"
@@ -44,7 +44,7 @@ def test_a_codebattle_style_checker_with_gson_compiles_unchanged(lang_server):
         "        out.add(a + \":\" + d.size());\n"
         "        return out;\n    }\n}\n"
     )
-    checker = (
+    client_harness = (
         "package solution;\n\nimport java.io.*;\nimport java.util.*;\nimport static java.util.Map.entry;\n\n"
         "import com.google.gson.Gson;\n\npublic class Checker {\n"
         "    public static void main(String... _args) {\n"
@@ -68,5 +68,5 @@ def test_a_codebattle_style_checker_with_gson_compiles_unchanged(lang_server):
         "        this.type = \"result\";\n        this.value = value;\n        this.output = output;\n        this.time = time;\n    }\n\n"
         "    @Override\n    public String toString() {\n        return new Gson().toJson(this);\n    }\n}\n"
     )
-    body = JAVA.run(lang_server, solution, checker=checker)
+    body = JAVA.run(lang_server, solution, client_harness=client_harness)
     langcase.assert_gson_report(body)

@@ -3,7 +3,7 @@ warms the compiler on runner/warmup before the request, then compiles and runs c
 does. Through the real API and sandbox, every answer here is compared with the same request's
 answer from a server that does not prestart (RUN_PRESTART=false, the test command itself):
 compile errors, exceptions, exit codes, stack overflow, out of memory, and a probe of what the
-checker can see (its class loader, the warm-up's classes, system properties, threads, the files
+client harness can see (its class loader, the warm-up's classes, system properties, threads, the files
 of /sandbox and /tmp, the environment). The prestarted side's runs are checked to be prestarted,
 both with the warm-up finished (the JVM quiet) and with the go arriving while it runs."""
 
@@ -20,20 +20,20 @@ from kilntest import Server
 
 SLUGS = ("java", "kotlin")
 
-# solution, checker (None: the example's) per language and case
+# solution, client harness (None: the example's) per language and case
 JAVA_SOLUTION = langcase.example("java", "Solution.java")
 KOTLIN_SOLUTION = langcase.example("kotlin", "solution.kt")
 
 
-def java_checker(body: str, imports: str = "") -> str:
+def java_harness(body: str, imports: str = "") -> str:
     return f"package solution;\n\n{imports}public class Checker {{\n    public static void main(String[] args) throws Exception {{\n{body}    }}\n}}\n"
 
 
-def kotlin_checker(body: str, imports: str = "") -> str:
+def kotlin_harness(body: str, imports: str = "") -> str:
     return f"package solution\n\n{imports}fun main() {{\n{body}}}\n"
 
 
-JAVA_PROBE = java_checker(
+JAVA_PROBE = java_harness(
     '        System.out.println("loader " + (Checker.class.getClassLoader() == ClassLoader.getSystemClassLoader()));\n'
     '        System.out.println("sum " + new Solution().solution(2, 3));\n'
     "        for (String name : new String[] {\"solution.Item\", \"solution.Checker\", \"kiln.Run\"}) {\n"
@@ -49,7 +49,7 @@ JAVA_PROBE = java_checker(
     "        }\n",
     imports="import java.io.File;\nimport java.util.*;\n\n",
 )
-KOTLIN_PROBE = kotlin_checker(
+KOTLIN_PROBE = kotlin_harness(
     '    println("loader " + (Class.forName("solution.CheckerKt").classLoader === ClassLoader.getSystemClassLoader()))\n'
     '    println("sum " + solution(2, 3))\n'
     '    for (name in listOf("solution.Item", "solution.CheckerKt", "kiln.Run")) {\n'
@@ -69,16 +69,16 @@ CASES = {
         "a+b": (JAVA_SOLUTION, None),
         "probe": (JAVA_SOLUTION, JAVA_PROBE),
         "compile error in the solution": (JAVA_SOLUTION.replace("return a + b;", "return a + ;"), None),
-        "compile error in the checker": (JAVA_SOLUTION, java_checker("        int x = \"text\";\n        undefined();\n")),
+        "compile error in the client harness": (JAVA_SOLUTION, java_harness("        int x = \"text\";\n        undefined();\n")),
         "a note from javac, exit 0": (
             JAVA_SOLUTION,
-            java_checker('        java.util.List raw = new java.util.ArrayList();\n        raw.add("x");\n        System.out.println(raw + " ünï ✓");\n'),
+            java_harness('        java.util.List raw = new java.util.ArrayList();\n        raw.add("x");\n        System.out.println(raw + " ünï ✓");\n'),
         ),
         "an exception with a cause": (
             JAVA_SOLUTION,
-            java_checker('        System.out.println("before");\n        throw new IllegalStateException("outer", new ArithmeticException("inner"));\n'),
+            java_harness('        System.out.println("before");\n        throw new IllegalStateException("outer", new ArithmeticException("inner"));\n'),
         ),
-        "exit status": (JAVA_SOLUTION, java_checker('        System.out.print("bye");\n        System.err.print("err");\n        System.exit(new Solution().solution(1, 2));\n')),
+        "exit status": (JAVA_SOLUTION, java_harness('        System.out.print("bye");\n        System.err.print("err");\n        System.exit(new Solution().solution(1, 2));\n')),
         "stack overflow": (
             JAVA_SOLUTION,
             "package solution;\n\npublic class Checker {\n    static int deep(int n) {\n        return deep(n + 1) + 1;\n    }\n\n"
@@ -86,21 +86,21 @@ CASES = {
         ),
         "out of memory": (
             JAVA_SOLUTION,
-            java_checker("        java.util.List<long[]> kept = new java.util.ArrayList<>();\n        while (true) {\n            kept.add(new long[1 << 24]);\n        }\n"),
+            java_harness("        java.util.List<long[]> kept = new java.util.ArrayList<>();\n        while (true) {\n            kept.add(new long[1 << 24]);\n        }\n"),
         ),
     },
     "kotlin": {
         "a+b": (KOTLIN_SOLUTION, None),
         "probe": (KOTLIN_SOLUTION, KOTLIN_PROBE),
         "compile error in the solution": (KOTLIN_SOLUTION.replace("return a + b", "return a + undefinedName"), None),
-        "compile error in the checker": (KOTLIN_SOLUTION, kotlin_checker('    val x: Int = "text"\n    println(x)\n')),
-        "an exception with a cause": (KOTLIN_SOLUTION, kotlin_checker('    println("before ünï ✓")\n    throw IllegalStateException("outer", ArithmeticException("inner"))\n')),
+        "compile error in the client harness": (KOTLIN_SOLUTION, kotlin_harness('    val x: Int = "text"\n    println(x)\n')),
+        "an exception with a cause": (KOTLIN_SOLUTION, kotlin_harness('    println("before ünï ✓")\n    throw IllegalStateException("outer", ArithmeticException("inner"))\n')),
         "exit status": (
             KOTLIN_SOLUTION,
-            kotlin_checker('    print("bye")\n    System.err.print("err")\n    exitProcess(solution(1, 2))\n', imports="import kotlin.system.exitProcess\n\n"),
+            kotlin_harness('    print("bye")\n    System.err.print("err")\n    exitProcess(solution(1, 2))\n', imports="import kotlin.system.exitProcess\n\n"),
         ),
         "stack overflow": (KOTLIN_SOLUTION, "package solution\n\nfun deep(n: Int): Int = deep(n + 1) + 1\n\nfun main() {\n    println(\"down\")\n    deep(0)\n}\n"),
-        "out of memory": (KOTLIN_SOLUTION, kotlin_checker("    val kept = ArrayList<LongArray>()\n    while (true) {\n        kept.add(LongArray(1 shl 24))\n    }\n")),
+        "out of memory": (KOTLIN_SOLUTION, kotlin_harness("    val kept = ArrayList<LongArray>()\n    while (true) {\n        kept.add(LongArray(1 shl 24))\n    }\n")),
     },
 }
 
@@ -122,9 +122,9 @@ def servers(request):
         plain.stop()
 
 
-def payload(slug: str, solution: str, checker: str | None) -> dict:
+def payload(slug: str, solution: str, client_harness: str | None) -> dict:
     lang = langcase.LANGS[slug]
-    return {"lang_slug": slug, "solution_text": solution, "checker_text": checker or lang.checker, "timeout": "60s"}
+    return {"lang_slug": slug, "solution_text": solution, "checker_text": client_harness or lang.client_harness, "timeout": "60s"}
 
 
 each_language = pytest.mark.parametrize("servers", SLUGS, indirect=True)
@@ -144,7 +144,7 @@ def assert_same(got: tuple, expected: tuple) -> None:
     assert got == expected, "\n".join(differ[:40]) + f"\nstderr: {expected[2][:2000]!r} vs {got[2][:2000]!r}"
 
 
-def run_prestarted(server: Server, slug: str, solution: str, checker: str | None, *, settled: bool = True) -> dict:
+def run_prestarted(server: Server, slug: str, solution: str, client_harness: str | None, *, settled: bool = True) -> dict:
     """A run in a slot prestarted for slug (settled: once its warm-up is over); a first run of the
     language, if need be, makes the slots' replacements prestarted."""
     deadline = time.monotonic() + 180
@@ -156,7 +156,7 @@ def run_prestarted(server: Server, slug: str, solution: str, checker: str | None
     while not settled and not server.warm_slots(slug):  # the last run's replacement, handed over
         assert time.monotonic() < deadline, server.slots()
         time.sleep(0.05)
-    body, record = server.run_logged(**payload(slug, solution, checker))
+    body, record = server.run_logged(**payload(slug, solution, client_harness))
     assert record["prestarted"] is True, record
     return body
 
@@ -164,9 +164,9 @@ def run_prestarted(server: Server, slug: str, solution: str, checker: str | None
 @pytest.mark.parametrize(("servers", "case"), [(slug, case) for slug in SLUGS for case in CASES[slug]], indirect=["servers"])
 def test_a_prestarted_run_answers_as_the_test_command(servers, case):
     slug, prestarting, plain = servers
-    solution, checker = CASES[slug][case]
-    expected = answer(plain.run_logged(**payload(slug, solution, checker))[0])
-    got = answer(run_prestarted(prestarting, slug, solution, checker))
+    solution, client_harness = CASES[slug][case]
+    expected = answer(plain.run_logged(**payload(slug, solution, client_harness))[0])
+    got = answer(run_prestarted(prestarting, slug, solution, client_harness))
     assert_same(got, expected)
 
 
@@ -190,7 +190,7 @@ def test_the_cases_are_what_they_say(servers):
 
 @each_language
 def test_the_warm_up_leaves_nothing_the_run_sees(servers):
-    """The probe's view, in a prestarted slot whose warm-up is over: the checker is the class
+    """The probe's view, in a prestarted slot whose warm-up is over: the client harness is the class
     path's, none of the warm-up's classes (solution.Item) is found, no thread, file or system
     property of it is left, and the JVM's command is test's."""
     slug, prestarting, _plain = servers

@@ -1,6 +1,6 @@
 """kotlin through the real HTTP API and the real sandbox: langs/kotlin compiles the client's
 checker.kt with solution.kt (both `package solution`, gson on the class path) and runs
-solution.CheckerKt, the compiler and the checker in one JVM (kiln.Run); the checker prints the
+solution.CheckerKt, the compiler and the client harness in one JVM (kiln.Run); the client harness prints the
 protocol.
 
 Here: its own tests. The tests every language has (a+b, a loop, an error in one call...) are
@@ -15,8 +15,8 @@ KOTLIN = langcase.LANGS["kotlin"]
 
 
 def test_an_uncaught_exception_ends_as_the_jvm_reports_it(lang_server):
-    checker = 'package solution\n\nfun main() {\n    println("before")\n    throw IllegalStateException("boom")\n}\n'
-    body = KOTLIN.run(lang_server, KOTLIN.solution, checker=checker)
+    client_harness = 'package solution\n\nfun main() {\n    println("before")\n    throw IllegalStateException("boom")\n}\n'
+    body = KOTLIN.run(lang_server, KOTLIN.solution, client_harness=client_harness)
     assert (body["exit_code"], body["stdout"]) == (1, "before\n")
     # the launcher's own frames are not in the trace
     assert body["stderr"] == (
@@ -26,21 +26,21 @@ def test_an_uncaught_exception_ends_as_the_jvm_reports_it(lang_server):
     )
 
 
-def test_the_checkers_exit_status_is_the_runs(lang_server):
-    checker = "package solution\n\nimport kotlin.system.exitProcess\n\nfun main() {\n    exitProcess(solution(1, 2))\n}\n"
-    body = KOTLIN.run(lang_server, KOTLIN.solution, checker=checker)
+def test_the_client_harness_exit_status_is_the_runs(lang_server):
+    client_harness = "package solution\n\nimport kotlin.system.exitProcess\n\nfun main() {\n    exitProcess(solution(1, 2))\n}\n"
+    body = KOTLIN.run(lang_server, KOTLIN.solution, client_harness=client_harness)
     assert (body["exit_code"], body["stdout"]) == (3, "adding 1 and 2\n")
 
 
-def test_a_codebattle_style_checker_with_gson_compiles_unchanged(lang_server):
-    """The shape of checkers Codebattle generates: a data class serialised by gson, typed
+def test_a_codebattle_style_client_harness_with_gson_compiles_unchanged(lang_server):
+    """The shape of the client harnesses (checkers) Codebattle generates: a data class serialised by gson, typed
     arguments, one JSON object per line."""
     solution = (
         "package solution\n\nimport kotlin.collections.*\n\n"
         "fun solution(a: Int, b: String, c: Map<String, Int>, d: List<Double>): List<String> {\n"
         "    println(b)\n    return c.keys.sorted() + \"$a:${d.size}\"\n}\n"
     )
-    checker = (
+    client_harness = (
         "package solution\n\nimport kotlin.collections.*\nimport java.io.*\nimport java.util.*\n"
         "import com.google.gson.Gson;\n\n"
         "fun main(args: Array<String>) {\n"
@@ -61,5 +61,5 @@ def test_a_codebattle_style_checker_with_gson_compiles_unchanged(lang_server):
         "    private val type = \"result\"\n"
         "    override fun toString(): String = Gson().toJson(this)\n}\n"
     )
-    body = KOTLIN.run(lang_server, solution, checker=checker)
+    body = KOTLIN.run(lang_server, solution, client_harness=client_harness)
     langcase.assert_gson_report(body)

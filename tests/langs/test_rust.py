@@ -1,6 +1,6 @@
 """rust through the real HTTP API and the real sandbox: cargo builds the client's checker.rs (the
 binary's root, `mod solution;`) against prebuilt serde/serde_json/libc/serde_with (langs/rust),
-offline, and the checker prints the harness protocol.
+offline, and the client harness prints the harness protocol.
 
 Here: its own tests. The tests every language has (a+b, a loop, an error in one call...) are
 its rows in test_every_language.py."""
@@ -26,10 +26,10 @@ def test_values_go_through_serde_json(lang_server):
     assert got[0]["value"] == {"range": [1, 2], "sum": [3]}
 
 
-def test_a_checker_in_codebattles_shape_compiles_unchanged(lang_server):
+def test_a_client_harness_in_codebattles_shape_compiles_unchanged(lang_server):
     # The shape Codebattle generates: serde_with's #[serde_as] for the time, libc pipes around
     # each call, std::os::fd (Rust 1.66+), #![allow(warnings)], `mod solution;`.
-    checker = (
+    client_harness = (
         "#![allow(warnings)]\n\n"
         "use libc::c_int;\nuse serde::Serialize;\nuse serde_with::{DurationSecondsWithFrac, serde_as};\n"
         "use std::{\n    collections::HashMap,\n    fs::File,\n    io::{self, Read, Write},\n"
@@ -72,7 +72,7 @@ def test_a_checker_in_codebattles_shape_compiles_unchanged(lang_server):
         "    return ans;\n"
         "}\n"
     )
-    body = RUST.run(lang_server, solution, checker=checker)
+    body = RUST.run(lang_server, solution, client_harness=client_harness)
     got = RUST.items(body)
     assert [(i["type"], i["value"], i["output"]) for i in got] == [("result", 3, "adding 1 and 2\n"), ("result", 42, "adding 30 and 12\n")]
     for item in got:  # DurationSecondsWithFrac<String>: the seconds as the text of an f64
@@ -92,9 +92,9 @@ def test_a_link_error_is_lds_message_and_cargos_status(lang_server):
 
 
 def test_a_panic_outside_the_harness_is_rusts_message_and_status(lang_server):
-    checker = 'mod solution;\n\nfn main() {\n    println!("{}", solution::solution(1, 2));\n}\n'
+    client_harness = 'mod solution;\n\nfn main() {\n    println!("{}", solution::solution(1, 2));\n}\n'
     solution = 'pub fn solution(a: i64, b: i64) -> i64 {\n    if a > 0 {\n        panic!("boom {}", a + b);\n    }\n    a + b\n}\n'
-    body = RUST.run(lang_server, solution, checker=checker)
+    body = RUST.run(lang_server, solution, client_harness=client_harness)
     assert (body["exit_code"], body["stdout"]) == (101, ""), body
     # Rust 1.88 and later name the thread's id too: "thread 'main' (2) panicked at"
     assert re.search(r"thread 'main'( \(\d+\))? panicked at check/solution\.rs:3:9:\nboom 3\n", body["stderr"]), body["stderr"]

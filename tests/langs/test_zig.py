@@ -1,5 +1,5 @@
 """zig through the real HTTP API and the real sandbox: zig build-exe compiles the client's
-checker.zig, which imports solution.zig (langs/zig, prewarmed cache), and the checker prints the
+checker.zig, which imports solution.zig (langs/zig, prewarmed cache), and the client harness prints the
 harness protocol.
 
 Here: its own tests. The tests every language has (a+b, a loop, an error in one call...) are
@@ -13,10 +13,10 @@ pytestmark = langcase.only("zig")
 ZIG = langcase.LANGS["zig"]
 
 
-def test_a_checker_in_codebattles_shape_compiles_unchanged(lang_server):
+def test_a_client_harness_in_codebattles_shape_compiles_unchanged(lang_server):
     # The shape Codebattle generates for Zig 0.15: a pipe around each call, std.json.fmt through
     # the new std.Io.Writer interface, the solution's own `const std` and typed constants.
-    checker = (
+    client_harness = (
         "const std = @import(\"std\");\nconst solution = @import(\"solution.zig\");\n\n"
         "fn writeJson(outw: anytype, value: anytype) !void {\n"
         "    try outw.print(\"{f}\", .{std.json.fmt(value, .{})});\n}\n\n"
@@ -64,6 +64,6 @@ def test_a_checker_in_codebattles_shape_compiles_unchanged(lang_server):
         "    return ans;\n"
         "}\n"
     )
-    got = ZIG.items(ZIG.run(lang_server, solution, checker=checker))
+    got = ZIG.items(ZIG.run(lang_server, solution, client_harness=client_harness))
     assert [(i["type"], i["value"], i["output"]) for i in got] == [("result", 3, "hi")]
     assert isinstance(got[0]["time"], float)

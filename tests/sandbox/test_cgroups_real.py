@@ -123,13 +123,13 @@ def spawn():
 
 @pytest.fixture
 def make_driver():
-    """make_driver(kind, instance=INSTANCE) -> a driver (not set up) whose subtree is removed
+    """make_driver(version, instance=INSTANCE) -> a driver (not set up) whose subtree is removed
     after the test, even if the code under test failed."""
     subtrees: list[Path] = []
 
-    def make(kind: str, instance: str = INSTANCE):
+    def make(version: str, instance: str = INSTANCE):
         log = Log()
-        if kind == "v1":
+        if version == "v1":
             if not HAVE_V1:
                 pytest.skip(f"no cgroup v1 memory, pids and cpuacct hierarchies here ({V1_BASES})")
             driver = cgroup_detect.open_driver("v1", instance, log)

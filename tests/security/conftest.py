@@ -73,9 +73,9 @@ def c_server(kiln_server, c_workspace):
     return kiln_server(RUN_WORKSPACE=str(c_workspace), RUN_LANGS="cpp", RUN_CONCURRENCY="4", RUN_UID_BASE="21000", **CANARY_ENV)
 
 
-def _runner(srv, slug: str, checker: bool):
+def _runner(srv, slug: str, client_harness: bool):
     def run(source: str, *, status: int = 200, timeout: str = "20s", **fields) -> dict:
-        if checker:
+        if client_harness:  # cpp's: an empty one, the workspace's recipe runs the solution alone
             fields.setdefault("checker_text", "")
         response = srv.run(lang_slug=slug, solution_text=source, timeout=timeout, **fields)
         assert response.status_code == status, response.text
@@ -88,10 +88,10 @@ def _runner(srv, slug: str, checker: bool):
 @pytest.fixture
 def run_c(c_server):
     """run_c(C source, timeout="20s", stdin=...) -> the result body (status 200, health checked)."""
-    return _runner(c_server, "cpp", checker=True)
+    return _runner(c_server, "cpp", client_harness=True)
 
 
 @pytest.fixture
 def run_py(server):
     """run_py(Python source, ...) -> the result body, on the module's `server` (langs/)."""
-    return _runner(server, "python", checker=False)
+    return _runner(server, "python", client_harness=False)

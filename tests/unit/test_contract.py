@@ -1,4 +1,4 @@
-"""The Python <-> C contract: every fact that both sides state (record kinds, constants, ops, job
+"""The Python <-> C contract: every fact that both sides state (record types, constants, ops, job
 and result fields and their order, the parts of a job, the outcomes, a layer's entries, the
 slots' titles) is owned by Python (kiln/wire/protocol.py, kiln/zygote/recipe.py, kiln/slots.py,
 kiln/runtime.py) and must read the same in C: compared as data with the tables `kiln-init
@@ -34,9 +34,9 @@ def contract() -> dict:
     return json.loads(subprocess.run([str(native.INIT), "contract"], capture_output=True, check=True).stdout)
 
 
-def test_the_record_kinds_are_kiln_init_s(contract):
+def test_the_record_types_are_kiln_init_s(contract):
     python = {name: value for name, value in vars(recipe).items() if re.fullmatch(r"K_[A-Z_]+", name)}
-    assert contract["record_kinds"] == python
+    assert contract["record_types"] == python
 
 
 def test_the_recipe_s_constants_are_the_ones_kiln_init_reads_in_its_order(contract):
@@ -48,9 +48,9 @@ def test_the_recipe_s_constants_are_the_ones_kiln_init_reads_in_its_order(contra
 def test_each_record_type_s_arguments_are_named_as_kiln_init_reads_them(contract):
     """A record's arguments are written by name (recipe._record) and read by the same names
     (kiln.h ARG): a name or an order that differs, or a record type one side lacks, fails here."""
-    python = {name: list(recipe.RECORD_ARGS[code]) for name, code in contract["record_kinds"].items()}
+    python = {name: list(recipe.RECORD_ARGS[code]) for name, code in contract["record_types"].items()}
     assert contract["record_args"] == python
-    assert set(recipe.RECORD_ARGS) == set(contract["record_kinds"].values())
+    assert set(recipe.RECORD_ARGS) == set(contract["record_types"].values())
 
 
 def test_a_record_written_with_other_names_than_its_type_s_is_refused():
@@ -163,6 +163,12 @@ HOLDING_HARNESSES = (
 )
 
 
+def test_the_ready_frames_root_image_key_is_kiln_h_s(contract):
+    """The key by which a warming slot says it built its index's root image (its namespace rides
+    with the ready frame): the zygote keeps that image only under this name."""
+    assert contract["ready_root_image"] == protocol.READY_ROOT_IMAGE == "root_image"
+
+
 def test_the_held_stdout_is_kiln_h_s_and_the_harnesses_name_it(contract):
     assert contract["held_stdout"] == runtime.HELD_STDOUT
     langs = NATIVE.parents[1] / "langs"
@@ -191,7 +197,7 @@ def test_the_start_s_variables_are_the_ones_kiln_init_reads(contract):
 
 def test_a_record_with_other_arguments_than_its_shape_s_is_refused_saying_what_to_do():
     """kiln-init reads a record's arguments by name without counting them: a record of another
-    arity (a kiln-init older or newer than the zygote), or of a kind it does not know, is refused
+    arity (a kiln-init older or newer than the zygote), or of a type it does not know, is refused
     when the recipe is loaded."""
     consts = recipe._record(recipe.K_CONSTS, *range(len(recipe.CONSTS)))
     short_part = struct.pack("<II", recipe.K_W_PART, 1) + struct.pack("<I", 8) + b"solution\0"
@@ -201,4 +207,4 @@ def test_a_record_with_other_arguments_than_its_shape_s_is_refused_saying_what_t
             done = subprocess.run([str(native.INIT), "check"], env={"KILN_RECIPE": str(fd)}, pass_fds=(fd,), capture_output=True, text=True, stdin=subprocess.DEVNULL)
         finally:
             os.close(fd)
-        assert done.returncode == 70 and "recipe: record 1 (kind" in done.stderr and "make -C kiln/native" in done.stderr, done
+        assert done.returncode == 70 and "recipe: record 1 (type" in done.stderr and "make -C kiln/native" in done.stderr, done

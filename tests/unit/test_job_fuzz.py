@@ -114,14 +114,14 @@ LAYER = re.compile(r"[0-9a-f]{64}")
 
 
 def files_verdict(command: str, names, has_client_harness: bool) -> bool:
-    """A test's parts (each at most once, the solution, the client harness (part "checker")
+    """A test's parts (each at most once, the solution, the client harness
     exactly when the language has one), a build's file names (distinct, at least one, at most 65), an exec job's (its command's
     arguments: distinct file names, at most 65)."""
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or len(set(names)) != len(names):
         return False
     if command in ("build", "exec"):
         return (command == "exec" or len(names) > 0) and len(names) <= 65 and all(FILE_NAME.fullmatch(n) for n in names)
-    return all(n in FILE_PARTS for n in names) and "solution" in names and has_client_harness == ("checker" in names)
+    return all(n in FILE_PARTS for n in names) and "solution" in names and has_client_harness == ("client_harness" in names)
 
 
 def limits_verdict(limits, workload) -> bool:
@@ -216,7 +216,7 @@ timeouts = (
     | st.just("1000")
     | json_values
 )
-parts = st.sampled_from(FILE_PARTS) | st.sampled_from(["../checker", "solution ", "Solution", "stdin", ""]) | scalars
+parts = st.sampled_from(FILE_PARTS) | st.sampled_from(["../client_harness", "solution ", "Solution", "stdin", ""]) | scalars
 file_names = st.sampled_from(["main.py", "Main.java", "a-b.h", "x_1", "-a", ".hidden", "a/b", "..", "é.py", "A" * 100, "A" * 101])
 file_lists = st.lists(st.sampled_from(FILE_PARTS), max_size=4) | st.lists(parts, max_size=5) | st.lists(file_names, max_size=4) | json_values
 stdin_flags = st.booleans() | json_values
@@ -243,7 +243,7 @@ def valid_jobs(draw, served: tuple[str, ...], rt=None):
     command = draw(st.sampled_from(protocol.COMMANDS))
     if command == "test":
         has_client_harness = langs.LANGUAGES[slug].has_client_harness
-        names = draw(st.permutations(["solution", *(["checker"] if has_client_harness else []), *draw(st.lists(st.just("asserts"), max_size=1))]))
+        names = draw(st.permutations(["solution", *(["client_harness"] if has_client_harness else []), *draw(st.lists(st.just("asserts"), max_size=1))]))
     else:
         names = draw(st.lists(st.from_regex(FILE_NAME, fullmatch=True), min_size=command == "build", max_size=3, unique=True))
     stdin = command != "build" and draw(st.booleans())
@@ -265,7 +265,7 @@ def valid_jobs(draw, served: tuple[str, ...], rt=None):
 def near_misses(draw, served: tuple[str, ...]):
     """A valid job with one thing wrong, so that every rule gets its turn: the slug, the timeout,
     the file parts (any subset or repeat), the stdin flag, the blob count, a blob's size, the
-    files by descriptor, the descriptors (one more, one fewer, one of another kind)."""
+    files by descriptor, the descriptors (one more, one fewer, one of another file type)."""
     header, blobs, descriptors = draw(valid_jobs(served))
     fault = draw(st.sampled_from(["slug", "command", "timeout_ms", "limits", "layer", "files", "stdin", "pipes", "stdin_file", "file_fds", "descriptors", "count", "size"]))
     if fault == "slug":
@@ -364,7 +364,7 @@ def job_header(**overrides) -> dict:
         (job_header(files=["solution", "solution"]), [b"", b""], "bad files"),
         (job_header(files="solution"), [b""], "not in the form"),
         (job_header(files=["asserts"]), [b""], "no solution"),
-        (job_header(files=["solution", "checker"]), [b"", b""], "checker"),
+        (job_header(files=["solution", "client_harness"]), [b"", b""], "client harness present"),
         (job_header(), [b"", b"extra"], "blob count"),
         (job_header(stdin=True), [b""], "blob count"),
         (job_header(), [b"x" * 1025], "RUN_INPUT_MAX"),

@@ -119,9 +119,9 @@ RESULT = {"op": "result", "exit_code": 0, "outcome": "exited", "wall_ms": 1.5, "
 
 
 def test_a_job_is_encoded_in_the_one_form_kiln_init_accepts():
-    job = protocol.Job("cpp", 2500, (("solution", b"int main"), ("checker", b"chk")), stdin=b"1 2\n")
+    job = protocol.Job("cpp", 2500, (("solution", b"int main"), ("client_harness", b"chk")), stdin=b"1 2\n")
     header, blobs = protocol.encode_job(job)
-    assert header == {"op": "job", "slug": "cpp", "command": "test", "timeout_ms": 2500, "limits": [0, 0, 0, 0, 0], "layer": "", "files": ["solution", "checker"], "stdin": True, "pipes": False, "stdin_file": False, "file_fds": [], "give_back": ""}
+    assert header == {"op": "job", "slug": "cpp", "command": "test", "timeout_ms": 2500, "limits": [0, 0, 0, 0, 0], "layer": "", "files": ["solution", "client_harness"], "stdin": True, "pipes": False, "stdin_file": False, "file_fds": [], "give_back": ""}
     assert list(header) == list(protocol.JOB_KEYS)
     assert blobs == [b"int main", b"chk", b"1 2\n"]
     assert protocol.encode_job(protocol.Job("python", 1, (("solution", b""),)))[0]["stdin"] is False

@@ -104,10 +104,10 @@ def test_a_deadline_may_move_on_as_far_as_every_slot_busy_at_once_needs(rt, slot
     assert busy.starved_max_times == times
 
 
-def test_the_template_is_built_in_contain_build_roots_order(rt, root):
+def test_the_root_image_is_built_in_contain_build_roots_order(rt, root):
     ops = recipe.build_ops(root, "/run/kiln/root")
     names = [op[1] for op in ops]
-    assert ops[:2] == [("keep the template's mount namespace", "save_ns"), ("make mounts private", "mount", *mounts.PRIVATE_ARGS)]
+    assert ops[:2] == [("keep the root image's mount namespace", "save_ns"), ("make mounts private", "mount", *mounts.PRIVATE_ARGS)]
     assert names[-3:] == ["pivot", "mount", "unshare_ns"]
     assert ops[-2] == ("make the root read-only", "mount", *mounts.readonly_args("/", root.root))
     # every bind read-only, nosuid, nodev on its whole tree, right after the bind
@@ -169,7 +169,7 @@ def test_each_language_gets_its_workspace_files_command_and_limits(rt, root, v1_
         assert of_kind(mine, recipe.K_W_EXEC_ARGV) == ([workload.exec_argv] if workload.judges else [])
         parts = dict(of_kind(mine, recipe.K_W_PART))
         assert parts["solution"] == workload.language.solution_file
-        assert ("checker" in parts) == bool(workload.language.client_harness_file)
+        assert ("client_harness" in parts) == bool(workload.language.client_harness_file)
         assert of_kind(mine, recipe.K_W_ARGV) == [workload.argv]
         [env] = of_kind(mine, recipe.K_W_ENV)
         assert "PATH=" + rt.config.sandbox_path in env and "HOME=/sandbox" in env

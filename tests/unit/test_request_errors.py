@@ -251,7 +251,7 @@ EXPECTED = {
     ('run', 'order: surrogate before slug'): (400, 'solution_text is not valid UTF-8 text (it contains a lone surrogate)'),
     ('run', 'order: slug before limits rows'): (400, 'unsupported lang_slug'),
     ('run', 'ok python'): ('ok', 'RunRequest(slug=\'python\', timeout_ms=2000, files=((\'solution\', b\'print(1)\'), (\'asserts\', b\'{"a":[1]}\')), stdin=b\'1\', limits=Limits(cpu_ms=0, memory=67108864, pids=8, output=100, address_space=0))'),
-    ('run', 'ok cpp'): ('ok', "RunRequest(slug='cpp', timeout_ms=30000, files=(('solution', b'print(1)'), ('checker', b'c'), ('asserts', b'[]')), stdin=None, limits=Limits(cpu_ms=0, memory=0, pids=0, output=0, address_space=0))"),
+    ('run', 'ok cpp'): ('ok', "RunRequest(slug='cpp', timeout_ms=30000, files=(('solution', b'print(1)'), ('client_harness', b'c'), ('asserts', b'[]')), stdin=None, limits=Limits(cpu_ms=0, memory=0, pids=0, output=0, address_space=0))"),
     ('judge', 'lang_slug missing'): (400, 'lang_slug is required'),
     ('judge', 'lang_slug a number'): (400, 'lang_slug must be a string'),
     ('judge', 'lang_slug unknown'): (400, 'unsupported lang_slug'),
