@@ -81,22 +81,45 @@ def _has_clone_into_cgroup() -> bool:
     return ctypes.get_errno() == errno.EBADF
 
 
+def _v2_memory_folder() -> str | None:
+    """A cgroup v2 cgroup with the memory controller's files: this process's own (the root
+    cgroup has none: then its first child that has memory.max); None where none is in sight (a
+    v1 host)."""
+    from kiln.sandbox.cgroup_detect import own_v2_folder  # noqa: PLC0415
+
+    own = own_v2_folder()
+    if own is None:
+        return None
+    candidates = [own, *(entry.path for entry in os.scandir(own) if entry.is_dir(follow_symlinks=False))]
+    return next((c for c in candidates if os.path.exists(os.path.join(c, "memory.max"))), None)
+
+
 def _has_v2_file(name: str) -> Callable[[], bool | None]:
-    """Whether cgroup v2 cgroups have the file: looked for in this process's own cgroup (the
-    root cgroup has no memory files: then its first child that has memory.max); None where no
-    v2 cgroup with the memory controller is in sight (a v1 host)."""
+    """Whether cgroup v2 cgroups have the file; None where no v2 cgroup with the memory
+    controller is in sight."""
 
     def probe() -> bool | None:
-        from kiln.sandbox.cgroup_detect import own_v2_folder  # noqa: PLC0415
-
-        own = own_v2_folder()
-        if own is None:
-            return None
-        candidates = [own, *(entry.path for entry in os.scandir(own) if entry.is_dir(follow_symlinks=False))]
-        folder = next((c for c in candidates if os.path.exists(os.path.join(c, "memory.max"))), None)
+        folder = _v2_memory_folder()
         return None if folder is None else os.path.exists(os.path.join(folder, name))
 
     return probe
+
+
+def memory_peak_resets(folder: str) -> bool:
+    """Whether the v2 cgroup `folder`'s memory.peak can be set back (Linux 6.12): a write of any
+    non-empty string to it sets the peak to the current usage for later reads through that same
+    open file (cgroup-v2.rst). The kernel gives the file write permission only where it has that
+    write handler (kernfs: 0644 from 6.12, 0444 before), whoever owns it: no write is needed to
+    tell, and none is made."""
+    try:
+        return bool(os.stat(os.path.join(folder, "memory.peak")).st_mode & 0o222)
+    except FileNotFoundError:  # before 5.19, or no memory controller
+        return False
+
+
+def _v2_memory_peak_resets() -> bool | None:
+    folder = _v2_memory_folder()
+    return None if folder is None else memory_peak_resets(folder)
 
 
 FEATURES = (
@@ -118,6 +141,8 @@ FEATURES = (
     Feature("memory.peak (cgroup v2)", (5, 19), "a run's peak memory is its cgroup's", "a run's peak is its task's own (rusage), without its children's", _has_v2_file("memory.peak")),
     Feature("cgroup v2 favordynmods", (6, 0), "a task joins its cgroup without waiting an RCU grace period",
             "a judge's later test may wait 3-8 ms to join its cgroup after a pause"),  # fmt: skip
+    Feature("memory.peak set back per open file (cgroup v2)", (6, 12), "a slot runs a judge's tests one after another, each with its own peak",
+            "each of a judge's tests takes a fresh slot and cgroup", _v2_memory_peak_resets),  # fmt: skip
     Feature("an overlay on a detached mount clone", (6, 15), "every slot's overlay takes its lower layers from the zygote's clones",
             "each slot binds the workspaces and layers folders into its root, and a run detaches its binds"),  # fmt: skip
 )

@@ -8,6 +8,11 @@
 #   scripts/stock-vm-test.sh run CMD..  one command in /opt/kiln, in a delegated scope, as root
 #   scripts/stock-vm-test.sh provision  the image alone (the others make it when it is missing)
 #
+# Another kernel: KILN_VM_PACKAGES adds Debian packages to the image, and the guest boots the
+# newest kernel in its /boot; give it a folder of its own so the usual image stays, e.g. Debian
+# 12's Linux 6.12 (bookworm-security carries it):
+#   STOCK_VM_DIR=/var/tmp/kiln-stock-vm-612 KILN_VM_PACKAGES=linux-image-6.12-amd64 scripts/stock-vm-test.sh run ...
+#
 # The image is Debian's packages (the tool's own, and kiln's: GUEST_PACKAGES) with this
 # checkout installed in /opt/kiln as a new user would (`make setup`, the languages' install.sh,
 # scripts/rootless.sh prepare), made once and kept in $STOCK_VM_DIR; it is made again when
@@ -26,7 +31,7 @@ export KILN_VM_LANGS=${KILN_VM_LANGS:-python js cpp}
 # (the tool's own list has python3-venv, gcc, make, systemd, iproute2)
 GUEST_PACKAGES="git libcap-dev libseccomp2 python3-dev musl-tools haproxy nodejs npm g++ mold
   nlohmann-json3-dev uidmap wrk"
-export STOCK_VM_PACKAGES="$GUEST_PACKAGES"
+export STOCK_VM_PACKAGES="$GUEST_PACKAGES ${KILN_VM_PACKAGES:-}"
 
 say() { echo "stock-vm-test: $*" >&2; }
 
@@ -46,7 +51,7 @@ need_tool() {
 # (its install_kiln: kiln's setup, the languages' installers, rootless.sh prepare).
 provision_key() {
     {
-        echo $GUEST_PACKAGES $KILN_VM_LANGS
+        echo $GUEST_PACKAGES $KILN_VM_LANGS ${KILN_VM_PACKAGES:-}
         cat scripts/setup.sh scripts/rootless.sh pyproject.toml "$tool"
         for slug in $KILN_VM_LANGS; do cat "langs/$slug/install.sh" 2>/dev/null || true; done
     } | sha256sum | cut -c1-16

@@ -19,7 +19,7 @@
 #define MAX_FDS 16
 #define MAX_PARTS 66     /* a job's files: a build's judge file and up to 64 more; a test's three parts */
 #define FILE_NAME_MAX 100 /* a judge job's file name (header.c file_name) */
-#define KEPT_FILES 16    /* a slot's cgroup files kept open: its figures and its peak resets */
+#define KEPT_FILES 16    /* a slot's cgroup files kept open: its figures and its peak resets (one descriptor where a file is both) */
 
 /* --- recipe.c: what the zygote decided, as records (kiln/zygote/recipe.py writes them) ------ */
 

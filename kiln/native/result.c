@@ -32,9 +32,22 @@ static int cgroup_file(struct slot *s, long dir_index, const char *file, int fla
     return fd;
 }
 
+/* Whether a K_PEAK_RESET record sets back this file: then it is read and written through one
+ * descriptor, opened read-write. v2's memory.peak is set back only for the reads through the
+ * descriptor that wrote to it (Linux 6.12); v1's max_usage_in_bytes for every reader. */
+static int set_back(const struct slot *s, long dir_index, const char *file) {
+    for (size_t i = 0; i < s->recipe.n; i++) {
+        const struct rec *r = &s->recipe.recs[i];
+        if (r->type == K_PEAK_RESET && arg_int(&r->args[ARG(CGROUP_WRITE, dir_index)]) == dir_index && !strcmp(r->args[ARG(CGROUP_WRITE, file)].p, file)) return 1;
+    }
+    return 0;
+}
+
 /* a K_STAT record's file: its number, or the value of its "key value" line, over the divisor */
 static int read_stat(struct slot *s, const struct rec *r, double *value) {
-    int kept, fd = cgroup_file(s, arg_int(&r->args[ARG(STAT, dir_index)]), r->args[ARG(STAT, file)].p, O_RDONLY, &kept);
+    long dir_index = arg_int(&r->args[ARG(STAT, dir_index)]);
+    const char *file = r->args[ARG(STAT, file)].p;
+    int kept, fd = cgroup_file(s, dir_index, file, set_back(s, dir_index, file) ? O_RDWR : O_RDONLY, &kept);
     if (fd < 0) return -1;
     char text[4096];
     ssize_t n = pread(fd, text, sizeof text - 1, 0);
@@ -98,16 +111,17 @@ void cgroup_counts(struct slot *slot, long long *oom_kills, long long *pids_hits
     *oom_kills = s.oom_kills, *pids_hits = s.pids_hits;
 }
 
-/* the K_PEAK_RESET records (CGROUP_WRITE) */
+/* the K_PEAK_RESET records (CGROUP_WRITE), written through the descriptor the figure is read
+ * from (set_back), which must stay open: a v2 peak set back through a descriptor then closed is not */
 int reset_peak(struct slot *s, char *err) {
     for (size_t i = 0; i < s->recipe.n; i++) {
         const struct rec *r = &s->recipe.recs[i];
         if (r->type != K_PEAK_RESET) continue;
         const struct arg *file = &r->args[ARG(CGROUP_WRITE, file)], *value = &r->args[ARG(CGROUP_WRITE, value)];
-        int kept, fd = cgroup_file(s, arg_int(&r->args[ARG(CGROUP_WRITE, dir_index)]), file->p, O_WRONLY, &kept);
+        int kept = 0, fd = cgroup_file(s, arg_int(&r->args[ARG(CGROUP_WRITE, dir_index)]), file->p, O_RDWR, &kept);
         ssize_t n = fd < 0 ? -1 : pwrite(fd, value->p, value->len, 0);
-        int error = errno;
-        if (fd >= 0 && !kept) close(fd);
+        int error = fd >= 0 && !kept ? EMFILE : errno;
+        if (fd >= 0 && !kept) close(fd), n = -1;
         if (n < 0) return snprintf(err, ERR, "sandbox step 'set the memory peak back' failed: %s: %s", file->p, strerror(error)), -1;
     }
     return 0;

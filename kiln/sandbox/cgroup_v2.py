@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import errno
 import os
+
+from kiln import kernel
 from kiln.sandbox import cgroupfs, cgroups
 from kiln.sandbox.cgroups import CgroupError, LimitWrite, SlotCgroup, StatSource, TreeDriver
 
@@ -27,6 +29,13 @@ SUPERVISOR_CPU_WEIGHT = 10000  # the largest; each slot keeps the default, 100
 
 
 class V2SlotCgroup(SlotCgroup):
+    def __init__(self, name, paths, dir_fds, procs_fds, peak_resettable: bool):
+        super().__init__(name, paths, dir_fds, procs_fds)
+        # memory.peak is set back only for reads through the open file that wrote to it (Linux
+        # 6.12; kiln-init reads and resets it through one kept descriptor). Before that kernel
+        # it cannot be: a judge's tests take a slot (and a cgroup) each
+        self.peak_resettable = peak_resettable
+
     def limit_writes(self, memory_max: int, pids_max: int, previous: tuple[int, int] | None) -> tuple[LimitWrite, ...]:
         writes = [LimitWrite(0, "memory.max", str(memory_max))]
         if cgroupfs.exists("memory.swap.max", self._dir_fds[0]):  # absent without swap accounting
@@ -35,9 +44,9 @@ class V2SlotCgroup(SlotCgroup):
             writes.append(LimitWrite(0, "memory.oom.group", "1"))
         return (*writes, LimitWrite(0, "pids.max", str(pids_max)))
 
-    # memory.peak is set back only per open file (Linux 6.12), and kiln-init reads it afresh:
-    # a judge's tests take a slot each
-    peak_resettable = False
+    def peak_resets(self) -> tuple[LimitWrite, ...]:
+        # any non-empty string sets it back (cgroup-v2.rst)
+        return (LimitWrite(0, "memory.peak", "reset"),) if self.peak_resettable else ()
 
     def job_limit_files(self) -> tuple[tuple[str, int, str], ...]:
         return (("memory", 0, "memory.max"), ("pids", 0, "pids.max"))
@@ -63,6 +72,7 @@ class V2Driver(TreeDriver):
         self.base = base
         self.instance_dir = self.instance_dirs[0]
         self.supervisor = os.path.join(self.instance_dir, cgroups.SUPERVISOR)
+        self.peak_resettable = False  # until setup has looked (_prepare)
 
     def is_root(self) -> bool:
         """The root cgroup has no cgroup.type (true also inside a cgroup namespace, whose "/" is
@@ -81,6 +91,7 @@ class V2Driver(TreeDriver):
             self._move_own_processes([os.getpid(), *move_pids])
         self._enable_controllers(self.base)
         self._enable_controllers(self.instance_dir)
+        self.peak_resettable = kernel.memory_peak_resets(self.instance_dir)  # the slots' memory.peak is the same file
         weight = os.path.join(self.supervisor, "cpu.weight")
         if not self.is_root() and (cgroupfs.read_file(weight) or str(SUPERVISOR_CPU_WEIGHT)).strip() != str(SUPERVISOR_CPU_WEIGHT):
             cgroupfs.write_file(weight, SUPERVISOR_CPU_WEIGHT)
@@ -121,7 +132,7 @@ class V2Driver(TreeDriver):
         return text
 
     def _make_slot(self, name, paths, dir_fds, procs_fds) -> SlotCgroup:
-        return V2SlotCgroup(name, paths, dir_fds, procs_fds)
+        return V2SlotCgroup(name, paths, dir_fds, procs_fds, self.peak_resettable)
 
     def _removable_extras(self) -> tuple[str, ...]:
         return (self.supervisor,)  # stays while kiln is in it; the next start reuses it

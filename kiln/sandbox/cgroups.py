@@ -247,6 +247,9 @@ class TreeDriver(Driver):
         self.log = log
         self.bases = tuple(dict.fromkeys(bases))
         self.instance_dirs = tuple(os.path.join(base, instance) for base in self.bases)
+        # whether its slots' memory peak can be set back (SlotCgroup.peak_resettable); the
+        # driver may tell only once its subtree is made (setup)
+        self.peak_resettable = True
 
     def setup(self, move_pids: Iterable[int] = ()) -> None:
         """Create <base>/<instance> (in each hierarchy), remove a crashed kiln's slot cgroups,
@@ -261,7 +264,7 @@ class TreeDriver(Driver):
             if isinstance(error, CgroupError):
                 raise
             raise CgroupError(f"cgroup setup below {', '.join(self.bases)}: {error}") from None
-        self.log.info("cgroup subtree ready", driver=self.name, subtree=list(self.instance_dirs))
+        self.log.info("cgroup subtree ready", driver=self.name, subtree=list(self.instance_dirs), judge_tests_share_a_slot=self.peak_resettable)
 
     def _prepare(self, move_pids: list[int]) -> None:
         pass

@@ -20,7 +20,7 @@ import pytest
 from kiln.sandbox import cgroup_detect, cgroupfs
 from kiln.sandbox.cgroup_v1 import V1Driver, V1SlotCgroup
 from kiln.sandbox.cgroup_v2 import V2Driver, V2SlotCgroup
-from kiln.sandbox.cgroups import CgroupError, NoCgroups
+from kiln.sandbox.cgroups import CgroupError, LimitWrite, NoCgroups
 
 from cgroupkit import Stats, apply_limits, join, read_stats
 
@@ -64,6 +64,7 @@ class FakeKernel:
         self.hierarchies: dict[Path, str] = {}  # hierarchy root -> "v2" or a v1 controller set
         self.missing_v2_files: set[str] = set()  # e.g. {"cgroup.kill", "memory.peak"}: an older kernel
         self.missing_v1_files: set[str] = set()
+        self.peak_resets = False  # memory.peak writable: Linux 6.12's write handler (0644; 0444 before)
         self.busy: dict[Path, int] = {}  # rmdir answers EBUSY this many times first
         self.refuse_mkdir: set[Path] = set()
         self.refuse_enable: set[str] = set()  # controllers whose "+name" write fails
@@ -117,6 +118,8 @@ class FakeKernel:
         for file, text in files.items():
             if file not in self.missing_v2_files and not (path / file).exists():
                 (path / file).write_text(text)
+        if (path / "memory.peak").exists():
+            (path / "memory.peak").chmod(0o644 if self.peak_resets else 0o444)
 
     # --- reading it back ---
 
@@ -871,6 +874,21 @@ def test_v2_limits_without_the_memory_controller_fail_loudly(kernel, log):
     assert caught.value.errno == errno.ENOENT
     assert read_stats(slot) == Stats(memory_peak_bytes=None, cpu_usage_ms=0.0, oom_kills=0, pids_limit_hits=0)
     driver.remove_slot(slot)
+
+
+def test_v2_slots_set_their_memory_peak_back_only_where_the_kernel_can(kernel, log):
+    # Linux 6.12 gave memory.peak a write handler, which sets it back for the reads through the
+    # descriptor that wrote: only then does a slot run a judge's tests one after another
+    for resets in (False, True):
+        kernel.peak_resets = resets
+        driver = V2Driver(str(kernel.v2_hierarchy(f"unified-{resets}", "memory pids")), "kiln", log)
+        assert not driver.peak_resettable  # not before setup has looked
+        driver.setup()
+        slot = driver.create_slot("slot-0-g1")
+        assert driver.peak_resettable is resets and slot.peak_resettable is resets
+        assert slot.peak_resets() == ((LimitWrite(0, "memory.peak", "reset"),) if resets else ())
+        driver.remove_slot(slot)
+    assert [r["judge_tests_share_a_slot"] for r in log.records if r["msg"] == "cgroup subtree ready"] == [False, True]
 
 
 def test_v2_join_moves_the_caller_into_the_slot(kernel, v2):

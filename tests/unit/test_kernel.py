@@ -36,3 +36,16 @@ def test_the_system_calls_kiln_needs_are_probed_on_this_kernel():
     [proc] = [feature for feature in surveyed if feature.name.startswith("procfs")]
     assert not surveyed[proc] and proc in kernel.missing_needed(list(surveyed.items()))
     assert "kiln cannot sandbox without it" in kernel.describe_missing(proc)
+
+
+def test_a_v2_memory_peak_can_be_set_back_where_the_kernel_made_it_writable(tmp_path):
+    # the kernel's own mode: 0644 where it has memory.peak's write handler (6.12), 0444 before
+    peak = tmp_path / "memory.peak"
+    assert not kernel.memory_peak_resets(str(tmp_path))  # before 5.19: no file at all
+    peak.write_text("0\n")
+    peak.chmod(0o444)
+    assert not kernel.memory_peak_resets(str(tmp_path))
+    peak.chmod(0o644)
+    assert kernel.memory_peak_resets(str(tmp_path))
+    [feature] = [f for f in kernel.FEATURES if f.name.startswith("memory.peak set back")]
+    assert feature.since == "Linux 6.12" and "fresh slot" in kernel.describe_missing(feature)
