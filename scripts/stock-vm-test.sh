@@ -61,10 +61,16 @@ provision() {
     key=$(provision_key)
     [ -f "$STOCK_VM_DIR/rootfs.ext4" ] && [ "$(cat "$STOCK_VM_DIR/kiln-provisioned" 2>/dev/null || true)" = "$key" ] && return
     say "making the guest image (Debian's packages, then kiln installed in /opt/kiln: minutes)"
+    # an image a provision wrote to (an older one, or one that stopped half-way) is made again
+    # from Debian's packages; one the tool built and nothing has touched since is used as it is
+    touched=""
+    if [ -f "$STOCK_VM_DIR/kiln-provisioned" ] || [ -f "$STOCK_VM_DIR/kiln-provisioning" ]; then touched=1; fi
     rm -f "$STOCK_VM_DIR/kiln-provisioned"
-    if [ -f "$STOCK_VM_DIR/rootfs.ext4" ]; then "$tool" build --force >/dev/null; else "$tool" build >/dev/null; fi
+    if [ -f "$STOCK_VM_DIR/rootfs.ext4" ] && [ -n "$touched" ]; then "$tool" build --force >/dev/null; else "$tool" build >/dev/null; fi
+    touch "$STOCK_VM_DIR/kiln-provisioning"
     STOCK_VM_PERSIST=1 STOCK_VM_ENV=KILN_VM_LANGS guest provision
     echo "$key" > "$STOCK_VM_DIR/kiln-provisioned"
+    rm -f "$STOCK_VM_DIR/kiln-provisioning"
 }
 
 # the guest runs a copy of its script (sh reads a script as it goes, and this checkout's may
