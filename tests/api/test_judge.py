@@ -893,7 +893,7 @@ def test_a_slots_later_tests_have_every_limit_and_figure_of_the_first(server):
         "if what == 'memory':\n    x = bytearray(200 << 20)\n"
         "if what == 'spin':\n    while True: pass\n"
         "if what == 'fork':\n    [os.fork() or time.sleep(1) for _ in range(40)]\n"
-        "if what == 'work':\n    sum(range(1_000_000))\n"
+        "if what == 'work':\n    sum(range(3_000_000))\n"
         "print(3)\n"
     )
     order = ["work", "work", "memory", "work", "spin", "work", "fork", "work"]
