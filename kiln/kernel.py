@@ -105,9 +105,19 @@ def _has_v2_file(name: str) -> Callable[[], bool | None]:
     return probe
 
 
-def _v2_memory_peak_resets() -> bool | None:
-    from kiln.sandbox.cgroupfs import memory_peak_resets  # noqa: PLC0415
+def memory_peak_resets(folder: str) -> bool:
+    """Whether the v2 cgroup `folder`'s memory.peak can be set back (Linux 6.12): a write of any
+    non-empty string to it sets the peak to the current usage for later reads through that same
+    open file (cgroup-v2.rst). The kernel gives the file write permission only where it has that
+    write handler (kernfs: 0644 from 6.12, 0444 before), whoever owns it: no write is needed to
+    tell, and none is made."""
+    try:
+        return bool(os.stat(os.path.join(folder, "memory.peak")).st_mode & 0o222)
+    except FileNotFoundError:  # before 5.19, or no memory controller
+        return False
 
+
+def _v2_memory_peak_resets() -> bool | None:
     folder = _v2_memory_folder()
     return None if folder is None else memory_peak_resets(folder)
 
@@ -132,7 +142,7 @@ FEATURES = (
     Feature("cgroup v2 favordynmods", (6, 0), "a task joins its cgroup without waiting an RCU grace period",
             "a judge's later test may wait 3-8 ms to join its cgroup after a pause"),  # fmt: skip
     Feature("memory.peak set back per open file (cgroup v2)", (6, 12), "a slot runs a judge's tests one after another, each with its own peak",
-            "a kept slot's tests after its first each run in a cgroup of their own below the slot's, made and removed by its init", _v2_memory_peak_resets),  # fmt: skip
+            "each of a judge's tests takes a fresh slot and cgroup", _v2_memory_peak_resets),  # fmt: skip
     Feature("an overlay on a detached mount clone", (6, 15), "every slot's overlay takes its lower layers from the zygote's clones",
             "each slot binds the workspaces and layers folders into its root, and a run detaches its binds"),  # fmt: skip
 )
