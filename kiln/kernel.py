@@ -105,19 +105,9 @@ def _has_v2_file(name: str) -> Callable[[], bool | None]:
     return probe
 
 
-def memory_peak_resets(folder: str) -> bool:
-    """Whether the v2 cgroup `folder`'s memory.peak can be set back (Linux 6.12): a write of any
-    non-empty string to it sets the peak to the current usage for later reads through that same
-    open file (cgroup-v2.rst). The kernel gives the file write permission only where it has that
-    write handler (kernfs: 0644 from 6.12, 0444 before), whoever owns it: no write is needed to
-    tell, and none is made."""
-    try:
-        return bool(os.stat(os.path.join(folder, "memory.peak")).st_mode & 0o222)
-    except FileNotFoundError:  # before 5.19, or no memory controller
-        return False
-
-
 def _v2_memory_peak_resets() -> bool | None:
+    from kiln.sandbox.cgroupfs import memory_peak_resets  # noqa: PLC0415
+
     folder = _v2_memory_folder()
     return None if folder is None else memory_peak_resets(folder)
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import errno
 import os
 
-from kiln import kernel
 from kiln.sandbox import cgroupfs, cgroups
 from kiln.sandbox.cgroups import CgroupError, LimitWrite, SlotCgroup, StatSource, TreeDriver
 
@@ -91,7 +90,7 @@ class V2Driver(TreeDriver):
             self._move_own_processes([os.getpid(), *move_pids])
         self._enable_controllers(self.base)
         self._enable_controllers(self.instance_dir)
-        self.peak_resettable = kernel.memory_peak_resets(self.instance_dir)  # the slots' memory.peak is the same file
+        self.peak_resettable = cgroupfs.memory_peak_resets(self.instance_dir)  # the slots' memory.peak is the same file
         weight = os.path.join(self.supervisor, "cpu.weight")
         if not self.is_root() and (cgroupfs.read_file(weight) or str(SUPERVISOR_CPU_WEIGHT)).strip() != str(SUPERVISOR_CPU_WEIGHT):
             cgroupfs.write_file(weight, SUPERVISOR_CPU_WEIGHT)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kiln import kernel
+from kiln.sandbox import cgroupfs
 
 
 def test_a_release_gives_its_version():
@@ -41,11 +42,11 @@ def test_the_system_calls_kiln_needs_are_probed_on_this_kernel():
 def test_a_v2_memory_peak_can_be_set_back_where_the_kernel_made_it_writable(tmp_path):
     # the kernel's own mode: 0644 where it has memory.peak's write handler (6.12), 0444 before
     peak = tmp_path / "memory.peak"
-    assert not kernel.memory_peak_resets(str(tmp_path))  # before 5.19: no file at all
+    assert not cgroupfs.memory_peak_resets(str(tmp_path))  # before 5.19: no file at all
     peak.write_text("0\n")
     peak.chmod(0o444)
-    assert not kernel.memory_peak_resets(str(tmp_path))
+    assert not cgroupfs.memory_peak_resets(str(tmp_path))
     peak.chmod(0o644)
-    assert kernel.memory_peak_resets(str(tmp_path))
+    assert cgroupfs.memory_peak_resets(str(tmp_path))
     [feature] = [f for f in kernel.FEATURES if f.name.startswith("memory.peak set back")]
     assert feature.since == "Linux 6.12" and "fresh slot" in kernel.describe_missing(feature)
