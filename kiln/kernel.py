@@ -132,7 +132,7 @@ FEATURES = (
     Feature("cgroup v2 favordynmods", (6, 0), "a task joins its cgroup without waiting an RCU grace period",
             "a judge's later test may wait 3-8 ms to join its cgroup after a pause"),  # fmt: skip
     Feature("memory.peak set back per open file (cgroup v2)", (6, 12), "a slot runs a judge's tests one after another, each with its own peak",
-            "each of a judge's tests takes a fresh slot and cgroup", _v2_memory_peak_resets),  # fmt: skip
+            "a kept slot's tests after its first each run in a cgroup of their own below the slot's, made and removed by its init", _v2_memory_peak_resets),  # fmt: skip
     Feature("an overlay on a detached mount clone", (6, 15), "every slot's overlay takes its lower layers from the zygote's clones",
             "each slot binds the workspaces and layers folders into its root, and a run detaches its binds"),  # fmt: skip
 )

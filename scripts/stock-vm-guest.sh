@@ -160,7 +160,7 @@ suites)
     step "kiln check-host"
     cd "$dest"
     told=$(.venv/bin/kiln check-host 2>&1) || { echo "$told"; exit 1; }
-    # Debian 12's own 6.1 cannot set memory.peak back (a judge's tests take a slot each); 6.12 can
+    # Debian 12's own 6.1 cannot set memory.peak back (a kept slot's later tests each take a cgroup of their own); 6.12 can
     peak="older: memory.peak set back per open file (cgroup v2) missing (Linux 6.12+"
     case "$(uname -r)" in 6.1.*) ;; *) peak="kernel: Linux" ;; esac
     for line in "kernel: Linux $(uname -r)" "older: an overlay on a detached mount clone missing (Linux 6.15+" "$peak" "cgroups: v2"; do

@@ -5,10 +5,11 @@ this work: kiln-init does it, from the recipe."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from kiln.sandbox import cgroupfs
-from kiln.sandbox.cgroups import SlotCgroup
+from kiln.sandbox.cgroups import TEST_CGROUP_PREFIX, SlotCgroup
 
 
 @dataclass(frozen=True)
@@ -50,3 +51,28 @@ def read_stats(slot: SlotCgroup) -> Stats:
         oom_kills=int(values.get("oom_kills") or 0),
         pids_limit_hits=int(values.get("pids_hits") or 0),
     )
+
+
+def enter_test_cgroup(slot: SlotCgroup, number: int, memory_max: int, pids_max: int, largest: tuple[int, int] | None) -> int:
+    """A kept slot's later test's own cgroup, as kiln-init makes it (kept.c enter_test_cgroup):
+    the slot's own made its parent first where `largest` (the largest limits: the recipe's
+    K_TEST_CG_PARENT, once a slot), then TEST_CGROUP_PREFIX<number> made below it and given the
+    slot's limit writes as a fresh cgroup. Returns the test's cgroup's directory fd, which stands
+    in for the slot's directory 0 while the test runs."""
+    dirs, _ = slot.fd_groups()
+    if largest is not None:
+        for write in slot.test_cgroup_parent_writes(*largest):
+            cgroupfs.write_file(write.file, write.value, dir_fd=dirs[write.dir_index])
+    path = os.path.join(os.readlink(f"/proc/self/fd/{dirs[0]}"), f"{TEST_CGROUP_PREFIX}{number}")
+    cgroupfs.make_cgroup(path)
+    fd = os.open(path, cgroupfs.DIR_FLAGS)
+    for write in slot.limit_writes(memory_max, pids_max, previous=None):
+        cgroupfs.write_file(write.file, write.value, dir_fd=fd if write.dir_index == 0 else dirs[write.dir_index])
+    return fd
+
+
+def leave_test_cgroup(slot: SlotCgroup, fd: int) -> None:
+    """The test's cgroup removed once its processes are gone (kept.c leave_test_cgroup)."""
+    path = os.readlink(f"/proc/self/fd/{fd}")
+    os.close(fd)
+    cgroupfs.remove_cgroup(path)

@@ -100,8 +100,10 @@ static void execute(struct slot *s, const struct job *job, struct span w, const 
     char err[ERR], paths[MAX_PARTS][FILE_NAME_MAX + 64], *args[MAX_PARTS];
     int stdio[3], ends[2], nargs = job->command == CMD_EXEC ? job->nparts : 0;
     struct run run = {.report_fd = -1};
-    if (job->command == CMD_EXEC && s->base_ns >= 0 && (fresh_sandbox(s, err) || (s->tests_served && reset_peak(s, err)))) return send_failure(s, err);
-    if (s->tests_served) cgroup_counts(s, &run.oom_before, &run.pids_hits_before); /* a fresh cgroup counts from 0 */
+    /* a kept slot's later test: its memory peak set back, or a cgroup of its own (kept.c) */
+    if (job->command == CMD_EXEC && s->base_ns >= 0 && (fresh_sandbox(s, err) || (s->tests_served && (s->recipe.test_cgroups ? enter_test_cgroup(s, err) : reset_peak(s, err)))))
+        return send_failure(s, err);
+    if (s->tests_served && s->test_cg.dir < 0) cgroup_counts(s, &run.oom_before, &run.pids_hits_before); /* a fresh cgroup counts from 0 */
     if (mount_workspace(s, w, job->layer, err) || (job->command == CMD_TEST ? write_parts(s, w, job, err) : give_judge_files(s, job, paths, err)) ||
         write_limits(s, job, w, err))
         return send_failure(s, err);
@@ -159,7 +161,7 @@ static enum served serve_job(struct slot *s) {
 }
 
 int main(int argc, char **argv) {
-    struct slot s = {.sock = -1, .zygote = -1, .sandbox = -1, .base_ns = -1, .pid_ns = -1, .lower_held = {-1, -1}, .limits_written = {.workload_rec = -1}, .prestarted = {.workload_rec = -1},
+    struct slot s = {.sock = -1, .zygote = -1, .sandbox = -1, .base_ns = -1, .pid_ns = -1, .lower_held = {-1, -1}, .limits_written = {.workload_rec = -1}, .test_cg = {.dir = -1, .procs = -1}, .prestarted = {.workload_rec = -1},
                      .title = argv[0], .title_cap = strlen(argv[0])};
     struct start start;
     char err[ERR];

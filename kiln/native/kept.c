@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,25 +41,72 @@ int fresh_sandbox(struct slot *s, char *err) {
  * language and limits as the last finds them written already (nothing else writes them). A later
  * job of another language or limits (a judge's checker between its tests) finds them lifted
  * first, then written from the warm ones as on a fresh cgroup: v1 refuses a memory limit above
- * memsw's, so the order that raises is not the one that lowers. */
+ * memsw's, so the order that raises is not the one that lowers. A later test in a cgroup of its
+ * own (enter_test_cgroup) gets every one, the warm ones first, as the slot's cgroup did. */
 int write_limits(struct slot *s, const struct job *job, struct span w, char *err) {
     struct span all = {0, s->recipe.n};
-    if (s->tests_served && s->limits_written.workload_rec == job->workload_rec && s->limits_written.memory == job->memory && s->limits_written.pids == job->pids)
+    int own = s->test_cg.dir >= 0;
+    if (!own && s->tests_served && s->limits_written.workload_rec == job->workload_rec && s->limits_written.memory == job->memory && s->limits_written.pids == job->pids)
         return 0;
     s->limits_written.workload_rec = -1;
-    if (s->tests_served && (apply_cgroup_limits(s, all, K_UNLIMIT, err) || apply_cgroup_limits(s, all, K_WARM_LIMIT, err))) return -1;
+    if (own ? apply_cgroup_limits(s, all, K_WARM_LIMIT, err) : s->tests_served && (apply_cgroup_limits(s, all, K_UNLIMIT, err) || apply_cgroup_limits(s, all, K_WARM_LIMIT, err))) return -1;
     if (apply_cgroup_limits(s, w, K_W_LIMIT, err) || apply_job_limits(s, job, err)) return -1;
-    s->limits_written.workload_rec = job->workload_rec, s->limits_written.memory = job->memory, s->limits_written.pids = job->pids;
+    if (!own) s->limits_written.workload_rec = job->workload_rec, s->limits_written.memory = job->memory, s->limits_written.pids = job->pids;
+    return 0;
+}
+
+/* A kept slot's later test where the memory peak cannot be set back (cgroup v2 before Linux
+ * 6.12: recipe.test_cgroups): a cgroup of its own, <test_cgroups><n> below the slot's, made
+ * before its limits are written. It stands in for the slot's (cg_dirs[0], and cg_procs[0] where
+ * the task joins by a write) until ready_for_next removes it: the test's limits are written there
+ * (write_limits), its task is born there (identity.c birth_cgroup, in the test's init's copy of
+ * the slot) and its figures are read there, each from 0: no peak to set back, no counts to take
+ * off. Before the first such test, the slot's own cgroup gives its controllers to its children
+ * and has its limits raised to the largest a language has (K_TEST_CG_PARENT), so that no test's
+ * limit is cut by the first test's: it holds no process by then (ready_for_next), and a cgroup
+ * that holds one may not. The first test ran in the slot's cgroup itself, where the standby
+ * waited since warming: a slot's first job, a /run's among them, takes the same path as ever. */
+int enter_test_cgroup(struct slot *s, char *err) {
+    int dir = -1, procs = -1, made = 0;
+    if (!s->test_cg.parent) {
+        if (apply_cgroup_limits(s, (struct span){0, s->recipe.n}, K_TEST_CG_PARENT, err)) return -1;
+        s->test_cg.parent = 1;
+    }
+    snprintf(s->test_cg.name, sizeof s->test_cg.name, "%s%d", s->recipe.test_cgroups, s->tests_served);
+    if (!(made = !mkdirat(s->cg_dirs[0], s->test_cg.name, 0755)) || (dir = openat(s->cg_dirs[0], s->test_cg.name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+        (!s->born_in_cgroup && (procs = openat(dir, "cgroup.procs", O_WRONLY | O_CLOEXEC)) < 0)) {
+        int error = errno;
+        if (dir >= 0) close(dir);
+        if (made) unlinkat(s->cg_dirs[0], s->test_cg.name, AT_REMOVEDIR);
+        return snprintf(err, ERR, "sandbox step 'a cgroup for the test' failed: %s: %s", s->test_cg.name, strerror(error)), -1;
+    }
+    forget_cgroup_files(s, 0); /* the slot's own, read for its first test */
+    s->test_cg.dir = s->cg_dirs[0], s->cg_dirs[0] = dir;
+    if (procs >= 0) s->test_cg.procs = s->cg_procs[0], s->cg_procs[0] = procs;
+    return 0;
+}
+
+/* the last test's own cgroup, its processes all gone, removed (what it had charged, a page cache,
+ * moves up to the slot's, under the largest limit), and the slot's own back in its place */
+static int leave_test_cgroup(struct slot *s, double until) {
+    if (s->test_cg.dir < 0) return 0;
+    forget_cgroup_files(s, 0);
+    close(s->cg_dirs[0]), s->cg_dirs[0] = s->test_cg.dir, s->test_cg.dir = -1;
+    if (s->test_cg.procs >= 0) close(s->cg_procs[0]), s->cg_procs[0] = s->test_cg.procs, s->test_cg.procs = -1;
+    while (unlinkat(s->cg_dirs[0], s->test_cg.name, AT_REMOVEDIR)) {
+        if (errno != EBUSY || monotonic_s() > until) return -1;
+        usleep(500);
+    }
     return 0;
 }
 
 /* Between a kept slot's tests: every process of the last one gone (a process the kernel takes
- * long to kill ends the slot instead). 0: the slot can run another. Its memory peak is set back
+ * long to kill ends the slot instead), and its own cgroup, if it had one, removed. 0: the slot
+ * can run another. Its memory peak is set back
  * once the next test has its fresh sandbox (init.c execute): the last one's /tmp and upper layer
  * are charged to the cgroup until their mount namespace is gone. Init's own rlimits are not
  * the tests' (limits.c give_rlimits): nothing of one test's limits is left for the next job. */
 int ready_for_next(struct slot *s) {
-    (void)s;
     kill_all();
     double until = monotonic_s() + 2.0;
     for (;;) {
@@ -67,5 +115,5 @@ int ready_for_next(struct slot *s) {
         if (pid == 0 && monotonic_s() > until) return -1;
         if (pid == 0) usleep(500);
     }
-    return 0;
+    return leave_test_cgroup(s, until);
 }

@@ -50,7 +50,8 @@
     X(K_FRESH, 22, STEP_OP)          /* a judge test's own upper layer and /tmp */                \
     X(K_PEAK_RESET, 23, CGROUP_WRITE) /* the cgroup's memory peak back to now */                  \
     X(K_UNLIMIT, 24, CGROUP_WRITE)   /* a kept slot's limits lifted */                            \
-    X(K_TEST_PROC, 25, STEP_OP)      /* a later judge test's /proc, of its own pid namespace */
+    X(K_TEST_PROC, 25, STEP_OP)      /* a later judge test's /proc, of its own pid namespace */   \
+    X(K_TEST_CG_PARENT, 26, CGROUP_WRITE) /* the slot's cgroup made the parent of its tests' (kept.c) */
 #define RECORD_TYPE_ENUM(name, code, shape) name = code,
 enum { RECORD_TYPES(RECORD_TYPE_ENUM) };
 
@@ -94,7 +95,7 @@ enum job_limit { JOB_LIMITS(JOB_LIMIT_ENUM) N_JOB_LIMITS };
 #define RECIPE_CONSTS(X)                                                                                 \
     X(index, INT) X(uid, INT) X(input_max, INT) X(output_max, INT) X(timeout_max_ms, INT)               \
     X(starved_max_times, INT) X(judge_part_max, INT) X(layer_max, INT) X(cwd, TEXT) X(judge_dir, TEXT) \
-    X(upper, TEXT) X(layers, TEXT) X(reusable, INT) X(setgroups, INT)
+    X(upper, TEXT) X(layers, TEXT) X(reusable, INT) X(setgroups, INT) X(test_cgroups, TEXT)
 
 struct arg {
     const char *p; /* NUL-terminated (the NUL is not counted in len) */
@@ -123,6 +124,8 @@ struct recipe {
     const char *upper;      /* the workspace overlay's upper layer: what a build job leaves */
     const char *layers;     /* where the builds' layers are, while the root is the slot's */
     long reusable;          /* 1: a plain slot may run a judge's tests one after another */
+    const char *test_cgroups; /* the name of a kept slot's later tests' own cgroups, before their
+                                 number (the memory peak cannot be set back: kept.c); NULL: none */
 };
 
 /* a language's records: from its K_WORKLOAD up to the next */
@@ -178,6 +181,11 @@ struct slot {
     int base_ns;        /* a judge slot's warm mount namespace: each test runs in a fresh copy; -1 none */
     int tests_served;   /* judge tests this slot has run (one after another, each its own sandbox) */
     int pid_ns;         /* init's own pid namespace, kept once a later test needed one of its own (testinit.c); -1 none */
+    struct {            /* a kept slot's later test's own cgroup (recipe.test_cgroups; kept.c) */
+        int dir, procs; /* the slot's own cg_dirs[0] and cg_procs[0], while the test's stand in for them; -1: no test's */
+        int parent;     /* 1: the slot's cgroup gave its controllers to its children (K_TEST_CG_PARENT) */
+        char name[32];  /* the test's cgroup's, below the slot's */
+    } test_cg;
     struct task_rlimit { /* the next task's rlimits (limits.c take_limits), set on its own process */
         int resource;
         rlim_t value;
@@ -482,6 +490,9 @@ int fresh_sandbox(struct slot *s, char *err); /* a judge test's own mount, IPC, 
 /* the language's and the job's cgroup limits, unless the last test's were the same */
 int write_limits(struct slot *s, const struct job *job, struct span w, char *err);
 int ready_for_next(struct slot *s); /* 0: the last test's processes gone, the slot can run another */
+/* a later test's own cgroup made below the slot's and standing in for it (cg_dirs[0]) until
+ * ready_for_next removes it; where the recipe says (test_cgroups) */
+int enter_test_cgroup(struct slot *s, char *err);
 
 /* --- testinit.c: a later judge test's own pid namespace, under an init of its own ------------- */
 
@@ -516,6 +527,7 @@ double cgroup_figure(struct slot *s, enum cgroup_stat what); /* a K_STAT figure 
 double cgroup_cpu_ms(struct slot *s); /* < 0: no cgroup CPU figure */
 void cgroup_counts(struct slot *s, long long *oom_kills, long long *pids_hits); /* so far */
 int reset_peak(struct slot *s, char *err); /* the K_PEAK_RESET writes: the memory peak back to now */
+void forget_cgroup_files(struct slot *s, long dir_index); /* the kept files of that directory closed */
 void send_failure(const struct slot *s, const char *message);
 void send_result_of(struct slot *s, const struct run *run, double started, long cpu_limit_ms, double cpu_before_ms, const char *layer, size_t layer_len);
 

@@ -32,6 +32,17 @@ static int cgroup_file(struct slot *s, long dir_index, const char *file, int fla
     return fd;
 }
 
+/* A kept slot's later test in a cgroup of its own (kept.c): the files kept of the directory that
+ * cgroup stands in for are another cgroup's, closed as it comes and goes */
+void forget_cgroup_files(struct slot *s, long dir_index) {
+    int n = 0;
+    for (int i = 0; i < s->n_kept; i++) {
+        if (s->kept[i].dir_index == dir_index) close(s->kept[i].fd);
+        else s->kept[n++] = s->kept[i];
+    }
+    s->n_kept = n;
+}
+
 /* Whether a K_PEAK_RESET record sets back this file: then it is read and written through one
  * descriptor, opened read-write. v2's memory.peak is set back only for the reads through the
  * descriptor that wrote to it (Linux 6.12); v1's max_usage_in_bytes for every reader. */

@@ -6,6 +6,9 @@
                                  cpu.weight SUPERVISOR_CPU_WEIGHT: the slots' inits, which
                                  enforce the runs' timeouts, never wait behind the runs
     <base>/<instance>/slot-...   one per slot generation
+    <base>/<instance>/slot-.../test-<n>
+                                 before Linux 6.12 (no memory.peak reset): a kept slot's test
+                                 after its first, made and removed by the slot's init
 
 "No internal processes": a non-root cgroup that has controllers enabled in subtree_control
 cannot hold processes. Under systemd, kiln's processes sit in <base> (the service cgroup), so
@@ -32,8 +35,10 @@ class V2SlotCgroup(SlotCgroup):
         super().__init__(name, paths, dir_fds, procs_fds)
         # memory.peak is set back only for reads through the open file that wrote to it (Linux
         # 6.12; kiln-init reads and resets it through one kept descriptor). Before that kernel
-        # it cannot be: a judge's tests take a slot (and a cgroup) each
+        # it cannot be: a kept slot's tests after its first each run in a cgroup of their own
+        # below the slot's (kiln-init kept.c), whose peak and counters start from 0
         self.peak_resettable = peak_resettable
+        self.test_cgroups = not peak_resettable
 
     def limit_writes(self, memory_max: int, pids_max: int, previous: tuple[int, int] | None) -> tuple[LimitWrite, ...]:
         writes = [LimitWrite(0, "memory.max", str(memory_max))]
@@ -46,6 +51,14 @@ class V2SlotCgroup(SlotCgroup):
     def peak_resets(self) -> tuple[LimitWrite, ...]:
         # any non-empty string sets it back (cgroup-v2.rst)
         return (LimitWrite(0, "memory.peak", "reset"),) if self.peak_resettable else ()
+
+    def test_cgroup_parent_writes(self, memory_max: int, pids_max: int) -> tuple[LimitWrite, ...]:
+        if not self.test_cgroups:
+            return ()
+        # the controllers whose files a test's cgroup needs: memory (its limit, peak, OOM kills)
+        # and pids (its limit, its hits); cpu.stat and cpu.pressure are in every cgroup
+        enable = LimitWrite(0, "cgroup.subtree_control", " ".join(f"+{c}" for c in NEEDED))
+        return (enable, *self.limit_writes(memory_max, pids_max, previous=None))
 
     def job_limit_files(self) -> tuple[tuple[str, int, str], ...]:
         return (("memory", 0, "memory.max"), ("pids", 0, "pids.max"))
@@ -91,6 +104,7 @@ class V2Driver(TreeDriver):
         self._enable_controllers(self.base)
         self._enable_controllers(self.instance_dir)
         self.peak_resettable = cgroupfs.memory_peak_resets(self.instance_dir)  # the slots' memory.peak is the same file
+        self.test_cgroups = not self.peak_resettable
         weight = os.path.join(self.supervisor, "cpu.weight")
         if not self.is_root() and (cgroupfs.read_file(weight) or str(SUPERVISOR_CPU_WEIGHT)).strip() != str(SUPERVISOR_CPU_WEIGHT):
             cgroupfs.write_file(weight, SUPERVISOR_CPU_WEIGHT)

@@ -41,6 +41,9 @@ from kiln.sandbox.cgroupfs import CgroupError  # noqa: F401 - the drivers' error
 
 DELEGATE_HINT = "run kiln under systemd with Delegate=yes, or `systemd-run --scope -p Delegate=yes kiln serve`"
 SUPERVISOR = "supervisor"
+# a kept slot's tests after its first, each in a child cgroup of the slot's own where the memory
+# peak cannot be set back (SlotCgroup.test_cgroups): "test-<n>", made and removed by kiln-init
+TEST_CGROUP_PREFIX = "test-"
 _INSTANCE = re.compile(r"[a-z][a-z0-9_-]{0,31}")  # as RUN_INSTANCE in config.py
 _SLOT_NAME = re.compile(r"slot-[A-Za-z0-9_-]{1,64}")
 
@@ -115,6 +118,19 @@ class SlotCgroup:
 
     def peak_resets(self) -> tuple[LimitWrite, ...]:
         """The writes that set the memory peak back to the current usage, between two tests."""
+        return ()
+
+    # where the peak cannot be set back (v2 before Linux 6.12): a kept slot's tests after its
+    # first each run in a child cgroup of the slot's own, TEST_CGROUP_PREFIX + their number, whose
+    # figures are all fresh (kiln-init kept.c); the first runs in the slot's cgroup, as a /run does
+    test_cgroups = False
+
+    def test_cgroup_parent_writes(self, memory_max: int, pids_max: int) -> tuple[LimitWrite, ...]:
+        """With test_cgroups: the writes that make the slot's own cgroup the parent of its tests'
+        (once its first test's processes are gone: a cgroup that holds a process may not give its
+        controllers to children), its limits raised to `memory_max` and `pids_max` (the largest
+        any language has) so that no test's own limit is cut by the slot's, which bounds what a
+        removed test's cgroup leaves charged to it. Written by dir_index, as limit_writes."""
         return ()
 
     def unlimit_writes(self) -> tuple[LimitWrite, ...]:
@@ -247,9 +263,11 @@ class TreeDriver(Driver):
         self.log = log
         self.bases = tuple(dict.fromkeys(bases))
         self.instance_dirs = tuple(os.path.join(base, instance) for base in self.bases)
-        # whether its slots' memory peak can be set back (SlotCgroup.peak_resettable); the
+        # whether its slots' memory peak can be set back (SlotCgroup.peak_resettable), else
+        # whether a kept slot's later tests each take a cgroup of their own (test_cgroups); the
         # driver may tell only once its subtree is made (setup)
         self.peak_resettable = True
+        self.test_cgroups = False
 
     def setup(self, move_pids: Iterable[int] = ()) -> None:
         """Create <base>/<instance> (in each hierarchy), remove a crashed kiln's slot cgroups,
@@ -264,7 +282,7 @@ class TreeDriver(Driver):
             if isinstance(error, CgroupError):
                 raise
             raise CgroupError(f"cgroup setup below {', '.join(self.bases)}: {error}") from None
-        self.log.info("cgroup subtree ready", driver=self.name, subtree=list(self.instance_dirs), judge_tests_share_a_slot=self.peak_resettable)
+        self.log.info("cgroup subtree ready", driver=self.name, subtree=list(self.instance_dirs), judge_tests_share_a_slot=self.peak_resettable or self.test_cgroups, judge_tests_in_own_cgroups=self.test_cgroups)
 
     def _prepare(self, move_pids: list[int]) -> None:
         pass
@@ -313,6 +331,9 @@ class TreeDriver(Driver):
         slot.close()
         for path in slot.paths:
             try:
+                # a test's cgroup its init did not remove (the slot ended during that test)
+                for child in _test_cgroups(path):
+                    cgroupfs.rmdir_retrying(child, deadline, on_busy=lambda child=child: cgroupfs.kill_at(child))
                 cgroupfs.rmdir_retrying(path, deadline, on_busy=lambda path=path: cgroupfs.kill_at(path))
             except Exception:
                 removed = False
@@ -343,6 +364,13 @@ class TreeDriver(Driver):
             _try_remove(path)
         for path in self.instance_dirs:
             _try_remove(path)
+
+
+def _test_cgroups(slot_path: str) -> list[str]:
+    try:
+        return sorted(e.path for e in os.scandir(slot_path) if e.is_dir(follow_symlinks=False) and e.name.startswith(TEST_CGROUP_PREFIX))
+    except FileNotFoundError:
+        return []
 
 
 def _try_remove(path: str) -> bool:

@@ -22,7 +22,7 @@ import struct
 from kiln import langs
 from kiln.runtime import Runtime, Workload
 from kiln.sandbox import mounts, plan
-from kiln.sandbox.cgroups import LimitWrite, SlotCgroup
+from kiln.sandbox.cgroups import TEST_CGROUP_PREFIX, LimitWrite, SlotCgroup
 from kiln.sandbox.mounts import READONLY_ATTRS, MountArgs, under
 from kiln.wire import protocol
 from kiln.sandbox.plan import LAYERS_DIR, LOWER_DIR, WORKSPACES_DIR, OVERLAY_UPPER, OVERLAY_WORK, PROC_ANCHOR, SANDBOX_DIR, RootPlan, Tmpfs, cpu_rlimit_terms, fixed_rlimits, upper_layer_dirs
@@ -32,11 +32,12 @@ K_CONSTS, K_SECCOMP, K_STAT, K_BUILD, K_FINISH, K_WARM_LIMIT = 1, 2, 3, 4, 5, 6
 K_WORKLOAD, K_W_MOUNT, K_W_DIR, K_W_PART, K_W_LIMIT, K_W_ARGV, K_W_ENV, K_W_RLIMIT, K_W_RLIMIT_CPU = 7, 8, 9, 10, 11, 12, 13, 14, 15
 K_W_PRESTART_ARGV, K_W_PRESTART_LIMIT, K_W_TEMPLATE_ARGV = 16, 17, 18
 K_JOB_LIMIT, K_W_BUILD_ARGV, K_W_EXEC_ARGV, K_FRESH, K_PEAK_RESET, K_UNLIMIT, K_TEST_PROC = 19, 20, 21, 22, 23, 24, 25
+K_TEST_CG_PARENT = 26
 
 # the K_CONSTS record's values, in this order (kiln.h's RECIPE_CONSTS; `kiln-init contract`)
 CONSTS = (
     "index", "uid", "input_max", "output_max", "timeout_max_ms", "starved_max_times", "judge_part_max", "layer_max",
-    "cwd", "judge_dir", "upper", "layers", "reusable", "setgroups",
+    "cwd", "judge_dir", "upper", "layers", "reusable", "setgroups", "test_cgroups",
 )  # fmt: skip
 
 # each record type's arguments, in order (kiln.h RECORD_SHAPES, printed by `kiln-init contract`
@@ -70,6 +71,7 @@ RECORD_ARGS = {
     K_PEAK_RESET: _CGROUP_WRITE,
     K_UNLIMIT: _CGROUP_WRITE,
     K_TEST_PROC: _STEP_OP,
+    K_TEST_CG_PARENT: _CGROUP_WRITE,
 }
 # (the names given by keyword, whether more follow positionally), per record type
 _NAMED = {record_type: (names[:-1], True) if names[-1].endswith("...") else (names, False) for record_type, names in RECORD_ARGS.items()}
@@ -117,10 +119,13 @@ def compile_recipe(index: int, root: RootPlan, runtime: Runtime, cgroup: SlotCgr
         "upper": OVERLAY_UPPER,
         "layers": LAYERS_DIR if root.layers else "",  # empty: none
         # a plain slot may run a judge's tests one after another, each in a fresh sandbox, where
-        # the cgroup's memory peak can be set back between them
-        "reusable": int(cgroup.peak_resettable),
+        # the cgroup's memory peak can be set back between them, or else each test after the
+        # first runs in a cgroup of its own below the slot's
+        "reusable": int(cgroup.peak_resettable or cgroup.test_cgroups),
         # rootless with one id mapped, setgroups is denied (and there are no other groups to drop)
         "setgroups": int(runtime.user_namespace is None or not runtime.user_namespace.single_id),
+        # the name of those tests' cgroups, before their number; empty: none (the tests share the slot's)
+        "test_cgroups": TEST_CGROUP_PREFIX if cgroup.test_cgroups else "",
     }
     assert tuple(consts) == CONSTS, "the constants go in CONSTS' order"
     records = [_record(K_CONSTS, *consts.values())]
@@ -133,6 +138,8 @@ def compile_recipe(index: int, root: RootPlan, runtime: Runtime, cgroup: SlotCgr
     records += [_op(K_TEST_PROC, *op) for op in proc_ops()]
     records += [_limit(K_PEAK_RESET, w) for w in cgroup.peak_resets()]
     records += [_limit(K_UNLIMIT, w) for w in cgroup.unlimit_writes()]
+    largest = (max(w.memory_max for w in runtime.workloads.values()), max(w.pids_max for w in runtime.workloads.values()))
+    records += [_limit(K_TEST_CG_PARENT, w) for w in cgroup.test_cgroup_parent_writes(*largest)]
     common = runtime.common_limits
     records += [_limit(K_WARM_LIMIT, w) for w in cgroup.limit_writes(*common, previous=None)]
     records += [_record(K_JOB_LIMIT, what=protocol.JOB_LIMITS.index(what), dir_index=dir_index, file=file) for what, dir_index, file in cgroup.job_limit_files()]

@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import socket
+import threading
 import time
 
 import pytest
@@ -821,11 +822,16 @@ def test_checkers_and_interactors_run_within_a_short_timeout_max(start_server):
 
 
 def kept_slots(srv) -> bool:
-    """Whether a slot runs a request's tests one after another: where its memory peak can be set
-    back (cgroup v1; v2 from Linux 6.12, through the descriptor it is read from; before that
-    kernel, on v2 every test takes a fresh slot and cgroup). Told by the kernel, not by kiln."""
-    driver = srv.logged("cgroup driver")[0]["driver"]
-    return driver == "v1" or (driver == "v2" and kernel.release_version(os.uname().release) >= (6, 12))
+    """Whether a slot runs a request's tests one after another: with cgroups, v1 or v2 (there from
+    Linux 6.12 with its memory peak set back through the descriptor it is read from, before that
+    kernel each test after the first in a cgroup of its own below the slot's: test_cgroups)."""
+    return srv.logged("cgroup driver")[0]["driver"] in ("v1", "v2")
+
+
+def in_test_cgroups(srv) -> bool:
+    """Whether a kept slot's later tests each take a cgroup of their own: v2 before Linux 6.12,
+    whose memory.peak cannot be set back. Told by the kernel, not by kiln."""
+    return srv.logged("cgroup driver")[0]["driver"] == "v2" and kernel.release_version(os.uname().release) < (6, 12)
 
 
 def warmups(srv) -> float:
@@ -869,7 +875,8 @@ def test_a_kept_slots_tests_each_have_their_own_memory_peak_after_checks_that_to
     assert max(t["stats"]["memory_peak_bytes"] for t in body["tests"]) < 64 << 20, [t["stats"] for t in body["tests"]]
     if kept_slots(server):
         assert warmups(server) - before < len(tests), "a test and its check took a fresh slot each"
-    assert server.logged("cgroup subtree ready")[0]["judge_tests_share_a_slot"] == kept_slots(server)  # kiln's own look agrees
+    ready = server.logged("cgroup subtree ready")[0]
+    assert ready["judge_tests_share_a_slot"] == kept_slots(server) and ready["judge_tests_in_own_cgroups"] == in_test_cgroups(server)  # kiln's own look agrees
 
 
 def test_a_test_killed_for_memory_leaves_the_next_tests_verdicts_their_own(server):
@@ -884,7 +891,7 @@ def test_a_test_killed_for_memory_leaves_the_next_tests_verdicts_their_own(serve
 
 def test_a_slots_later_tests_have_every_limit_and_figure_of_the_first(server):
     if not kept_slots(server):
-        pytest.skip("every test takes a fresh slot here (cgroup v2 before Linux 6.12): no later test in a slot")
+        pytest.skip("no cgroup driver here: a later test's limits and figures are the cgroup's")
     """Each test in a kept slot is in the slot's cgroup like the first: its memory limit, its CPU
     time (counted and stopped), its pids limit, its own figures."""
     solution = (
@@ -914,7 +921,7 @@ def test_a_slot_runs_hundreds_of_tests_each_with_its_own_figures(start_server):
     could not be read made a test's figure the slot's whole CPU so far: a false TLE)."""
     srv = start_server(RUN_LANGS="cpp", RUN_CONCURRENCY="2", RUN_JUDGE_PARALLEL="1", RUN_JUDGE_TESTS_MAX="400")
     if not kept_slots(srv):
-        pytest.skip("every test takes a fresh slot here (cgroup v2 before Linux 6.12): no slot runs several")
+        pytest.skip("no cgroup driver here: a test's figures are the cgroup's")
     tests = [{"stdin": f"{i} {i}\n", "expected": str(2 * i)} for i in range(400)]
     body = judge(srv, AB_CPP, tests, lang="cpp", limits={"time": "200ms"}).json()
     assert verdicts(body) == ["AC"] * 400, [(i, t["verdict"], t["stats"]) for i, t in enumerate(body["tests"]) if t["verdict"] != "AC"][:5]
@@ -936,9 +943,56 @@ def test_a_later_test_sees_the_pids_a_first_test_sees(start_server):
     of the request made. RUN_JUDGE_PARALLEL 1: one slot runs them one after another."""
     srv = start_server(RUN_LANGS="python", RUN_CONCURRENCY="2")
     if not kept_slots(srv):
-        pytest.skip("every test takes a fresh slot here (cgroup v2 before Linux 6.12): no later test in a slot")
+        pytest.skip("no cgroup driver here: a later test's limits and figures are the cgroup's")
     seen = "import os\nprint(os.getpid(), os.getppid(), sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))\n"
     [first] = [t["stdout"] for t in judge(srv, seen, [{"stdin": "", "expected": ""}]).json()["tests"]]
     forks = seen + "import sys\nsys.stdout.flush()\nfor _ in range(20):\n    os.fork() or os._exit(0)\n"  # the next test's pids grew by these
     later = [t["stdout"] for t in judge(srv, forks, [{"stdin": "", "expected": ""}] * 3).json()["tests"]]
     assert later == [first] * 3, (first, later)
+
+
+def test_on_v2_before_6_12_a_kept_slots_later_tests_each_run_in_a_cgroup_of_their_own(start_server):
+    """Where memory.peak cannot be set back, a kept slot's tests after its first each run in
+    test-<n> below the slot's cgroup, made by the slot's init before the test and removed after
+    it; the slot's own cgroup holds no process while they run. Seen from the host's cgroup tree
+    while each test sleeps."""
+    srv = start_server(RUN_LANGS="python", RUN_CONCURRENCY="2")  # RUN_JUDGE_PARALLEL: 1
+    if not in_test_cgroups(srv):
+        pytest.skip("the slot's memory peak is set back here (or no cgroup v2): its tests share its cgroup")
+    [subtree] = srv.logged("cgroup subtree ready")[0]["subtree"]
+    seen: dict[str, set[str]] = {}  # a slot's cgroup -> its test cgroups seen with a process in them
+    busy_parents: set[str] = set()  # slot cgroups seen with a process while a test cgroup had one
+
+    def procs(path: str) -> str:
+        try:
+            with open(os.path.join(path, "cgroup.procs")) as f:
+                return f.read().strip()
+        except OSError:
+            return ""
+
+    def watch(done: threading.Event) -> None:
+        while not done.is_set():
+            for slot in (e.path for e in os.scandir(subtree) if e.name.startswith("slot-")):
+                try:
+                    children = [e.path for e in os.scandir(slot) if e.is_dir() and e.name.startswith("test-")]
+                except OSError:
+                    continue  # the slot ended meanwhile
+                for child in children:
+                    if procs(child):
+                        seen.setdefault(slot, set()).add(os.path.basename(child))
+                        if procs(slot):
+                            busy_parents.add(slot)
+            time.sleep(0.05)
+
+    done = threading.Event()
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        watching = pool.submit(watch, done)
+        try:
+            body = judge(srv, "import time\ntime.sleep(2)\nprint(3)\n", [{"stdin": "", "expected": "3"}] * 3, limits={"time": "5s", "wall_time": "20s"}).json()
+        finally:
+            done.set()
+        watching.result()
+    assert verdicts(body) == ["AC"] * 3, body
+    assert any(names >= {"test-1", "test-2"} for names in seen.values()), seen  # the first test ran in the slot's own
+    assert not busy_parents, busy_parents
+    assert not [e for slot in seen for e in (os.scandir(slot) if os.path.isdir(slot) else ()) if e.name.startswith("test-")]  # removed after

@@ -22,7 +22,7 @@ from kiln.sandbox.cgroup_v1 import V1Driver, V1SlotCgroup
 from kiln.sandbox.cgroup_v2 import V2Driver, V2SlotCgroup
 from kiln.sandbox.cgroups import CgroupError, LimitWrite, NoCgroups
 
-from cgroupkit import Stats, apply_limits, join, read_stats
+from cgroupkit import Stats, apply_limits, enter_test_cgroup, join, leave_test_cgroup, read_stats
 
 MiB = 1 << 20
 ME = os.getpid()
@@ -887,8 +887,59 @@ def test_v2_slots_set_their_memory_peak_back_only_where_the_kernel_can(kernel, l
         slot = driver.create_slot("slot-0-g1")
         assert driver.peak_resettable is resets and slot.peak_resettable is resets
         assert slot.peak_resets() == ((LimitWrite(0, "memory.peak", "reset"),) if resets else ())
+        # before, a kept slot's tests after its first each take a cgroup of their own instead
+        assert driver.test_cgroups is (not resets) and slot.test_cgroups is (not resets)
+        assert bool(slot.test_cgroup_parent_writes(64 * MiB, 10)) is (not resets)
         driver.remove_slot(slot)
-    assert [r["judge_tests_share_a_slot"] for r in log.records if r["msg"] == "cgroup subtree ready"] == [False, True]
+    ready = [r for r in log.records if r["msg"] == "cgroup subtree ready"]
+    assert [(r["judge_tests_share_a_slot"], r["judge_tests_in_own_cgroups"]) for r in ready] == [(True, True), (True, False)]
+
+
+def test_v2_before_6_12_a_kept_slots_later_tests_each_run_in_a_fresh_cgroup_below_the_slots(kernel, log):
+    """As kiln-init runs them (kept.c): the first test in the slot's cgroup; once its processes
+    are gone the slot's cgroup gives memory and pids to its children and takes the largest
+    limits, and each later test gets test-<n> with the slot's limits, its own fresh figures,
+    removed after it."""
+    driver = V2Driver(str(kernel.v2_hierarchy("unified", "cpu memory pids")), "kiln", log)
+    driver.setup()
+    slot = driver.create_slot("slot-0-g1")
+    s = Path(slot.paths[0])
+    apply_limits(slot, 64 * MiB, 10)  # warming
+    join(slot)  # the standby, then the first test's task, in the slot's own cgroup
+    (s / "memory.peak").write_text(str(200 * MiB) + "\n")  # its check took much
+    with pytest.raises(OSError) as caught:  # "no internal processes": not while a process is there
+        enter_test_cgroup(slot, 1, 64 * MiB, 10, largest=(512 * MiB, 128))
+    assert caught.value.errno == errno.EBUSY
+    kernel.set_procs(s, [])  # the first test's processes all reaped (ready_for_next)
+    kernel.writes.clear()
+    for number in (1, 2):
+        fd = enter_test_cgroup(slot, number, 64 * MiB, 10, largest=(512 * MiB, 128) if number == 1 else None)
+        t = kernel.rel(s / f"test-{number}")
+        parent = [(f"{kernel.rel(s)}/{f}", v) for f, v in [("cgroup.subtree_control", "+memory +pids"), ("memory.max", str(512 * MiB)), ("memory.swap.max", "0"), ("memory.oom.group", "1"), ("pids.max", "128")]]
+        own = [(f"{t}/memory.max", str(64 * MiB)), (f"{t}/memory.swap.max", "0"), (f"{t}/memory.oom.group", "1"), (f"{t}/pids.max", "10")]
+        assert kernel.writes == (parent if number == 1 else []) + own
+        cgroupfs.write_file("cgroup.procs", "0", dir_fd=fd)  # the task, born there
+        assert kernel.procs(s / f"test-{number}") == [ME] and kernel.procs(s) == []
+        # its figures are its own from the start: no baseline, no peak to set back
+        stats = [cgroupfs.read_file(f, dir_fd=fd).split() for f in ("memory.peak", "memory.events", "pids.events")]
+        assert stats[0] == ["0"] and stats[1][stats[1].index("oom_kill") + 1] == "0" and stats[2] == ["max", "0"]
+        kernel.set_procs(s / f"test-{number}", [])  # reaped
+        leave_test_cgroup(slot, fd)
+        assert not (s / f"test-{number}").exists()
+        kernel.writes.clear()
+    driver.remove_slot(slot)
+    assert not s.exists()
+
+
+def test_removing_a_slot_removes_the_test_cgroup_its_init_left(kernel, v2):
+    # the slot ended during a later test (killed for outstaying it): its test-<n> is left, busy
+    slot = v2.create_slot("slot-0-g9")
+    s = Path(slot.paths[0])
+    (s / "cgroup.subtree_control").write_text("memory pids\n")
+    kernel.make_cgroup(str(s / "test-3"))
+    kernel.set_procs(s / "test-3", [4005])
+    assert v2.remove_slot(slot) is True
+    assert 4005 in kernel.killed and not s.exists()
 
 
 def test_v2_join_moves_the_caller_into_the_slot(kernel, v2):

@@ -49,4 +49,4 @@ def test_a_v2_memory_peak_can_be_set_back_where_the_kernel_made_it_writable(tmp_
     peak.chmod(0o644)
     assert cgroupfs.memory_peak_resets(str(tmp_path))
     [feature] = [f for f in kernel.FEATURES if f.name.startswith("memory.peak set back")]
-    assert feature.since == "Linux 6.12" and "fresh slot" in kernel.describe_missing(feature)
+    assert feature.since == "Linux 6.12" and "cgroup of their own" in kernel.describe_missing(feature)

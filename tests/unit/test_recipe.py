@@ -15,6 +15,7 @@ import pytest
 from kiln import config, runtime
 from kiln.sandbox import mounts, plan
 from kiln.sandbox.cgroup_v1 import V1SlotCgroup
+from kiln.sandbox.cgroup_v2 import V2SlotCgroup
 from kiln.sandbox.cgroups import NoSlotCgroup
 from kiln.wire import protocol
 from kiln.zygote import recipe
@@ -90,7 +91,7 @@ def test_constants_and_the_seccomp_filter(rt, root):
         "index": "3", "uid": str(UID), "input_max": str(rt.config.input_max), "output_max": str(rt.config.output_max),
         "timeout_max_ms": str(rt.config.timeout_max_ms), "starved_max_times": str(rt.starved_max_times), "judge_part_max": str(max(rt.config.judge_input_max, rt.config.file_max)),
         "layer_max": str(protocol.LAYER_MAX), "cwd": "/sandbox", "judge_dir": "judge", "upper": plan.OVERLAY_UPPER,
-        "layers": plan.LAYERS_DIR, "reusable": "1", "setgroups": "1",
+        "layers": plan.LAYERS_DIR, "reusable": "1", "setgroups": "1", "test_cgroups": "",
     }  # fmt: skip
     [(kind, [program])] = [(k, a) for k, a in records if k == recipe.K_SECCOMP]
     assert program == rt.seccomp_filter and len(program) % 8 == 0
@@ -184,6 +185,36 @@ def test_v1_sets_the_memory_peak_back_between_a_slots_tests(rt, root, v1_slot):
     [consts] = of_kind(records, recipe.K_CONSTS)
     assert consts[recipe.CONSTS.index("reusable")] == "1"
     assert of_kind(records, recipe.K_PEAK_RESET) == [("0", "memory.max_usage_in_bytes", "0")]
+
+
+@pytest.mark.parametrize("peak_resets", [True, False])
+def test_v2_sets_the_peak_back_from_6_12_and_before_it_runs_a_kept_slots_later_tests_in_cgroups_of_their_own(rt, root, tmp_path, peak_resets):
+    for name in ("memory.swap.max", "memory.oom.group"):
+        (tmp_path / name).write_text("max\n")
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        records = decode(recipe.compile_recipe(0, root, rt, V2SlotCgroup("slot-x", (), (fd,), (), peak_resets)))
+    finally:
+        os.close(fd)
+    consts = dict(zip(recipe.CONSTS, *of_kind(records, recipe.K_CONSTS), strict=True))
+    assert consts["reusable"] == "1"  # kept either way: a judge's tests share a slot on every v2 host
+    if peak_resets:  # Linux 6.12: one cgroup, its peak set back through the descriptor read
+        assert consts["test_cgroups"] == "" and of_kind(records, recipe.K_TEST_CG_PARENT) == []
+        assert of_kind(records, recipe.K_PEAK_RESET) == [("0", "memory.peak", "reset")]
+        return
+    # before: the later tests' cgroups are test-<n> below the slot's, which gives them memory and
+    # pids and takes the largest limits a language has (never below a test's own)
+    largest = (max(w.memory_max for w in rt.workloads.values()), max(w.pids_max for w in rt.workloads.values()))
+    assert consts["test_cgroups"] == "test-" and of_kind(records, recipe.K_PEAK_RESET) == []
+    assert of_kind(records, recipe.K_TEST_CG_PARENT) == [
+        ("0", "cgroup.subtree_control", "+memory +pids"),
+        ("0", "memory.max", str(largest[0])),
+        ("0", "memory.swap.max", "0"),
+        ("0", "memory.oom.group", "1"),
+        ("0", "pids.max", str(largest[1])),
+    ]
+    # a test's own cgroup takes the slot's warm limits as the slot did: the same records
+    assert of_kind(records, recipe.K_WARM_LIMIT) == [("0", "memory.max", str(rt.common_limits[0])), ("0", "memory.swap.max", "0"), ("0", "memory.oom.group", "1"), ("0", "pids.max", str(rt.common_limits[1]))]
 
 
 def test_a_jobs_own_limits_go_where_they_lower_the_slots(rt, root, v1_slot):
