@@ -103,7 +103,10 @@ static void execute(struct slot *s, const struct job *job, struct span w, const 
     /* a kept slot's later test: its memory peak set back, or a cgroup of its own (kept.c) */
     if (job->command == CMD_EXEC && s->base_ns >= 0 && (fresh_sandbox(s, err) || (s->tests_served && (s->recipe.test_cgroups ? enter_test_cgroup(s, err) : reset_peak(s, err)))))
         return send_failure(s, err);
-    if (s->tests_served && s->test_cg.dir < 0) cgroup_counts(s, &run.oom_before, &run.pids_hits_before); /* a fresh cgroup counts from 0 */
+    /* a kept slot's cgroup counts every job it ran: its later jobs' figures are what grew since; a
+     * test's own cgroup (kept.c) counts from 0, as a fresh slot's does */
+    int counted_before = s->tests_served && s->test_cg.dir < 0;
+    if (counted_before) cgroup_counts(s, &run.oom_before, &run.pids_hits_before);
     if (mount_workspace(s, w, job->layer, err) || (job->command == CMD_TEST ? write_parts(s, w, job, err) : give_judge_files(s, job, paths, err)) ||
         write_limits(s, job, w, err))
         return send_failure(s, err);
@@ -111,8 +114,8 @@ static void execute(struct slot *s, const struct job *job, struct span w, const 
     /* the address space before the rlimits: it may set the standby aside, and then the task's own process takes them (exec.c) */
     if (task_stdio(s, job, stdio, ends, err) || address_space_prepare(s, job->address_space, err) || take_limits(s, w, job->timeout_ms, job->cpu_ms, err))
         return send_failure(s, err);
-    /* a fresh cgroup counts from 0; a kept slot's counts every job it ran (a checker's CPU is its own too) */
-    double cpu_before_ms = job->cpu_ms > 0 || s->tests_served ? cgroup_cpu_ms(s) : 0, started = monotonic_s();
+    /* CPU as counts; a first job with a CPU limit also leaves out its slot's warm-up */
+    double cpu_before_ms = counted_before || (job->cpu_ms > 0 && !s->tests_served) ? cgroup_cpu_ms(s) : 0, started = monotonic_s();
     /* a kept slot's later tests: each in a pid namespace of its own (testinit.c) */
     int failed_spawn = s->tests_served ? spawn_under_test_init(s, w, COMMAND_ARGV[job->command], args, nargs, stdio, 3, &run, err)
                                        : spawn_task(s, w, COMMAND_ARGV[job->command], args, nargs, stdio, 3, &run.pid, &run.shell, err);

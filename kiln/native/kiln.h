@@ -302,7 +302,8 @@ long cpu_limit_s(const struct slot *s, struct span w, long long timeout_ms, long
 /* the task's rlimits: recorded for the process that becomes the task, given to the standby at
  * once; and the workspace as cwd */
 int take_limits(struct slot *s, struct span w, long long timeout_ms, long long cpu_ms, char *err);
-/* the recorded rlimits set on `pid` (0: the calling process), each capped at its hard limit */
+/* the recorded rlimits set on `pid` (0: the calling process), each capped at its hard limit:
+ * 0, or 1 + the resource that could not be set (errno says why) */
 int give_rlimits(const struct slot *s, pid_t pid);
 
 /* --- identity.c: who a process is, what it holds, what it may call ------------------------- */

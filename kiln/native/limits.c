@@ -66,10 +66,10 @@ int give_rlimits(const struct slot *s, pid_t pid) {
     for (int i = 0; i < s->n_rlimits; i++) {
         struct rlimit current;
         rlim_t limit = s->rlimits[i].value;
-        if (prlimit(pid, s->rlimits[i].resource, NULL, &current)) return -1;
+        if (prlimit(pid, s->rlimits[i].resource, NULL, &current)) return s->rlimits[i].resource + 1;
         if (current.rlim_max != RLIM_INFINITY && limit > current.rlim_max) limit = current.rlim_max;
         struct rlimit wanted = {limit, limit};
-        if (prlimit(pid, s->rlimits[i].resource, &wanted, NULL)) return -1;
+        if (prlimit(pid, s->rlimits[i].resource, &wanted, NULL)) return s->rlimits[i].resource + 1;
     }
     return 0;
 }
@@ -89,7 +89,12 @@ int take_limits(struct slot *s, struct span w, long long timeout_ms, long long c
     if (cpu > 0) record_rlimit(s, RLIMIT_CPU, cpu);
     for (size_t i = w.from; i < w.to; i++)
         if (s->recipe.recs[i].type == K_W_RLIMIT) record_rlimit(s, arg_int(&s->recipe.recs[i].args[ARG(RLIMIT, resource)]), arg_int(&s->recipe.recs[i].args[ARG(RLIMIT, value)]));
-    if (s->standby.pid > 0 && give_rlimits(s, s->standby.pid)) return fail(err, "set rlimits", "the standby's");
+    int failed = s->standby.pid > 0 ? give_rlimits(s, s->standby.pid) : 0;
+    if (failed) {
+        char which[24];
+        snprintf(which, sizeof which, "resource %d", failed - 1); /* RLIMIT_* as <sys/resource.h> numbers them */
+        return fail(err, "set rlimits", which);
+    }
     const char *cwd = s->recipe.cwd;
     if (!cwd) errno = ENOENT;
     return !cwd || chdir(cwd) < 0 ? fail(err, "enter the workspace", cwd) : 0;
