@@ -179,7 +179,8 @@ suites)
     for module in status_codes files front judge_cli judge_scoring judge_front_memory client_gone queue judge_stream judge_packages judge_kattis_interactive harness_http answer_shapes; do
         front_only="$front_only --ignore=tests/api/test_$module.py"
     done
-    systemd-run --quiet --scope --collect --property=Delegate=yes -- .venv/bin/python -m pytest -q -p no:cacheprovider \
+    # --durations: CI's log shows where the guest's time goes, for whoever weighs what else fits
+    systemd-run --quiet --scope --collect --property=Delegate=yes -- .venv/bin/python -m pytest -q -p no:cacheprovider --durations=12 \
         --ignore=tests/api/test_warm.py --ignore=tests/api/test_prestart.py $front_only \
         -m "not lang_php and not lang_ruby and not lang_ts" \
         ${PYTEST_ARGS:-} tests/sandbox tests/api tests/security tests/langs tests/ops/test_rootless.py
