@@ -38,7 +38,10 @@ class V2SlotCgroup(SlotCgroup):
         # it cannot be: a kept slot's tests after its first each run in a cgroup of their own
         # below the slot's (kiln-init kept.c), whose peak and counters start from 0
         self.peak_resettable = peak_resettable
-        self.test_cgroups = not peak_resettable
+
+    @property
+    def test_cgroups(self) -> bool:
+        return not self.peak_resettable
 
     def limit_writes(self, memory_max: int, pids_max: int, previous: tuple[int, int] | None) -> tuple[LimitWrite, ...]:
         writes = [LimitWrite(0, "memory.max", str(memory_max))]
@@ -86,6 +89,8 @@ class V2Driver(TreeDriver):
         self.supervisor = os.path.join(self.instance_dir, cgroups.SUPERVISOR)
         self.peak_resettable = False  # until setup has looked (_prepare)
 
+    test_cgroups = V2SlotCgroup.test_cgroups  # the slots' rule, told by the driver at setup
+
     def is_root(self) -> bool:
         """The root cgroup has no cgroup.type (true also inside a cgroup namespace, whose "/" is
         an ordinary cgroup that the no-internal-processes rule applies to)."""
@@ -104,7 +109,6 @@ class V2Driver(TreeDriver):
         self._enable_controllers(self.base)
         self._enable_controllers(self.instance_dir)
         self.peak_resettable = cgroupfs.memory_peak_resets(self.instance_dir)  # the slots' memory.peak is the same file
-        self.test_cgroups = not self.peak_resettable
         weight = os.path.join(self.supervisor, "cpu.weight")
         if not self.is_root() and (cgroupfs.read_file(weight) or str(SUPERVISOR_CPU_WEIGHT)).strip() != str(SUPERVISOR_CPU_WEIGHT):
             cgroupfs.write_file(weight, SUPERVISOR_CPU_WEIGHT)

@@ -263,11 +263,12 @@ class TreeDriver(Driver):
         self.log = log
         self.bases = tuple(dict.fromkeys(bases))
         self.instance_dirs = tuple(os.path.join(base, instance) for base in self.bases)
-        # whether its slots' memory peak can be set back (SlotCgroup.peak_resettable), else
-        # whether a kept slot's later tests each take a cgroup of their own (test_cgroups); the
+        # whether its slots' memory peak can be set back (SlotCgroup.peak_resettable); the
         # driver may tell only once its subtree is made (setup)
         self.peak_resettable = True
-        self.test_cgroups = False
+
+    # whether a kept slot's later tests each take a cgroup of their own (SlotCgroup.test_cgroups)
+    test_cgroups = False
 
     def setup(self, move_pids: Iterable[int] = ()) -> None:
         """Create <base>/<instance> (in each hierarchy), remove a crashed kiln's slot cgroups,
