@@ -54,10 +54,8 @@ static void warm(struct slot *s, const struct start *start) {
         if (start->forked >= 0 ? start_forked(s, w, start->forked, start->forked_pid, err) : start_prestarted(s, w, err)) fail_warm(s, err);
     } else if (apply_cgroup_limits(s, (struct span){0, s->recipe.n}, K_WARM_LIMIT, err) || (s->n_procs && standby_make(s, err))) {
         fail_warm(s, err); /* most requests then find them written, and their task in its cgroups (standby.c) */
-    } else if (s->recipe.reusable) {
-        s->base_ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC); /* judge tests run in copies of it */
-    } else {
-        drop_cgroup_procs(s); /* while warming, not on the job's path */
+    } else { /* a plain slot may run a judge's tests one after another, each in a copy of it */
+        s->base_ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
     }
     send_json(s->sock, built >= 0 ? "{\"op\":\"ready\",\"" READY_ROOT_IMAGE "\":true}" : "{\"op\":\"ready\"}", built);
     if (built >= 0) close(built);

@@ -95,7 +95,7 @@ enum job_limit { JOB_LIMITS(JOB_LIMIT_ENUM) N_JOB_LIMITS };
 #define RECIPE_CONSTS(X)                                                                                 \
     X(index, INT) X(uid, INT) X(input_max, INT) X(output_max, INT) X(timeout_max_ms, INT)               \
     X(starved_max_times, INT) X(judge_part_max, INT) X(layer_max, INT) X(cwd, TEXT) X(judge_dir, TEXT) \
-    X(upper, TEXT) X(layers, TEXT) X(reusable, INT) X(setgroups, INT) X(test_cgroups, TEXT)
+    X(upper, TEXT) X(layers, TEXT) X(setgroups, INT) X(test_cgroups, TEXT)
 
 struct arg {
     const char *p; /* NUL-terminated (the NUL is not counted in len) */
@@ -123,7 +123,6 @@ struct recipe {
     const char *judge_dir;  /* below /sandbox: where a build job's files go */
     const char *upper;      /* the workspace overlay's upper layer: what a build job leaves */
     const char *layers;     /* where the builds' layers are, while the root is the slot's */
-    long reusable;          /* 1: a plain slot may run a judge's tests one after another */
     const char *test_cgroups; /* the name of a kept slot's later tests' own cgroups, before their
                                  number (the memory peak cannot be set back: kept.c); NULL: none */
 };

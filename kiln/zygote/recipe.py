@@ -37,7 +37,7 @@ K_TEST_CG_PARENT = 26
 # the K_CONSTS record's values, in this order (kiln.h's RECIPE_CONSTS; `kiln-init contract`)
 CONSTS = (
     "index", "uid", "input_max", "output_max", "timeout_max_ms", "starved_max_times", "judge_part_max", "layer_max",
-    "cwd", "judge_dir", "upper", "layers", "reusable", "setgroups", "test_cgroups",
+    "cwd", "judge_dir", "upper", "layers", "setgroups", "test_cgroups",
 )  # fmt: skip
 
 # each record type's arguments, in order (kiln.h RECORD_SHAPES, printed by `kiln-init contract`
@@ -118,10 +118,6 @@ def compile_recipe(index: int, root: RootPlan, runtime: Runtime, cgroup: SlotCgr
         "judge_dir": langs.JUDGE_DIR,
         "upper": OVERLAY_UPPER,
         "layers": LAYERS_DIR if root.layers else "",  # empty: none
-        # a plain slot may run a judge's tests one after another, each in a fresh sandbox, where
-        # the cgroup's memory peak can be set back between them, or else each test after the
-        # first runs in a cgroup of its own below the slot's
-        "reusable": int(cgroup.peak_resettable or cgroup.test_cgroups),
         # rootless with one id mapped, setgroups is denied (and there are no other groups to drop)
         "setgroups": int(runtime.user_namespace is None or not runtime.user_namespace.single_id),
         # the name of those tests' cgroups, before their number; empty: none (the tests share the slot's)

@@ -91,7 +91,7 @@ def test_constants_and_the_seccomp_filter(rt, root):
         "index": "3", "uid": str(UID), "input_max": str(rt.config.input_max), "output_max": str(rt.config.output_max),
         "timeout_max_ms": str(rt.config.timeout_max_ms), "starved_max_times": str(rt.starved_max_times), "judge_part_max": str(max(rt.config.judge_input_max, rt.config.file_max)),
         "layer_max": str(protocol.LAYER_MAX), "cwd": "/sandbox", "judge_dir": "judge", "upper": plan.OVERLAY_UPPER,
-        "layers": plan.LAYERS_DIR, "reusable": "1", "setgroups": "1", "test_cgroups": "",
+        "layers": plan.LAYERS_DIR, "setgroups": "1", "test_cgroups": "",
     }  # fmt: skip
     [(kind, [program])] = [(k, a) for k, a in records if k == recipe.K_SECCOMP]
     assert program == rt.seccomp_filter and len(program) % 8 == 0
@@ -182,8 +182,6 @@ def test_each_language_gets_its_workspace_files_command_and_limits(rt, root, v1_
 
 def test_v1_sets_the_memory_peak_back_between_a_slots_tests(rt, root, v1_slot):
     records = decode(recipe.compile_recipe(0, root, rt, v1_slot))
-    [consts] = of_kind(records, recipe.K_CONSTS)
-    assert consts[recipe.CONSTS.index("reusable")] == "1"
     assert of_kind(records, recipe.K_PEAK_RESET) == [("0", "memory.max_usage_in_bytes", "0")]
 
 
@@ -197,7 +195,6 @@ def test_v2_sets_the_peak_back_from_6_12_and_before_it_runs_a_kept_slots_later_t
     finally:
         os.close(fd)
     consts = dict(zip(recipe.CONSTS, *of_kind(records, recipe.K_CONSTS), strict=True))
-    assert consts["reusable"] == "1"  # kept either way: a judge's tests share a slot on every v2 host
     if peak_resets:  # Linux 6.12: one cgroup, its peak set back through the descriptor read
         assert consts["test_cgroups"] == "" and of_kind(records, recipe.K_TEST_CG_PARENT) == []
         assert of_kind(records, recipe.K_PEAK_RESET) == [("0", "memory.peak", "reset")]
